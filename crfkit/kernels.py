@@ -1,0 +1,348 @@
+"""Numba kernels: feature scores, scaled forward-backward, expectations, Viterbi.
+
+Shapes and meaning (one sequence of ``T`` tokens, ``L`` labels):
+
+* ``psi[t, y]``      unigram score: sum of the weights of the unigram features
+                     firing at ``t`` for label ``y``;
+* ``phi[t, a, b]``   transition score from label ``a`` at ``t-1`` to ``b`` at
+                     ``t``: the dense transition block plus the observation
+                     bigrams firing at ``t``. When no observation bigram exists
+                     (``per_token`` false) only ``phi[0]`` is used, for all t.
+* ``alpha, beta``    scaled forward/backward vectors (CRFsuite's method): each
+                     ``alpha[t]`` sums to one, its normaliser is ``scale[t]``,
+                     and ``alpha[t] * beta[t]`` is the marginal of token ``t``.
+
+Recurrences, with ``U[t] = exp(psi[t] - max psi[t])`` and ``M = exp(phi - max phi)``:
+
+    alpha[0]   = U[0] / scale[0]
+    alpha[t,b] = U[t,b] * sum_a alpha[t-1,a] M[t,a,b] / scale[t]
+    beta[T-1]  = 1
+    beta[t,a]  = sum_b M[t+1,a,b] U[t+1,b] beta[t+1,b] / scale[t+1]
+    log Z      = sum_t log scale[t] + the subtracted maxima
+    P(y[t-1]=a, y[t]=b) = alpha[t-1,a] M[t,a,b] U[t,b] beta[t,b] / scale[t]
+
+Subtracting the maxima keeps every factor in [0, 1], so nothing overflows;
+Viterbi works in log space (max-plus) and needs no exponentials at all.
+Nothing here parses text or allocates inside a per-token loop.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit, prange
+
+from crfkit.config import JIT, PARALLEL_JIT
+
+
+# --- encoding: features -> scores ----------------------------------------------------------
+@njit(**JIT)
+def unigram_scores(W, tok_ptr, tok_obs, u_ptr, u_lab, t0, T, psi):
+    """psi[:T] = unigram scores of tokens t0 .. t0+T-1."""
+    psi[:T] = 0.0
+    for t in range(T):
+        for j in range(tok_ptr[t0 + t], tok_ptr[t0 + t + 1]):
+            o = tok_obs[j]
+            for k in range(u_ptr[o], u_ptr[o + 1]):
+                psi[t, u_lab[k]] += W[k]
+
+
+@njit(**JIT)
+def bigram_scores(W, tok_ptr, tok_obs, b_ptr, b_prev, b_cur, n_u, trans, per_token, t0, T, phi):
+    """phi[0] = trans; with per-token bigrams, phi[t] = trans + observation bigrams at t."""
+    phi[0] = trans
+    if not per_token:
+        return
+    for t in range(1, T):
+        phi[t] = trans
+        for j in range(tok_ptr[t0 + t], tok_ptr[t0 + t + 1]):
+            o = tok_obs[j]
+            for k in range(b_ptr[o], b_ptr[o + 1]):
+                phi[t, b_prev[k], b_cur[k]] += W[n_u + k]
+
+
+@njit(**JIT)
+def transition_block(W, trans_offset, has_trans, L):
+    """The dense L x L transition scores (zeros when the model has none)."""
+    trans = np.zeros((L, L))
+    if has_trans:
+        for a in range(L):
+            for b in range(L):
+                trans[a, b] = W[trans_offset + a * L + b]
+    return trans
+
+
+# --- lattice: scores -> log Z, marginals, best path ----------------------------------------
+@njit(**JIT)
+def _exp_shifted(src, dst):
+    """dst = exp(src - max(src)) for 1-d rows; returns the max (0 if it is not finite)."""
+    m = src.max()
+    if not np.isfinite(m):
+        m = 0.0
+    for i in range(src.shape[0]):
+        dst[i] = np.exp(src[i] - m)
+    return m
+
+
+@njit(**JIT)
+def _exp_shifted_matrix(src, dst):
+    """dst = exp(src - max(src)) for square matrices; returns the max."""
+    m = src.max()
+    if not np.isfinite(m):
+        m = 0.0
+    for a in range(src.shape[0]):
+        for b in range(src.shape[1]):
+            dst[a, b] = np.exp(src[a, b] - m)
+    return m
+
+
+@njit(**JIT)
+def forward_backward(psi, phi, per_token, T, L, expu, expb, alpha, beta, scale, tmp):
+    """Scaled forward-backward over one sequence; returns log Z (NaN on underflow)."""
+    logz = 0.0
+    for t in range(T):
+        logz += _exp_shifted(psi[t], expu[t])
+    if per_token:
+        for t in range(1, T):
+            logz += _exp_shifted_matrix(phi[t], expb[t])
+    elif T > 1:
+        logz += _exp_shifted_matrix(phi[0], expb[0]) * (T - 1)
+
+    s = 0.0
+    for y in range(L):
+        alpha[0, y] = expu[0, y]
+        s += alpha[0, y]
+    scale[0] = s
+    for y in range(L):
+        alpha[0, y] /= s
+    for t in range(1, T):
+        M = expb[t] if per_token else expb[0]
+        for b in range(L):
+            tmp[b] = 0.0
+        for a in range(L):
+            w = alpha[t - 1, a]
+            for b in range(L):
+                tmp[b] += w * M[a, b]
+        s = 0.0
+        for b in range(L):
+            v = tmp[b] * expu[t, b]
+            alpha[t, b] = v
+            s += v
+        scale[t] = s
+        if not (s > 0.0) or not np.isfinite(s):
+            return np.nan
+        for b in range(L):
+            alpha[t, b] /= s
+
+    for y in range(L):
+        beta[T - 1, y] = 1.0
+    for t in range(T - 2, -1, -1):
+        M = expb[t + 1] if per_token else expb[0]
+        inv = 1.0 / scale[t + 1]
+        for b in range(L):
+            tmp[b] = expu[t + 1, b] * beta[t + 1, b] * inv
+        for a in range(L):
+            acc = 0.0
+            for b in range(L):
+                acc += M[a, b] * tmp[b]
+            beta[t, a] = acc
+    for t in range(T):
+        logz += np.log(scale[t])
+    return logz
+
+
+@njit(**JIT)
+def viterbi(psi, phi, per_token, T, L, delta, back, path):
+    """Best label path of one sequence (max-plus); returns its score. Ties go to the lower label."""
+    for y in range(L):
+        delta[0, y] = psi[0, y]
+    for t in range(1, T):
+        M = phi[t] if per_token else phi[0]
+        for b in range(L):
+            best = -np.inf
+            arg = 0
+            for a in range(L):
+                v = delta[t - 1, a] + M[a, b]
+                if v > best:
+                    best = v
+                    arg = a
+            delta[t, b] = best + psi[t, b]
+            back[t, b] = arg
+    best = delta[T - 1, 0]
+    arg = 0
+    for y in range(1, L):
+        if delta[T - 1, y] > best:
+            best = delta[T - 1, y]
+            arg = y
+    path[T - 1] = arg
+    for t in range(T - 1, 0, -1):
+        path[t - 1] = back[t, path[t]]
+    return best
+
+
+# --- expectations: marginals -> gradient ---------------------------------------------------
+@njit(**JIT)
+def accumulate_expectations(G, tok_ptr, tok_obs, u_ptr, u_lab, b_ptr, b_prev, b_cur, n_u,
+                            trans_offset, has_trans, per_token, t0, T, L,
+                            alpha, beta, expu, expb, scale, pair, tmp):
+    """Add the model's expected feature counts for one sequence to G.
+
+    Also turns alpha into the token marginals (alpha[t] * beta[t]).
+    """
+    if per_token:
+        for t in range(1, T):
+            M = expb[t]
+            inv = 1.0 / scale[t]
+            for b in range(L):
+                tmp[b] = expu[t, b] * beta[t, b] * inv
+            for a in range(L):
+                w = alpha[t - 1, a]
+                for b in range(L):
+                    pair[a, b] = w * M[a, b] * tmp[b]
+            if has_trans:
+                for a in range(L):
+                    for b in range(L):
+                        G[trans_offset + a * L + b] += pair[a, b]
+            for j in range(tok_ptr[t0 + t], tok_ptr[t0 + t + 1]):
+                o = tok_obs[j]
+                for k in range(b_ptr[o], b_ptr[o + 1]):
+                    G[n_u + k] += pair[b_prev[k], b_cur[k]]
+    elif has_trans and T > 1:
+        # sum_t P(a, b at t) = M[a, b] * sum_t alpha[t-1, a] U[t, b] beta[t, b] / scale[t]
+        pair[:, :] = 0.0
+        for t in range(1, T):
+            inv = 1.0 / scale[t]
+            for b in range(L):
+                tmp[b] = expu[t, b] * beta[t, b] * inv
+            for a in range(L):
+                w = alpha[t - 1, a]
+                for b in range(L):
+                    pair[a, b] += w * tmp[b]
+        M = expb[0]
+        for a in range(L):
+            for b in range(L):
+                G[trans_offset + a * L + b] += pair[a, b] * M[a, b]
+
+    for t in range(T):
+        for y in range(L):
+            alpha[t, y] *= beta[t, y]
+        for j in range(tok_ptr[t0 + t], tok_ptr[t0 + t + 1]):
+            o = tok_obs[j]
+            for k in range(u_ptr[o], u_ptr[o + 1]):
+                G[k] += alpha[t, u_lab[k]]
+
+
+@njit(**JIT)
+def dot(a, b):
+    """Serial dot product: a fixed summation order, unlike threaded BLAS."""
+    acc = 0.0
+    for i in range(a.size):
+        acc += a[i] * b[i]
+    return acc
+
+
+# --- batch kernels ---------------------------------------------------------------------------
+@njit(**PARALLEL_JIT)
+def loss_blocks(W, seq_ptr, tok_ptr, tok_obs, labels, u_ptr, u_lab, b_ptr, b_prev, b_cur,
+                n_u, trans_offset, has_trans, per_token, L, block_ptr, G_blocks, out):
+    """Per block of sequences: sum of log Z into out[b, 0], expected counts into G_blocks[b].
+
+    out[b, 1] / out[b, 2] count token / sequence errors of posterior decoding
+    (argmax of marginals), a free by-product used for the progress line.
+    """
+    trans = transition_block(W, trans_offset, has_trans, L)
+    n_blocks = len(block_ptr) - 1
+    for blk in prange(n_blocks):
+        s0 = block_ptr[blk]
+        s1 = block_ptr[blk + 1]
+        Tmax = 1
+        for s in range(s0, s1):
+            Tmax = max(Tmax, seq_ptr[s + 1] - seq_ptr[s])
+        TP = Tmax if per_token else 1
+        psi = np.empty((Tmax, L))
+        phi = np.empty((TP, L, L))
+        expu = np.empty((Tmax, L))
+        expb = np.empty((TP, L, L))
+        alpha = np.empty((Tmax, L))
+        beta = np.empty((Tmax, L))
+        scale = np.empty(Tmax)
+        pair = np.empty((L, L))
+        tmp = np.empty(L)
+        G = G_blocks[blk]
+        G[:] = 0.0
+        logz_sum = 0.0
+        tok_err = 0
+        seq_err = 0
+        for s in range(s0, s1):
+            t0 = seq_ptr[s]
+            T = seq_ptr[s + 1] - t0
+            if T == 0:
+                continue
+            unigram_scores(W, tok_ptr, tok_obs, u_ptr, u_lab, t0, T, psi)
+            bigram_scores(W, tok_ptr, tok_obs, b_ptr, b_prev, b_cur, n_u, trans, per_token,
+                          t0, T, phi)
+            logz_sum += forward_backward(psi, phi, per_token, T, L, expu, expb, alpha, beta,
+                                         scale, tmp)
+            accumulate_expectations(G, tok_ptr, tok_obs, u_ptr, u_lab, b_ptr, b_prev, b_cur,
+                                    n_u, trans_offset, has_trans, per_token, t0, T, L,
+                                    alpha, beta, expu, expb, scale, pair, tmp)
+            wrong = 0
+            for t in range(T):
+                if np.argmax(alpha[t]) != labels[t0 + t]:
+                    wrong += 1
+            tok_err += wrong
+            if wrong:
+                seq_err += 1
+        out[blk, 0] = logz_sum
+        out[blk, 1] = tok_err
+        out[blk, 2] = seq_err
+
+
+@njit(**PARALLEL_JIT)
+def reduce_gradient(G_blocks, empirical, W, rho2, g):
+    """g = sum_b G_blocks[b] - empirical + rho2 * W, summed in block order."""
+    n = W.size
+    n_blocks = G_blocks.shape[0]
+    chunk = 1 << 16
+    n_chunks = (n + chunk - 1) // chunk
+    for c in prange(n_chunks):
+        lo = c * chunk
+        hi = min(n, lo + chunk)
+        for i in range(lo, hi):
+            g[i] = G_blocks[0, i]
+        for b in range(1, n_blocks):
+            for i in range(lo, hi):
+                g[i] += G_blocks[b, i]
+        for i in range(lo, hi):
+            g[i] += rho2 * W[i] - empirical[i]
+
+
+@njit(**PARALLEL_JIT)
+def viterbi_blocks(W, seq_ptr, tok_ptr, tok_obs, u_ptr, u_lab, b_ptr, b_prev, b_cur,
+                   n_u, trans_offset, has_trans, per_token, L, block_ptr, out_labels, out_scores):
+    """Best path of every sequence: labels into out_labels (per token), scores per sequence."""
+    trans = transition_block(W, trans_offset, has_trans, L)
+    n_blocks = len(block_ptr) - 1
+    for blk in prange(n_blocks):
+        s0 = block_ptr[blk]
+        s1 = block_ptr[blk + 1]
+        Tmax = 1
+        for s in range(s0, s1):
+            Tmax = max(Tmax, seq_ptr[s + 1] - seq_ptr[s])
+        TP = Tmax if per_token else 1
+        psi = np.empty((Tmax, L))
+        phi = np.empty((TP, L, L))
+        delta = np.empty((Tmax, L))
+        back = np.empty((Tmax, L), dtype=np.int32)
+        path = np.empty(Tmax, dtype=np.int32)
+        for s in range(s0, s1):
+            t0 = seq_ptr[s]
+            T = seq_ptr[s + 1] - t0
+            if T == 0:
+                out_scores[s] = 0.0
+                continue
+            unigram_scores(W, tok_ptr, tok_obs, u_ptr, u_lab, t0, T, psi)
+            bigram_scores(W, tok_ptr, tok_obs, b_ptr, b_prev, b_cur, n_u, trans, per_token,
+                          t0, T, phi)
+            out_scores[s] = viterbi(psi, phi, per_token, T, L, delta, back, path)
+            for t in range(T):
+                out_labels[t0 + t] = path[t]

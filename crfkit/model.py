@@ -1,0 +1,208 @@
+"""A trained model: labels, patterns, observation vocabulary, feature space, weights.
+
+The model owns its file. The container (:mod:`crfkit.fileformat`) is a JSON
+header plus raw numpy arrays with a checksum: loading never runs code, and
+every array is checked against the header and against each other before the
+kernels may index with it (a bad index in a Numba kernel would crash the
+process instead of raising).
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from crfkit import fileformat
+from crfkit.errors import ModelFormatError
+from crfkit.features import Featurizer, ObservationVocab, StringTable
+from crfkit.patterns import Pattern, parse_pattern_line
+from crfkit.space import FeatureSpace
+
+MODEL_KIND = "crfkit-model"
+
+
+@dataclass
+class Model:
+    """Everything needed to label new data, and to print what was learnt."""
+
+    labels: list[str]
+    patterns: list[Pattern]
+    n_token_columns: int
+    featurizer: Featurizer
+    space: FeatureSpace
+    weights: np.ndarray
+    info: dict = field(default_factory=dict)
+
+    # -- file format -------------------------------------------------------------------
+    def _arrays_and_meta(self) -> tuple[dict, dict[str, np.ndarray]]:
+        s = self.space
+        vocab = self.featurizer.vocab
+        arrays = {
+            "weights": self.weights,
+            "u_ptr": s.u_ptr, "u_lab": s.u_lab,
+            "b_ptr": s.b_ptr, "b_prev": s.b_prev, "b_cur": s.b_cur,
+            "obs_keys": vocab.keys, "obs_pattern": vocab.pattern, "obs_values": vocab.values,
+        }
+        for i, table in enumerate(self.featurizer.tables):
+            blob, offsets = fileformat.pack_strings(table.strings)
+            arrays[f"table{i}_blob"] = blob
+            arrays[f"table{i}_offsets"] = offsets
+        meta = {
+            "kind": MODEL_KIND,
+            "type": "crf",
+            "labels": self.labels,
+            "patterns": [{"text": p.text, "line": p.line} for p in self.patterns],
+            "n_token_columns": self.n_token_columns,
+            "has_trans": bool(s.has_trans),
+            "info": self.info,
+        }
+        return meta, arrays
+
+    def to_bytes(self) -> bytes:
+        meta, arrays = self._arrays_and_meta()
+        return fileformat.dumps(meta, arrays)
+
+    def save(self, path: str | os.PathLike) -> None:
+        """Write atomically: a crash leaves any previous file untouched."""
+        meta, arrays = self._arrays_and_meta()
+        fileformat.write_file(path, meta, arrays)
+
+    @classmethod
+    def load(cls, path: str | os.PathLike) -> Model:
+        meta, arrays = fileformat.read_file(path)
+        return cls._from_parts(meta, arrays, os.fspath(path))
+
+    @classmethod
+    def from_bytes(cls, data: bytes, name: str = "<bytes>") -> Model:
+        meta, arrays = fileformat.loads(data, name=name)
+        return cls._from_parts(meta, arrays, name)
+
+    def __reduce__(self):
+        # Pickle through our own byte format, never through internals.
+        return (Model.from_bytes, (self.to_bytes(),))
+
+    @classmethod
+    def _from_parts(cls, meta: dict, arrays: dict[str, np.ndarray], name: str) -> Model:
+        check = _Checker(name, meta, arrays)
+        if meta.get("kind") != MODEL_KIND:
+            raise ModelFormatError("not a crfkit model (the container holds something else)",
+                                   path=name)
+        labels = check.string_list("labels")
+        if not labels or len(set(labels)) != len(labels):
+            raise ModelFormatError("model labels are missing or repeated", path=name)
+        patterns = []
+        for entry in check.value("patterns", list):
+            if not isinstance(entry, dict) or not isinstance(entry.get("text"), str) \
+                    or not isinstance(entry.get("line"), int) or not entry["text"]:
+                raise ModelFormatError("bad pattern entry in model", path=name)
+            try:
+                patterns.append(parse_pattern_line(entry["text"], lineno=entry["line"]))
+            except Exception as err:  # noqa: BLE001 - any parse failure means a bad file
+                raise ModelFormatError(f"bad pattern in model: {err}", path=name) from None
+        if not patterns:
+            raise ModelFormatError("model has no patterns", path=name)
+        n_columns = check.value("n_token_columns", int)
+        has_trans = check.value("has_trans", bool)
+        info = meta.get("info", {})
+        if not isinstance(info, dict):
+            raise ModelFormatError("bad info section in model", path=name)
+        for p in patterns:
+            for c in p.commands:
+                if not 0 <= c.column < n_columns:
+                    raise ModelFormatError("pattern column out of range in model", path=name)
+
+        featurizer = Featurizer(patterns)
+        tables = []
+        for i in range(len(featurizer.transforms)):
+            blob = check.array(f"table{i}_blob", np.uint8, 1)
+            offsets = check.array(f"table{i}_offsets", np.int64, 1)
+            tables.append(StringTable(fileformat.unpack_strings(blob, offsets)))
+        featurizer.tables = tables
+
+        L = len(labels)
+        keys = check.array("obs_keys", np.uint64, 1)
+        n_obs = len(keys)
+        obs_pattern = check.array("obs_pattern", np.int32, 1, length=n_obs)
+        listed = np.zeros(len(patterns), dtype=bool)
+        listed[featurizer.listed] = True
+        if n_obs and (obs_pattern.min() < 0 or obs_pattern.max() >= len(patterns)
+                      or not listed[obs_pattern].all()):
+            raise ModelFormatError("observation pattern index out of range", path=name)
+        n_values = int(featurizer.n_commands[obs_pattern].sum())
+        obs_values = check.array("obs_values", np.int32, 1, length=n_values)
+        check.value_ids(obs_values, obs_pattern, featurizer)
+        if len(np.unique(keys)) != n_obs:
+            raise ModelFormatError("repeated observation keys", path=name)
+        featurizer.vocab = ObservationVocab(keys, obs_pattern, obs_values)
+
+        u_ptr = check.pointer("u_ptr", n_obs)
+        u_lab = check.array("u_lab", np.int32, 1, length=int(u_ptr[-1]))
+        b_ptr = check.pointer("b_ptr", n_obs)
+        b_prev = check.array("b_prev", np.int32, 1, length=int(b_ptr[-1]))
+        b_cur = check.array("b_cur", np.int32, 1, length=int(b_ptr[-1]))
+        for arr_name, arr in (("u_lab", u_lab), ("b_prev", b_prev), ("b_cur", b_cur)):
+            if len(arr) and (arr.min() < 0 or arr.max() >= L):
+                raise ModelFormatError(f"{arr_name}: label index out of range", path=name)
+        space = FeatureSpace(n_labels=L, u_ptr=u_ptr, u_lab=u_lab, b_ptr=b_ptr, b_prev=b_prev,
+                             b_cur=b_cur, has_trans=has_trans)
+        weights = check.array("weights", np.float64, 1, length=space.n_weights)
+        if not np.isfinite(weights).all():
+            raise ModelFormatError("model weights are not finite", path=name)
+        return cls(labels=labels, patterns=patterns, n_token_columns=n_columns,
+                   featurizer=featurizer, space=space, weights=weights, info=info)
+
+
+class _Checker:
+    """Validates header values and arrays, raising ModelFormatError naming the file."""
+
+    def __init__(self, name: str, meta: dict, arrays: dict[str, np.ndarray]) -> None:
+        self.name, self.meta, self.arrays = name, meta, arrays
+
+    def fail(self, message: str) -> ModelFormatError:
+        return ModelFormatError(message, path=self.name)
+
+    def value(self, key: str, kind: type):
+        value = self.meta.get(key)
+        if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
+            raise self.fail(f"model header field {key!r} is missing or not {kind.__name__}")
+        return value
+
+    def string_list(self, key: str) -> list[str]:
+        value = self.value(key, list)
+        if not all(isinstance(v, str) for v in value):
+            raise self.fail(f"model header field {key!r} must be a list of strings")
+        return value
+
+    def array(self, key: str, dtype, ndim: int, *, length: int | None = None) -> np.ndarray:
+        arr = self.arrays.get(key)
+        if arr is None:
+            raise self.fail(f"model lacks array {key!r}")
+        if arr.dtype != np.dtype(dtype) or arr.ndim != ndim:
+            raise self.fail(f"model array {key!r} has dtype {arr.dtype}/{arr.ndim}-d, "
+                            f"expected {np.dtype(dtype)}/{ndim}-d")
+        if length is not None and len(arr) != length:
+            raise self.fail(f"model array {key!r} has {len(arr)} entries, expected {length}")
+        return np.ascontiguousarray(arr)
+
+    def pointer(self, key: str, n: int) -> np.ndarray:
+        ptr = self.array(key, np.int64, 1, length=n + 1)
+        if ptr[0] != 0 or (np.diff(ptr) < 0).any():
+            raise self.fail(f"model array {key!r} is not a valid offset table")
+        return ptr
+
+    def value_ids(self, values: np.ndarray, pattern: np.ndarray, featurizer: Featurizer) -> None:
+        sizes = np.array([len(t) for t in featurizer.tables] + [0], dtype=np.int64)
+        owner = np.concatenate([np.array(featurizer.command_transform[p], dtype=np.int64)
+                                for p in range(len(featurizer.patterns))] + [np.zeros(0, np.int64)])
+        starts = np.concatenate([[0], np.cumsum(featurizer.n_commands)])
+        per_obs_start = starts[pattern]
+        counts = featurizer.n_commands[pattern]
+        if not len(values):
+            return
+        which = np.repeat(per_obs_start, counts) + (
+            np.arange(len(values)) - np.repeat(np.cumsum(counts) - counts, counts))
+        limit = sizes[owner[which]]
+        if values.min() < 0 or (values >= limit).any():
+            raise self.fail("observation value index out of range")

@@ -1,0 +1,144 @@
+"""Which features exist, and where their weights sit in the flat weight vector.
+
+Like CRFsuite (and unlike CRF++/Wapiti's dense blocks), a feature exists for
+an observation and a label (or label pair) only if that combination occurs
+in the training data. On CoNLL-2000 that is 456k unigram features instead
+of 7.4M dense ones: less memory, a smaller model and a faster gradient, at
+no loss of accuracy. Constant bigram patterns (CRF++'s bare ``B``) are the
+exception: they get a dense ``L x L`` transition block, so transitions never
+seen in training still get (negative) weights.
+
+Weight layout (one float64 vector)::
+
+    [ unigram features (n_u) | observation bigrams (n_b) | transitions (L*L, optional) ]
+
+Per observation ``o``, its unigram features are ``u_ptr[o]:u_ptr[o+1]`` with
+labels ``u_lab``; its bigram features are ``b_ptr[o]:b_ptr[o+1]`` with label
+pairs ``(b_prev, b_cur)``, weight index ``n_u + k``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+
+@dataclass
+class Dataset:
+    """A batch of sequences as flat arrays, ready for the kernels.
+
+    ``tok_obs[tok_ptr[t]:tok_ptr[t+1]]`` are the observation ids firing at
+    token ``t``; sequence ``s`` spans tokens ``seq_ptr[s]:seq_ptr[s+1]``.
+    ``labels`` holds gold label ids (-1 where unknown), or is empty.
+    """
+
+    seq_ptr: np.ndarray
+    tok_ptr: np.ndarray
+    tok_obs: np.ndarray
+    labels: np.ndarray
+
+    @property
+    def n_seqs(self) -> int:
+        return len(self.seq_ptr) - 1
+
+    @property
+    def n_tokens(self) -> int:
+        return int(self.seq_ptr[-1])
+
+    @property
+    def lengths(self) -> np.ndarray:
+        return np.diff(self.seq_ptr)
+
+
+@dataclass
+class FeatureSpace:
+    """The features of a model and the layout of its weight vector."""
+
+    n_labels: int
+    u_ptr: np.ndarray  # int64 (n_obs + 1,)
+    u_lab: np.ndarray  # int32 (n_u,)
+    b_ptr: np.ndarray  # int64 (n_obs + 1,)
+    b_prev: np.ndarray  # int32 (n_b,)
+    b_cur: np.ndarray  # int32 (n_b,)
+    has_trans: bool
+
+    @property
+    def n_obs(self) -> int:
+        return len(self.u_ptr) - 1
+
+    @property
+    def n_u(self) -> int:
+        return len(self.u_lab)
+
+    @property
+    def n_b(self) -> int:
+        return len(self.b_prev)
+
+    @property
+    def trans_offset(self) -> int:
+        return self.n_u + self.n_b
+
+    @property
+    def n_weights(self) -> int:
+        return self.trans_offset + (self.n_labels**2 if self.has_trans else 0)
+
+    @classmethod
+    def from_training(
+        cls,
+        obs: np.ndarray,
+        unigram_columns: np.ndarray,
+        bigram_columns: np.ndarray,
+        first_token: np.ndarray,
+        labels: np.ndarray,
+        n_obs: int,
+        n_labels: int,
+        has_trans: bool,
+    ) -> tuple[FeatureSpace, np.ndarray]:
+        """Features seen in training, and their empirical counts (the gold feature totals).
+
+        ``obs`` is the (n_tokens, n_columns) observation-id matrix (-1: none);
+        ``unigram_columns``/``bigram_columns`` flag which columns feed which
+        kind; ``first_token`` flags tokens that start a sequence.
+        """
+        L = n_labels
+        y = labels.astype(np.int64)
+        uni = obs[:, unigram_columns].astype(np.int64)
+        ykeys = uni * L + y[:, None]
+        ykeys = ykeys[uni >= 0]
+        u_keys, u_count = np.unique(ykeys, return_counts=True)
+        u_obs = u_keys // L
+        u_ptr = _ptr(u_obs, n_obs)
+
+        inner = ~first_token
+        big = obs[inner][:, bigram_columns].astype(np.int64)
+        prev = np.roll(y, 1)[inner]
+        bkeys = (big * L + prev[:, None]) * L + y[inner][:, None]
+        bkeys = bkeys[big >= 0]
+        b_keys, b_count = np.unique(bkeys, return_counts=True)
+        b_obs = b_keys // (L * L)
+        b_ptr = _ptr(b_obs, n_obs)
+
+        space = cls(
+            n_labels=L,
+            u_ptr=u_ptr,
+            u_lab=(u_keys % L).astype(np.int32),
+            b_ptr=b_ptr,
+            b_prev=((b_keys // L) % L).astype(np.int32),
+            b_cur=(b_keys % L).astype(np.int32),
+            has_trans=has_trans,
+        )
+        empirical = np.zeros(space.n_weights, dtype=np.float64)
+        empirical[: space.n_u] = u_count
+        empirical[space.n_u : space.trans_offset] = b_count
+        if has_trans:
+            pairs = prev * L + y[inner]
+            empirical[space.trans_offset :] = np.bincount(pairs, minlength=L * L)
+        return space, empirical
+
+
+def _ptr(owner: np.ndarray, n: int) -> np.ndarray:
+    """CSR pointer for sorted owner ids in [0, n)."""
+    ptr = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum(np.bincount(owner, minlength=n), out=ptr[1:])
+    return ptr

@@ -1,0 +1,95 @@
+"""Kernels against brute-force enumeration (tests/naive.py)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from crfkit import kernels
+from tests import naive
+
+
+def random_problem(rng, T, L, scale=1.0):
+    psi = rng.normal(scale=scale, size=(T, L))
+    phi = rng.normal(scale=scale, size=(T, L, L))
+    return psi, phi
+
+
+def run_forward_backward(psi, phi, per_token):
+    T, L = psi.shape
+    TP = T if per_token else 1
+    expu, alpha, beta = (np.empty((T, L)) for _ in range(3))
+    expb = np.empty((TP, L, L))
+    scale, tmp = np.empty(T), np.empty(L)
+    phi_used = phi if per_token else np.repeat(phi[1:2] if T > 1 else phi[:1], T, axis=0)
+    log_z = kernels.forward_backward(psi, phi_used[:TP] if not per_token else phi_used,
+                                     per_token, T, L, expu, expb, alpha, beta, scale, tmp)
+    return log_z, alpha * beta, phi_used, (expu, expb, alpha, beta, scale)
+
+
+CASES = [(1, 1), (1, 3), (2, 1), (2, 2), (3, 3), (5, 2), (4, 4), (6, 3)]
+
+
+@pytest.mark.parametrize("per_token", [False, True])
+@pytest.mark.parametrize("T,L", CASES)
+def test_forward_backward_matches_enumeration(T, L, per_token):
+    rng = np.random.default_rng(T * 10 + L + per_token)
+    psi, phi = random_problem(rng, T, L, scale=2.0)
+    log_z, marg, phi_used, _ = run_forward_backward(psi, phi, per_token)
+    want_z = naive.log_partition(psi, phi_used)
+    want_marg, _ = naive.marginals(psi, phi_used)
+    assert log_z == pytest.approx(want_z, rel=1e-10, abs=1e-10)
+    np.testing.assert_allclose(marg, want_marg, atol=1e-10)
+    np.testing.assert_allclose(marg.sum(axis=1), 1.0, atol=1e-12)
+
+
+def test_forward_backward_survives_huge_scores_and_long_sequences():
+    rng = np.random.default_rng(0)
+    psi, phi = random_problem(rng, 4, 3, scale=200.0)
+    log_z, marg, phi_used, _ = run_forward_backward(psi, phi, True)
+    assert log_z == pytest.approx(naive.log_partition(psi, phi_used), rel=1e-12)
+    np.testing.assert_allclose(marg, naive.marginals(psi, phi_used)[0], atol=1e-9)
+    # 500 tokens: unscaled probabilities would underflow long before the end.
+    psi, phi = random_problem(rng, 500, 5, scale=3.0)
+    log_z, marg, _, _ = run_forward_backward(psi, phi, True)
+    assert np.isfinite(log_z)
+    np.testing.assert_allclose(marg.sum(axis=1), 1.0, atol=1e-9)
+
+
+@pytest.mark.parametrize("per_token", [False, True])
+@pytest.mark.parametrize("T,L", CASES)
+def test_viterbi_matches_enumeration(T, L, per_token):
+    rng = np.random.default_rng(100 + T * 10 + L)
+    psi, phi = random_problem(rng, T, L, scale=1.5)
+    phi_used = phi if per_token else np.repeat(phi[1:2] if T > 1 else phi[:1], T, axis=0)
+    delta = np.empty((T, L))
+    back = np.empty((T, L), dtype=np.int32)
+    path = np.empty(T, dtype=np.int32)
+    score = kernels.viterbi(psi, phi_used if per_token else phi_used[:1], per_token, T, L,
+                            delta, back, path)
+    want_path, want_score = naive.best_path(psi, phi_used)
+    assert tuple(path) == want_path
+    assert score == pytest.approx(want_score, rel=1e-12)
+
+
+@pytest.mark.parametrize("per_token", [False, True])
+def test_pair_expectations_match_enumeration(per_token):
+    """The transition gradient equals the summed brute-force pair marginals."""
+    rng = np.random.default_rng(7)
+    T, L = 5, 3
+    psi, phi = random_problem(rng, T, L)
+    log_z, _, phi_used, (expu, expb, alpha, beta, scale) = run_forward_backward(
+        psi, phi, per_token)
+    n_obs = 1
+    # One observation at every token, no features of its own: only transitions count.
+    tok_ptr = np.arange(T + 1, dtype=np.int64)
+    tok_obs = np.zeros(T, dtype=np.int32)
+    u_ptr = np.zeros(n_obs + 1, dtype=np.int64)
+    b_ptr = np.zeros(n_obs + 1, dtype=np.int64)
+    empty = np.zeros(0, dtype=np.int32)
+    G = np.zeros(L * L)
+    kernels.accumulate_expectations(G, tok_ptr, tok_obs, u_ptr, empty, b_ptr, empty, empty, 0,
+                                    0, True, per_token, 0, T, L, alpha, beta, expu, expb, scale,
+                                    np.empty((L, L)), np.empty(L))
+    _, pair = naive.marginals(psi, phi_used)
+    np.testing.assert_allclose(G.reshape(L, L), pair.sum(axis=0), atol=1e-10)
