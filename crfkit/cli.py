@@ -17,7 +17,24 @@ from crfkit import __version__
 from crfkit.errors import CrfkitError
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+class _Group(click.Group):
+    """A click group that reports library errors as one line and exit status 1."""
+
+    def invoke(self, ctx: click.Context):
+        try:
+            return super().invoke(ctx)
+        except CrfkitError as err:
+            click.echo(f"crfkit: error: {err}", err=True)
+            ctx.exit(1)
+        except KeyboardInterrupt:
+            click.echo("crfkit: interrupted", err=True)
+            ctx.exit(130)
+        except BrokenPipeError:
+            sys.stderr.close()
+            ctx.exit(141)
+
+
+@click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="crfkit")
 def cli() -> None:
     """Fast linear-chain CRFs: train, label, evaluate.
@@ -131,7 +148,8 @@ def label_command(model_file, input_file, output_file, labels_only, check, nthre
               show_default=True, help="Report format; json has stable keys (see README).")
 @click.option("--tokens", is_flag=True, help="Also print per-label token precision/recall/F1.")
 @click.option("--scheme", type=click.Choice(["iob1", "iob2", "iobes"]), default=None,
-              help="Tagging scheme (documentation only: conlleval's chunk logic reads all three).")
+              help="Tagging scheme: reject tags that do not fit it; iobes also adds the IOBES "
+                   "chunk rules conlleval lacks (default: conlleval's rules exactly).")
 @click.option("--encoding", default="utf-8", show_default=True, help="Text encoding of FILE.")
 def eval_command(input_file, delimiter, outside, raw, latex, fmt, tokens, scheme, encoding) -> None:
     """Score tagged output like conlleval: the last two columns are gold and predicted tags."""
@@ -152,21 +170,8 @@ def eval_command(input_file, delimiter, outside, raw, latex, fmt, tokens, scheme
 
 
 def main() -> None:
-    """Console entry point: run the click group, turning CrfkitError into one line."""
-    try:
-        cli.main(standalone_mode=False)
-    except CrfkitError as err:
-        click.echo(f"crfkit: error: {err}", err=True)
-        sys.exit(1)
-    except click.exceptions.Abort:
-        click.echo("crfkit: interrupted", err=True)
-        sys.exit(130)
-    except click.ClickException as err:
-        err.show()
-        sys.exit(err.exit_code)
-    except BrokenPipeError:
-        sys.stderr.close()
-        sys.exit(141)
+    """Console entry point."""
+    cli(prog_name="crfkit")
 
 
 if __name__ == "__main__":

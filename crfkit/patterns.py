@@ -225,7 +225,7 @@ class _LineParser:
     def expect(self, char: str, message: str) -> None:
         self.skip_spaces()
         if self.pos >= len(self.text) or self.text[self.pos] != char:
-            raise self.error(message, min(self.pos, len(self.text) - 1))
+            raise self.error(message, self.pos)
         self.pos += 1
 
     def offset(self) -> tuple[bool, int]:
