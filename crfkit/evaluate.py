@@ -1,0 +1,703 @@
+"""Chunk-level evaluation, a drop-in replacement for the CoNLL ``conlleval`` script.
+
+``crfkit eval`` reads the same files as ``conlleval`` (the last two columns of
+each line are the gold and the predicted tag) and prints the same report, byte
+for byte, so existing scripts that parse conlleval's output keep working. The
+rules below are those of conlleval (version 2004-01-26); they are reproduced
+here, quirks included, because published CoNLL scores were computed with them.
+
+Reading the input
+-----------------
+* Fields are separated by any whitespace (conlleval: a single space). ``-d``
+  sets another delimiter: one character is taken literally, anything longer is
+  a regular expression (as in conlleval, so ``-d '\\t'`` means a tab).
+  Trailing empty fields are dropped.
+* The first non-empty line fixes the number of fields; a later non-empty line
+  with another count is an error, and so is a line with fewer than two fields
+  (unless it is a sentence break).
+* A sentence break is an empty line or a line whose first field is ``-X-``.
+  It is not counted as a token and acts as an ``O``/``O`` line (it ends open
+  chunks). ``-DOCSTART-`` lines are ordinary tokens (usually tagged ``O``).
+
+Tags and chunks
+---------------
+* A tag is split at its **first** hyphen into a prefix and a type:
+  ``B-DATE-TIME`` is prefix ``B`` with type ``DATE-TIME``; a tag without a
+  hyphen (``O``, ``NP``) is a prefix with the empty type. A type written
+  ``0`` counts as the empty type (a Perl truth-value quirk).
+* Between the previous tag (prefix ``p``, type ``s``) and the current one
+  (prefix ``c``, type ``t``), with the previous tag ``O`` at a file start:
+
+  - a chunk **ends** if ``p c`` is one of ``B B``, ``B O``, ``I B``, ``I O``,
+    ``E E``, ``E I``, ``E O``; or ``p`` is ``[`` or ``]``; or ``p`` is not
+    ``O`` or ``.`` and ``s != t``;
+  - a chunk **starts** if ``p c`` is one of ``B B``, ``I B``, ``O B``,
+    ``O I``, ``E E``, ``E I``, ``O E``; or ``c`` is ``[`` or ``]``; or ``c``
+    is not ``O`` or ``.`` and ``s != t``.
+
+  So ``I-NP`` after ``O`` starts a chunk (IOB1), a type change always splits
+  chunks, and ``E`` is read as in IOE (``E`` ends a chunk only when the next
+  tag begins another). conlleval knows no ``S`` prefix: an ``S-X`` tag only
+  starts a chunk through a type change, so with IOBES tags two adjacent
+  same-type chunks (``S-X S-X``, ``E-X B-X``) count as one. ``--scheme iobes``
+  adds the missing IOBES rules (``B``/``S`` always start a chunk, ``E``/``S``
+  always end one); without it the counts are conlleval's. Any ``--scheme``
+  also rejects tags whose prefix it does not allow (``E-NP`` under ``iob2``),
+  and cannot be combined with ``-r``.
+* A predicted chunk is correct when it starts where a gold chunk starts, with
+  the same type, and both end at the same place.
+* ``-r`` (raw): tags have no prefixes; every tag other than the outside tag is
+  a one-word chunk (``B-`` is prepended). The outside tag (``-o``, default
+  ``O``) matters only with ``-r``, exactly as in conlleval: without ``-r`` only
+  the prefix ``O`` is outside.
+* Token accuracy compares prefix and type of gold and predicted tags.
+
+Scores
+------
+Precision, recall and FB1 are percentages; a ratio with a zero denominator is
+0. The per-type list is the union of gold and predicted chunk types, sorted by
+byte value (the empty type is listed once per side it occurs on, as conlleval
+does). Empty input prints only the ``processed 0 tokens`` line.
+
+JSON report (``--format json``)
+-------------------------------
+The JSON object has these keys (stable; new keys may be added later):
+
+| key | meaning |
+| --- | --- |
+| `format` | `"crfkit-eval/1"`, the version of this layout |
+| `options` | `{"outside": str, "raw": bool, "scheme": str or null}` as used |
+| `tokens` | number of tokens (sentence-break lines not counted) |
+| `correct_tags` | tokens whose predicted tag equals the gold tag |
+| `accuracy` | `100 * correct_tags / tokens` (0 when there are no tokens) |
+| `overall` | chunk scores over all types, a *score object* |
+| `types` | chunk type → *score object*; gold and predicted types, sorted (see below) |
+| `labels` | full tag (e.g. `B-NP`) → token-level *score object* (what `--tokens` prints) |
+
+Types are sorted by name; `""` is the type of tags without a hyphen.
+A *score object* has `precision`, `recall`, `f1` (percentages, 0–100,
+unrounded, 0 when undefined), `support` (number of gold chunks or tokens),
+`found` (number of predicted ones) and `correct` (number of correct ones).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import sys
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from itertools import chain
+from typing import IO
+
+import numpy as np
+
+from crfkit.errors import InputError, UsageError
+
+__all__ = [
+    "SCHEMES",
+    "ChunkCounts",
+    "EvalInput",
+    "EvalReport",
+    "check_scheme",
+    "evaluate",
+    "evaluate_tags",
+    "format_conlleval",
+    "format_json",
+    "format_latex",
+    "format_token_table",
+    "read_eval_file",
+    "run_eval_command",
+]
+
+BOUNDARY = "-X-"
+"""First field of a line that marks a sentence break (besides empty lines)."""
+
+JSON_FORMAT = "crfkit-eval/1"
+
+SCHEMES: dict[str, frozenset[str]] = {
+    "iob1": frozenset("BI"),
+    "iob2": frozenset("BI"),
+    "iobes": frozenset("BIES"),
+}
+"""Tag prefixes each ``--scheme`` allows (besides the plain outside tag ``O``)."""
+
+# conlleval's prefix pairs (previous, current) that end / start a chunk.
+_END_PAIRS = frozenset({("B", "B"), ("B", "O"), ("I", "B"), ("I", "O"),
+                        ("E", "E"), ("E", "I"), ("E", "O")})
+_START_PAIRS = frozenset({("B", "B"), ("I", "B"), ("O", "B"), ("O", "I"),
+                          ("E", "E"), ("E", "I"), ("O", "E")})
+_NO_TYPE_RULE = ("O", ".")  # prefixes exempt from the type-change rule
+_ONE_WORD = ("[", "]")  # prefixes of one-word chunks
+
+
+# ---------------------------------------------------------------------------
+# Report objects
+
+
+def _ratio(num: int, den: int) -> float:
+    """``100 * num / den`` or 0.0, computed in conlleval's order (same float)."""
+    return 100 * num / den if den > 0 else 0.0
+
+
+@dataclass(frozen=True)
+class ChunkCounts:
+    """Counts for one chunk type (or one tag, or all): scores derive from them."""
+
+    correct: int = 0
+    found: int = 0
+    support: int = 0
+
+    @property
+    def precision(self) -> float:
+        """Percentage of found items that are correct (0 when none found)."""
+        return _ratio(self.correct, self.found)
+
+    @property
+    def recall(self) -> float:
+        """Percentage of gold items that were found correctly (0 when none)."""
+        return _ratio(self.correct, self.support)
+
+    @property
+    def f1(self) -> float:
+        """Harmonic mean of precision and recall, as conlleval's FB1."""
+        p, r = self.precision, self.recall
+        return 2 * p * r / (p + r) if p + r > 0 else 0.0
+
+    def as_dict(self) -> dict[str, float | int]:
+        """The JSON *score object* (see module docstring)."""
+        return {"precision": self.precision, "recall": self.recall, "f1": self.f1,
+                "support": self.support, "found": self.found, "correct": self.correct}
+
+
+@dataclass(frozen=True)
+class EvalReport:
+    """Everything conlleval counts, plus token-level tag pairs for ``--tokens``.
+
+    Scores are percentages (0–100), like conlleval prints them.
+    """
+
+    tokens: int
+    correct_tags: int
+    overall: ChunkCounts
+    types: dict[str, ChunkCounts]
+    """Chunk counts per type, sorted; union of gold and predicted types."""
+    gold_types: frozenset[str] = frozenset()
+    """Types with at least one gold chunk (conlleval lists ``""`` once per side)."""
+    found_types: frozenset[str] = frozenset()
+    """Types with at least one predicted chunk."""
+    tag_pairs: dict[tuple[str, str], int] = field(default_factory=dict)
+    """Token counts per (gold tag, predicted tag), sentence breaks excluded."""
+    outside: str = "O"
+    raw: bool = False
+    scheme: str | None = None
+    encoding: str = "utf-8"
+    """Encoding of the input: conlleval pads and sorts bytes, so we measure in it."""
+
+    @property
+    def accuracy(self) -> float:
+        """Percentage of tokens whose predicted tag equals the gold tag."""
+        return _ratio(self.correct_tags, self.tokens)
+
+    @property
+    def precision(self) -> float:
+        """Overall chunk precision (percent)."""
+        return self.overall.precision
+
+    @property
+    def recall(self) -> float:
+        """Overall chunk recall (percent)."""
+        return self.overall.recall
+
+    @property
+    def f1(self) -> float:
+        """Overall chunk FB1 (percent)."""
+        return self.overall.f1
+
+    def listed_types(self) -> list[str]:
+        """Types in the order (and multiplicity) conlleval prints them.
+
+        conlleval sorts the gold and found type names together and drops a name
+        equal to the previous one, except after the empty name (Perl treats it
+        as false): so ``""`` appears twice when both sides have untyped chunks.
+        """
+        names = sorted(chain(self.gold_types, self.found_types), key=self._bytes)
+        listed: list[str] = []
+        last: str | None = None
+        for name in names:
+            if not last or last != name:
+                listed.append(name)
+            last = name
+        return listed
+
+    def labels(self) -> dict[str, ChunkCounts]:
+        """Token-level counts per full tag (``B-NP``, ``O``...), sorted by tag."""
+        support: Counter[str] = Counter()
+        found: Counter[str] = Counter()
+        correct: Counter[str] = Counter()
+        for (gold, pred), n in self.tag_pairs.items():
+            support[gold] += n
+            found[pred] += n
+            if gold == pred:
+                correct[gold] += n
+        return {tag: ChunkCounts(correct[tag], found[tag], support[tag])
+                for tag in sorted(support.keys() | found.keys(), key=self._bytes)}
+
+    def _bytes(self, text: str) -> bytes:
+        return text.encode(self.encoding, "surrogateescape")
+
+    def _width(self, text: str) -> int:
+        """Width printf gives ``text``: conlleval counts bytes, not characters."""
+        return len(self._bytes(text))
+
+
+# ---------------------------------------------------------------------------
+# Scoring
+
+
+def _split_tag(tag: str | None, raw: bool, outside: str) -> tuple[str, str]:
+    """(prefix, type) of a tag as conlleval reads it; None is a sentence break."""
+    if tag is None:
+        return "O", ""
+    if raw:
+        if tag == outside:
+            tag = "O"
+        if tag != "O":
+            tag = "B-" + tag
+    prefix, _, kind = tag.partition("-")
+    return prefix, ("" if kind == "0" else kind)
+
+
+def _chunk_end(prev: str, cur: str, prev_type: str, cur_type: str, iobes: bool) -> bool:
+    """Whether a chunk ended between the previous and the current token."""
+    if (prev, cur) in _END_PAIRS or prev in _ONE_WORD:
+        return True
+    if prev not in _NO_TYPE_RULE and prev_type != cur_type:
+        return True
+    # IOBES only: E and S close their chunk, S is a chunk of its own.
+    return iobes and (prev in ("E", "S") or (prev in ("B", "I") and cur == "S"))
+
+
+def _chunk_start(prev: str, cur: str, prev_type: str, cur_type: str, iobes: bool) -> bool:
+    """Whether a chunk started between the previous and the current token."""
+    if (prev, cur) in _START_PAIRS or cur in _ONE_WORD:
+        return True
+    if cur not in _NO_TYPE_RULE and prev_type != cur_type:
+        return True
+    return iobes and (cur in ("B", "S") or (prev in ("E", "S") and cur in ("I", "E")))
+
+
+_DENSE_LIMIT = 1 << 22  # code spaces up to this size are counted with a dense table
+
+
+def _distinct(codes: np.ndarray, space: int) -> np.ndarray:
+    """Sorted distinct values of non-negative int codes below ``space``."""
+    if space <= _DENSE_LIMIT:
+        return np.flatnonzero(np.bincount(codes, minlength=space))
+    return np.unique(codes)
+
+
+def _count_distinct(codes: np.ndarray, space: int) -> tuple[np.ndarray, np.ndarray]:
+    """Distinct codes and how often each occurs (np.unique without its slow paths)."""
+    if space <= _DENSE_LIMIT:
+        counts = np.bincount(codes, minlength=space)
+        present = np.flatnonzero(counts)
+        return present, counts[present]
+    return np.unique(codes, return_counts=True)
+
+
+def _lookup(codes: np.ndarray, keys: np.ndarray, values: np.ndarray, space: int) -> np.ndarray:
+    """``values[i]`` for each code equal to ``keys[i]`` (keys sorted, all present)."""
+    if space <= _DENSE_LIMIT:
+        table = np.zeros(space, dtype=values.dtype)
+        table[keys] = values
+        return table[codes]
+    return values[np.searchsorted(keys, codes)]
+
+
+def evaluate_tags(
+    gold: Sequence[str | None],
+    pred: Sequence[str | None],
+    *,
+    outside: str = "O",
+    raw: bool = False,
+    scheme: str | None = None,
+    encoding: str = "utf-8",
+) -> EvalReport:
+    """Score flat tag lists in which ``None`` marks a sentence break.
+
+    This is the layout of a conlleval file (one entry per line), which lets the
+    file reader skip building sentences. ``scheme="iobes"`` adds the IOBES
+    boundary rules; other schemes use conlleval's rules unchanged.
+    """
+    if len(gold) != len(pred):
+        raise ValueError(f"{len(gold)} gold tags but {len(pred)} predicted tags")
+    if scheme is not None and scheme not in SCHEMES:
+        raise UsageError(f"unknown tagging scheme {scheme!r} (expected one of "
+                         f"{', '.join(SCHEMES)})")
+    iobes = scheme == "iobes"
+    n = len(gold)
+
+    # Tags become small integers; every rule is decided once per distinct tag
+    # or tag pair in Python, then applied to all tokens with numpy.
+    vocab: list[str | None] = [None, *((set(gold) | set(pred)) - {None})]
+    index = {tag: i for i, tag in enumerate(vocab)}
+    size = len(vocab)
+    g = np.fromiter(map(index.__getitem__, gold), dtype=np.int64, count=n)
+    p = np.fromiter(map(index.__getitem__, pred), dtype=np.int64, count=n)
+    breaks = g == 0
+    if not np.array_equal(breaks, p == 0):
+        raise ValueError("sentence breaks (None) differ between gold and predicted tags")
+
+    parts = [_split_tag(tag, raw, outside) for tag in vocab]
+    type_names = sorted({kind for _, kind in parts}, key=lambda s: s.encode(encoding,
+                                                                          "surrogateescape"))
+    type_index = {kind: i for i, kind in enumerate(type_names)}
+    tag_type = np.array([type_index[kind] for _, kind in parts], dtype=np.int64)
+    norm_index: dict[tuple[str, str], int] = {}
+    tag_norm = np.array([norm_index.setdefault(part, len(norm_index)) for part in parts],
+                        dtype=np.int64)
+
+    def boundaries(cur: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Chunk end / start before each token, and the previous tag ids."""
+        prev = np.concatenate((np.zeros(1, dtype=np.int64), cur[:-1]))
+        codes = prev * size + cur
+        pairs = _distinct(codes, size * size)
+        ends = np.zeros(len(pairs), dtype=bool)
+        starts = np.zeros(len(pairs), dtype=bool)
+        for k, pair in enumerate(pairs.tolist()):
+            (lp, lt), (cp, ct) = parts[pair // size], parts[pair % size]
+            ends[k] = _chunk_end(lp, cp, lt, ct, iobes)
+            starts[k] = _chunk_start(lp, cp, lt, ct, iobes)
+        return (_lookup(codes, pairs, ends, size * size),
+                _lookup(codes, pairs, starts, size * size), prev)
+
+    end_g, start_g, prev_g = boundaries(g)
+    end_p, start_p, _ = boundaries(p)
+    type_g, type_p = tag_type[g], tag_type[p]
+    same_type = type_g == type_p
+    same_last_type = np.concatenate((np.ones(1, dtype=bool), same_type[:-1]))
+
+    # conlleval's state machine: "inside a chunk that is correct so far". At an
+    # event (a chunk end on either side, or differing types) the state becomes
+    # `opens`, after counting a correct chunk if both sides closed it; between
+    # events it only switches on. So a chunk closed at an event is correct iff
+    # some token since the previous event (inclusive) opened one.
+    close = end_g & end_p & same_last_type
+    opens = start_g & start_p & same_type
+    events = np.flatnonzero(close | (end_g != end_p) | ~same_type)
+    opened = np.concatenate((np.zeros(1, dtype=np.int64), np.cumsum(opens)))
+    since = np.concatenate((np.zeros(1, dtype=np.int64), events[:-1]))
+    closing = events[close[events] & (opened[events] > opened[since])]
+    correct_by_type = np.bincount(tag_type[prev_g[closing]], minlength=len(type_names))
+    last_event = int(events[-1]) if len(events) else 0
+    if n and opened[n] > opened[last_event]:  # a correct chunk still open at the end
+        correct_by_type[tag_type[g[-1]]] += 1
+
+    support_by_type = np.bincount(type_g[start_g], minlength=len(type_names))
+    found_by_type = np.bincount(type_p[start_p], minlength=len(type_names))
+    tokens_mask = ~breaks
+    correct_tags = int(np.count_nonzero(tag_norm[g][tokens_mask] == tag_norm[p][tokens_mask]))
+    codes, counts = _count_distinct(g[tokens_mask] * size + p[tokens_mask], size * size)
+    tag_pairs = {(vocab[c // size], vocab[c % size]): k
+                 for c, k in zip(codes.tolist(), counts.tolist(), strict=True)}
+
+    types: dict[str, ChunkCounts] = {}
+    for i, name in enumerate(type_names):
+        if support_by_type[i] or found_by_type[i]:
+            types[name] = ChunkCounts(int(correct_by_type[i]), int(found_by_type[i]),
+                                      int(support_by_type[i]))
+    overall = ChunkCounts(int(correct_by_type.sum()), int(found_by_type.sum()),
+                          int(support_by_type.sum()))
+    return EvalReport(
+        tokens=int(np.count_nonzero(tokens_mask)),
+        correct_tags=correct_tags,
+        overall=overall,
+        types=types,
+        gold_types=frozenset(t for t, c in types.items() if c.support),
+        found_types=frozenset(t for t, c in types.items() if c.found),
+        tag_pairs=tag_pairs,
+        outside=outside,
+        raw=raw,
+        scheme=scheme,
+        encoding=encoding,
+    )
+
+
+def evaluate(
+    gold: Sequence[Sequence[str]],
+    pred: Sequence[Sequence[str]],
+    *,
+    outside: str = "O",
+    raw: bool = False,
+    scheme: str | None = None,
+) -> EvalReport:
+    """Score predicted tag sequences against gold ones, as conlleval would.
+
+    Each sentence is scored as if followed by a blank line in a conlleval file.
+    Raises ValueError when the sentences or their lengths do not match.
+    """
+    if len(gold) != len(pred):
+        raise ValueError(f"{len(gold)} gold sentences but {len(pred)} predicted sentences")
+    flat_gold: list[str | None] = []
+    flat_pred: list[str | None] = []
+    for i, (g, p) in enumerate(zip(gold, pred, strict=True)):
+        if len(g) != len(p):
+            raise ValueError(f"sentence {i}: {len(g)} gold tags but {len(p)} predicted tags")
+        flat_gold.extend(g)
+        flat_gold.append(None)
+        flat_pred.extend(p)
+        flat_pred.append(None)
+    return evaluate_tags(flat_gold, flat_pred, outside=outside, raw=raw, scheme=scheme)
+
+
+def check_scheme(data: EvalInput, scheme: str) -> None:
+    """Raise InputError at the first tag whose prefix the scheme does not allow.
+
+    Catches a file evaluated with the wrong ``--scheme`` (say IOBES tags read
+    as IOB2) instead of printing scores computed with the wrong rules.
+    """
+    allowed = SCHEMES[scheme]
+    bad = {tag for tag in set(data.gold) | set(data.pred)
+           if tag is not None and tag != "O"
+           and (tag.partition("-")[0] not in allowed or "-" not in tag)}
+    if not bad:
+        return
+    for column in (data.gold, data.pred):
+        for index, tag in enumerate(column):
+            if tag in bad:
+                raise InputError(
+                    f"tag {tag!r} does not fit scheme {scheme} (expected O or "
+                    f"{'/'.join(sorted(allowed))}-TYPE)",
+                    path=data.path, line=data.first_line + index)
+
+
+# ---------------------------------------------------------------------------
+# Reading
+
+
+@dataclass(frozen=True)
+class EvalInput:
+    """Tags read from a conlleval file: one entry per line, None at sentence breaks."""
+
+    gold: list[str | None]
+    pred: list[str | None]
+    path: str | None = None
+    first_line: int = 1
+
+
+def _splitter(delimiter: str | None):
+    """A function splitting a line into fields like conlleval's Perl ``split``."""
+    if delimiter is None:
+        return str.split
+    if delimiter == "":
+        raise UsageError("the field delimiter (-d) must not be empty")
+    if len(delimiter) == 1:
+        def split_literal(line: str) -> list[str]:
+            fields = line.split(delimiter)
+            while fields and not fields[-1]:  # Perl drops trailing empty fields
+                fields.pop()
+            return fields
+        return split_literal
+    try:
+        pattern = re.compile(delimiter)
+    except re.error as err:
+        raise UsageError(f"bad field delimiter (-d) {delimiter!r}: {err}") from None
+    if pattern.match(""):
+        raise UsageError(f"the field delimiter (-d) {delimiter!r} matches an empty string")
+
+    def split_regex(line: str) -> list[str]:
+        fields = pattern.split(line)
+        while fields and not fields[-1]:
+            fields.pop()
+        return fields
+    return split_regex
+
+
+def read_eval_file(
+    source: str | os.PathLike[str] | IO[bytes],
+    *,
+    delimiter: str | None = None,
+    encoding: str = "utf-8",
+) -> EvalInput:
+    """Read gold and predicted tags (the last two fields) from a conlleval file.
+
+    ``source`` is a path, ``"-"`` for stdin, or a binary stream. Raises
+    InputError naming the file and line for unreadable or malformed input.
+    """
+    if isinstance(source, (str, os.PathLike)):
+        path = os.fspath(source)
+        if path == "-":
+            name, data = "<stdin>", sys.stdin.buffer.read()
+        else:
+            name = path
+            try:
+                with open(path, "rb") as handle:
+                    data = handle.read()
+            except OSError as err:
+                raise InputError(f"cannot read: {err.strerror or err}", path=path) from None
+    else:
+        name = getattr(source, "name", None)
+        name = name if isinstance(name, str) else "<stream>"
+        data = source.read()
+    try:
+        text = data.decode(encoding)
+    except UnicodeDecodeError as err:
+        line = data.count(b"\n", 0, err.start) + 1
+        raise InputError(f"not valid {encoding} text ({err.reason}); try --encoding",
+                         path=name, line=line) from None
+    except LookupError:
+        raise UsageError(f"unknown encoding {encoding!r}") from None
+    del data
+    lines = text.split("\n")
+    del text
+    if lines[-1] == "":
+        lines.pop()
+    gold, pred = _parse_lines(lines, _splitter(delimiter), name)
+    return EvalInput(gold, pred, name)
+
+
+def _parse_lines(lines: list[str], split, name: str) -> tuple[list[str | None], list[str | None]]:
+    """Gold and predicted tag per line, validating field counts as conlleval does."""
+    gold: list[str | None] = []
+    pred: list[str | None] = []
+    add_gold, add_pred = gold.append, pred.append
+    intern = sys.intern  # a few distinct tags: share them (memory, faster hashing later)
+    width = -1  # number of fields, fixed by the first non-empty line
+    width_line = 0
+    for number, line in enumerate(lines, 1):
+        fields = split(line)
+        n = len(fields)
+        if n != width:
+            if not n:
+                add_gold(None)
+                add_pred(None)
+                continue
+            if width < 0:
+                width, width_line = n, number
+            else:
+                fields_found = f"{n} field{'s' if n > 1 else ''}"
+                raise InputError(f"found {fields_found}, expected {width} like line {width_line}",
+                                 path=name, line=number)
+        if fields[0] == BOUNDARY:
+            add_gold(None)
+            add_pred(None)
+        elif n < 2:
+            raise InputError("need at least two fields (gold and predicted tag), found 1",
+                             path=name, line=number)
+        else:
+            add_gold(intern(fields[-2]))
+            add_pred(intern(fields[-1]))
+    return gold, pred
+
+
+# ---------------------------------------------------------------------------
+# Formatting
+
+
+def format_conlleval(report: EvalReport) -> str:
+    """The text report exactly as conlleval prints it (what scripts parse)."""
+    o = report.overall
+    out = [f"processed {report.tokens} tokens with {o.support} phrases; "
+           f"found: {o.found} phrases; correct: {o.correct}.\n"]
+    if report.tokens > 0:
+        out.append(f"accuracy: {report.accuracy:6.2f}%; precision: {o.precision:6.2f}%; "
+                   f"recall: {o.recall:6.2f}%; FB1: {o.f1:6.2f}\n")
+    for name in report.listed_types():
+        c = report.types[name]
+        pad = " " * max(0, 17 - report._width(name))
+        out.append(f"{pad}{name}: precision: {c.precision:6.2f}%; recall: {c.recall:6.2f}%; "
+                   f"FB1: {c.f1:6.2f}  {c.found}\n")
+    return "".join(out)
+
+
+def _latex_rows(report: EvalReport, rows: Iterable[tuple[str, ChunkCounts]]) -> str:
+    out = ["        & Precision &  Recall  & F$_{\\beta=1} \\\\\\hline"]
+    for name, c in rows:
+        pad = " " * max(0, 7 - report._width(name))
+        out.append(f"\n{name}{pad} &  {c.precision:6.2f}\\% & {c.recall:6.2f}\\% & "
+                   f"{c.f1:6.2f} \\\\")
+    out.append("\\hline\n")
+    return "".join(out)
+
+
+def format_latex(report: EvalReport) -> str:
+    """conlleval's ``-l`` output: a LaTeX table body, one row per type plus Overall."""
+    rows = [(name, report.types[name]) for name in report.listed_types()]
+    o = report.overall
+    return _latex_rows(report, rows) + (
+        f"Overall &  {o.precision:6.2f}\\% & {o.recall:6.2f}\\% & {o.f1:6.2f} \\\\\\hline\n")
+
+
+def format_json(report: EvalReport) -> str:
+    """The JSON report (keys documented in the module docstring), newline-terminated."""
+    document = {
+        "format": JSON_FORMAT,
+        "options": {"outside": report.outside, "raw": report.raw, "scheme": report.scheme},
+        "tokens": report.tokens,
+        "correct_tags": report.correct_tags,
+        "accuracy": report.accuracy,
+        "overall": report.overall.as_dict(),
+        "types": {name: c.as_dict() for name, c in report.types.items()},
+        "labels": {tag: c.as_dict() for tag, c in report.labels().items()},
+    }
+    return json.dumps(document, indent=2, ensure_ascii=False) + "\n"
+
+
+def format_token_table(report: EvalReport, *, latex: bool = False) -> str:
+    """Token-level precision/recall/F1 per full tag (like Wapiti's check mode).
+
+    Chunk scores hide which tags a model confuses; this table shows it. The
+    header line differs from conlleval's lines so that report parsers skip it.
+    """
+    labels = report.labels()
+    if latex:
+        return _latex_rows(report, labels.items())
+    out = [f"token-level scores per tag: {report.tokens} tokens; "
+           f"correct: {report.correct_tags}; accuracy: {report.accuracy:6.2f}%\n",
+           f"{'tag':>17}  {'precision':>9}  {'recall':>9}  {'F1':>9}  {'gold':>8}  "
+           f"{'found':>8}  {'correct':>8}\n"]
+    for tag, c in labels.items():
+        pad = " " * max(0, 17 - report._width(tag))
+        out.append(f"{pad}{tag}  {c.precision:8.2f}%  {c.recall:8.2f}%  {c.f1:9.2f}  "
+                   f"{c.support:8d}  {c.found:8d}  {c.correct:8d}\n")
+    return "".join(out)
+
+
+# ---------------------------------------------------------------------------
+# Command
+
+
+def run_eval_command(
+    input_file: str,
+    *,
+    delimiter: str | None,
+    outside: str,
+    raw: bool,
+    latex: bool,
+    fmt: str,
+    tokens: bool,
+    scheme: str | None,
+    encoding: str,
+    out: IO[str],
+) -> None:
+    """Body of ``crfkit eval``: read, score, print. Low scores never fail it."""
+    if latex and fmt == "json":
+        raise UsageError("--latex and --format json exclude each other")
+    if raw and scheme is not None:
+        raise UsageError("--scheme describes prefixed tags; -r reads tags without prefixes")
+    data = read_eval_file(input_file, delimiter=delimiter, encoding=encoding)
+    if scheme is not None:
+        check_scheme(data, scheme)
+    report = evaluate_tags(data.gold, data.pred, outside=outside, raw=raw, scheme=scheme,
+                           encoding=encoding)
+    if fmt == "json":
+        text = format_json(report)
+    else:
+        text = format_latex(report) if latex else format_conlleval(report)
+        if tokens:
+            text += format_token_table(report, latex=latex)
+    out.write(text)
+    out.flush()
