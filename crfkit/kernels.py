@@ -47,11 +47,8 @@ def unigram_scores(W, tok_ptr, tok_obs, u_ptr, u_lab, t0, T, psi):
 
 
 @njit(**JIT)
-def bigram_scores(W, tok_ptr, tok_obs, b_ptr, b_prev, b_cur, n_u, trans, per_token, t0, T, phi):
-    """phi[0] = trans; with per-token bigrams, phi[t] = trans + observation bigrams at t."""
-    phi[0] = trans
-    if not per_token:
-        return
+def bigram_scores(W, tok_ptr, tok_obs, b_ptr, b_prev, b_cur, n_u, trans, t0, T, phi):
+    """phi[t] = trans + observation bigrams at t, for t >= 1."""
     for t in range(1, T):
         phi[t] = trans
         for j in range(tok_ptr[t0 + t], tok_ptr[t0 + t + 1]):
@@ -96,16 +93,24 @@ def _exp_shifted_matrix(src, dst):
 
 
 @njit(**JIT)
-def forward_backward(psi, phi, per_token, T, L, expu, expb, alpha, beta, scale, tmp):
-    """Scaled forward-backward over one sequence; returns log Z (NaN on underflow)."""
+def exp_transitions(phi, T, expb):
+    """expb[t] = exp(phi[t] - max) for t >= 1; returns the sum of the maxima."""
+    shift = 0.0
+    for t in range(1, T):
+        shift += _exp_shifted_matrix(phi[t], expb[t])
+    return shift
+
+
+@njit(**JIT)
+def forward_backward(psi, expb, per_token, T, L, expu, alpha, beta, scale, tmp):
+    """Scaled forward-backward over one sequence, transitions already exponentiated.
+
+    Returns log Z minus the transition maxima (see :func:`exp_transitions`;
+    the caller adds them), or NaN if a scale underflows.
+    """
     logz = 0.0
     for t in range(T):
         logz += _exp_shifted(psi[t], expu[t])
-    if per_token:
-        for t in range(1, T):
-            logz += _exp_shifted_matrix(phi[t], expb[t])
-    elif T > 1:
-        logz += _exp_shifted_matrix(phi[0], expb[0]) * (T - 1)
 
     s = 0.0
     for y in range(L):
@@ -128,10 +133,11 @@ def forward_backward(psi, phi, per_token, T, L, expu, expb, alpha, beta, scale, 
             alpha[t, b] = v
             s += v
         scale[t] = s
-        if not (s > 0.0) or not np.isfinite(s):
+        if not (s > 0.0 and s < np.inf):
             return np.nan
+        inv = 1.0 / s
         for b in range(L):
-            alpha[t, b] /= s
+            alpha[t, b] *= inv
 
     for y in range(L):
         beta[T - 1, y] = 1.0
@@ -250,6 +256,8 @@ def loss_blocks(W, seq_ptr, tok_ptr, tok_obs, labels, u_ptr, u_lab, b_ptr, b_pre
     (argmax of marginals), a free by-product used for the progress line.
     """
     trans = transition_block(W, trans_offset, has_trans, L)
+    exp_trans = np.empty((1, L, L))
+    trans_shift = _exp_shifted_matrix(trans, exp_trans[0])
     n_blocks = len(block_ptr) - 1
     for blk in prange(n_blocks):
         s0 = block_ptr[blk]
@@ -260,8 +268,9 @@ def loss_blocks(W, seq_ptr, tok_ptr, tok_obs, labels, u_ptr, u_lab, b_ptr, b_pre
         TP = Tmax if per_token else 1
         psi = np.empty((Tmax, L))
         phi = np.empty((TP, L, L))
+        phi[0] = trans
         expu = np.empty((Tmax, L))
-        expb = np.empty((TP, L, L))
+        expb = np.empty((TP, L, L)) if per_token else exp_trans
         alpha = np.empty((Tmax, L))
         beta = np.empty((Tmax, L))
         scale = np.empty(Tmax)
@@ -278,9 +287,12 @@ def loss_blocks(W, seq_ptr, tok_ptr, tok_obs, labels, u_ptr, u_lab, b_ptr, b_pre
             if T == 0:
                 continue
             unigram_scores(W, tok_ptr, tok_obs, u_ptr, u_lab, t0, T, psi)
-            bigram_scores(W, tok_ptr, tok_obs, b_ptr, b_prev, b_cur, n_u, trans, per_token,
-                          t0, T, phi)
-            logz_sum += forward_backward(psi, phi, per_token, T, L, expu, expb, alpha, beta,
+            if per_token:
+                bigram_scores(W, tok_ptr, tok_obs, b_ptr, b_prev, b_cur, n_u, trans, t0, T, phi)
+                logz_sum += exp_transitions(phi, T, expb)
+            else:
+                logz_sum += trans_shift * (T - 1)
+            logz_sum += forward_backward(psi, expb, per_token, T, L, expu, alpha, beta,
                                          scale, tmp)
             accumulate_expectations(G, tok_ptr, tok_obs, u_ptr, u_lab, b_ptr, b_prev, b_cur,
                                     n_u, trans_offset, has_trans, per_token, t0, T, L,
@@ -331,6 +343,7 @@ def viterbi_blocks(W, seq_ptr, tok_ptr, tok_obs, u_ptr, u_lab, b_ptr, b_prev, b_
         TP = Tmax if per_token else 1
         psi = np.empty((Tmax, L))
         phi = np.empty((TP, L, L))
+        phi[0] = trans
         delta = np.empty((Tmax, L))
         back = np.empty((Tmax, L), dtype=np.int32)
         path = np.empty(Tmax, dtype=np.int32)
@@ -341,8 +354,8 @@ def viterbi_blocks(W, seq_ptr, tok_ptr, tok_obs, u_ptr, u_lab, b_ptr, b_prev, b_
                 out_scores[s] = 0.0
                 continue
             unigram_scores(W, tok_ptr, tok_obs, u_ptr, u_lab, t0, T, psi)
-            bigram_scores(W, tok_ptr, tok_obs, b_ptr, b_prev, b_cur, n_u, trans, per_token,
-                          t0, T, phi)
+            if per_token:
+                bigram_scores(W, tok_ptr, tok_obs, b_ptr, b_prev, b_cur, n_u, trans, t0, T, phi)
             out_scores[s] = viterbi(psi, phi, per_token, T, L, delta, back, path)
             for t in range(T):
                 out_labels[t0 + t] = path[t]

@@ -16,14 +16,19 @@ def random_problem(rng, T, L, scale=1.0):
 
 
 def run_forward_backward(psi, phi, per_token):
+    """Run the kernel as loss_blocks does: exponentiate transitions, then the lattice."""
     T, L = psi.shape
     TP = T if per_token else 1
     expu, alpha, beta = (np.empty((T, L)) for _ in range(3))
     expb = np.empty((TP, L, L))
     scale, tmp = np.empty(T), np.empty(L)
     phi_used = phi if per_token else np.repeat(phi[1:2] if T > 1 else phi[:1], T, axis=0)
-    log_z = kernels.forward_backward(psi, phi_used[:TP] if not per_token else phi_used,
-                                     per_token, T, L, expu, expb, alpha, beta, scale, tmp)
+    if per_token:
+        shift = kernels.exp_transitions(phi_used, T, expb)
+    else:
+        shift = kernels._exp_shifted_matrix(phi_used[0], expb[0]) * (T - 1)
+    log_z = shift + kernels.forward_backward(psi, expb, per_token, T, L, expu, alpha, beta,
+                                             scale, tmp)
     return log_z, alpha * beta, phi_used, (expu, expb, alpha, beta, scale)
 
 
