@@ -29,10 +29,6 @@ from crfkit.patterns import Pattern
 from crfkit.reader import Sequence
 from crfkit.transforms import padding_result, transform_values
 
-_MUL1 = np.uint64(0xBF58476D1CE4E5B9)
-_MUL2 = np.uint64(0x94D049BB133111EB)
-_PRIME = np.uint64(0x100000001B3)
-
 
 class StringTable:
     """Interns strings to dense ids (0, 1, ...); unseen strings map to -1 when frozen."""
@@ -58,25 +54,6 @@ class StringTable:
         else:
             out = [index.get(value, -1) for value in values]
         return np.fromiter(out, dtype=np.int32, count=len(values))
-
-
-def _mix(h: np.ndarray) -> np.ndarray:
-    """splitmix64 finaliser: a cheap, well-spread 64-bit mix (wrapping arithmetic)."""
-    h = h ^ (h >> np.uint64(30))
-    h = h * _MUL1
-    h = h ^ (h >> np.uint64(27))
-    h = h * _MUL2
-    return h ^ (h >> np.uint64(31))
-
-
-def observation_keys(pattern_index: int, components: np.ndarray) -> np.ndarray:
-    """64-bit keys of observations given their command values (n, n_commands)."""
-    n = components.shape[0]
-    h = _mix(np.full(n, pattern_index + 1, dtype=np.uint64))
-    for j in range(components.shape[1]):
-        value = components[:, j].astype(np.int64).astype(np.uint64) + np.uint64(1)
-        h = _mix(h * _PRIME + value)
-    return h
 
 
 @dataclass
@@ -114,12 +91,12 @@ class ObservationVocab:
     def __len__(self) -> int:
         return len(self.keys)
 
-    def lookup(self, keys: np.ndarray) -> np.ndarray:
-        """Ids of ``keys`` (int32), -1 where a key is not in the vocabulary."""
+    def lookup(self, keys: np.ndarray, rows: np.ndarray) -> np.ndarray:
+        """Ids of ``keys`` (int32); -1 where a key is unknown or its ``rows`` hold a -1."""
         if self._table is None:
             self._table = keytable.build_table(self.keys)
         out = np.empty(len(keys), dtype=np.int32)
-        keytable.lookup(self._table[0], self._table[1], keys, out)
+        keytable.lookup(self._table[0], self._table[1], keys, rows, out)
         return out
 
     def subset(self, keep: np.ndarray, n_commands: np.ndarray) -> ObservationVocab:
@@ -167,37 +144,28 @@ class Featurizer:
         pos = Positions.of(lengths)
         needed_columns = {t[1] for t in self.transforms}
         columns = {c: _intern_column(seqs, c) for c in needed_columns}
-        per_token = []
-        for transform, table in zip(self.transforms, self.tables, strict=False):
+        token_values = np.empty((len(self.transforms), int(pos.seq_ptr[-1])), dtype=np.int32)
+        for k, (transform, table) in enumerate(zip(self.transforms, self.tables, strict=True)):
             ids, distinct = columns[transform[1]]
             value_ids = table.lookup(transform_values(transform, distinct), grow=grow)
-            per_token.append(value_ids[ids] if len(ids) else np.zeros(0, dtype=np.int32))
+            if len(ids):
+                token_values[k] = value_ids[ids]
         result = []
-        for pattern, transform_ids in zip(self.patterns, self.command_transform, strict=False):
-            mat = np.empty((len(pos.start), len(transform_ids)), dtype=np.int32)
-            for j, (command, t) in enumerate(zip(pattern.commands, transform_ids, strict=False)):
-                mat[:, j] = self._gather(command, per_token[t], t, pos, grow=grow)
-            result.append(mat)
+        for pattern, transform_ids in zip(self.patterns, self.command_transform, strict=True):
+            commands = pattern.commands
+            pad_ids = np.full((len(commands), max([abs(c.offset) for c in commands] + [0]) + 1),
+                              -1, dtype=np.int32)
+            for j, (command, t) in enumerate(zip(commands, transform_ids, strict=True)):
+                before = command.offset < 0
+                values = [padding_result(self.transforms[t], -d if before else d)
+                          for d in range(1, abs(command.offset) + 1)]
+                pad_ids[j, 1:len(values) + 1] = self.tables[t].lookup(values, grow=grow)
+            result.append(keytable.gather_commands(
+                token_values, np.array(transform_ids, dtype=np.int64),
+                np.array([c.offset for c in commands], dtype=np.int64),
+                np.array([c.absolute for c in commands], dtype=np.bool_),
+                pad_ids, pos.seq_ptr))
         return pos, result
-
-    def _gather(self, command, token_values: np.ndarray, t: int, pos: Positions, *,
-                grow: bool) -> np.ndarray:
-        if command.absolute:
-            target = (np.full_like(pos.index, command.offset - 1) if command.offset > 0
-                      else pos.length + command.offset)
-        else:
-            target = pos.index + command.offset
-        inside = (target >= 0) & (target < pos.length)
-        out = np.empty(len(target), dtype=np.int32)
-        out[inside] = token_values[(pos.start + target)[inside]]
-        outside = ~inside
-        if outside.any():
-            distance = np.where(target < 0, target, target - pos.length + 1)[outside]
-            steps, inverse = np.unique(distance, return_inverse=True)
-            pad_values = [padding_result(self.transforms[t], int(d)) for d in steps]
-            pad_ids = self.tables[t].lookup(pad_values, grow=grow)
-            out[outside] = pad_ids[inverse]
-        return out
 
     # -- step 4: observation ids --------------------------------------------------
     def build_vocab(self, components: list[np.ndarray], cutoff: int = 1) -> np.ndarray:
@@ -211,9 +179,9 @@ class Featurizer:
         keys, first, counts, inverse = [], [], [], []
         for p in self.listed:
             comps = components[p]
-            k = observation_keys(p, comps)
-            inv, fst, cnt = keytable.unique_keys(k)
-            if comps.shape[1] and not np.array_equal(comps[fst[inv]], comps):
+            k = keytable.hash_rows(p, comps)
+            inv, fst, cnt, clash = keytable.unique_keys(k, keytable.hash_rows(p, comps, 1))
+            if clash:
                 raise RuntimeError("64-bit observation hash collision; please report it")
             keys.append(k[fst])
             first.append(fst)
@@ -225,7 +193,7 @@ class Featurizer:
         all_counts = np.concatenate(counts) if counts else np.zeros(0, dtype=np.int64)
         all_first = np.concatenate(first) if first else np.zeros(0, dtype=np.int64)
         owner = np.repeat(np.arange(len(keys)), sizes)
-        if len(keytable.unique_keys(all_keys)[1]) != len(all_keys):
+        if len(keytable.unique_keys(all_keys, all_keys)[1]) != len(all_keys):
             raise RuntimeError("64-bit observation hash collision across patterns")
 
         kept = np.flatnonzero(all_counts >= cutoff)
@@ -260,10 +228,7 @@ class Featurizer:
         out = np.empty((n_tokens, len(self.listed)), dtype=np.int32)
         for j, p in enumerate(self.listed):
             comps = components[p]
-            ids = self.vocab.lookup(observation_keys(p, comps))
-            if comps.shape[1]:
-                ids[(comps < 0).any(axis=1)] = -1
-            out[:, j] = ids
+            out[:, j] = self.vocab.lookup(keytable.hash_rows(p, comps), comps)
         return out
 
     def observation_strings(self) -> list[str]:

@@ -105,8 +105,7 @@ class FeatureSpace:
         y = labels.astype(np.int64)
         uni = obs[:, unigram_columns].astype(np.int64)
         ykeys = uni * L + y[:, None]
-        ykeys = ykeys[uni >= 0]
-        u_keys, u_count = np.unique(ykeys, return_counts=True)
+        u_keys, u_count = _unique_counts(ykeys[uni >= 0])
         u_obs = u_keys // L
         u_ptr = _ptr(u_obs, n_obs)
 
@@ -114,8 +113,7 @@ class FeatureSpace:
         big = obs[inner][:, bigram_columns].astype(np.int64)
         prev = np.roll(y, 1)[inner]
         bkeys = (big * L + prev[:, None]) * L + y[inner][:, None]
-        bkeys = bkeys[big >= 0]
-        b_keys, b_count = np.unique(bkeys, return_counts=True)
+        b_keys, b_count = _unique_counts(bkeys[big >= 0])
         b_obs = b_keys // (L * L)
         b_ptr = _ptr(b_obs, n_obs)
 
@@ -135,6 +133,11 @@ class FeatureSpace:
             pairs = prev * L + y[inner]
             empirical[space.trans_offset :] = np.bincount(pairs, minlength=L * L)
         return space, empirical
+
+
+def _unique_counts(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Sorted distinct keys and their counts (a sort beats a hash table bigger than cache)."""
+    return np.unique(keys, return_counts=True)
 
 
 def _ptr(owner: np.ndarray, n: int) -> np.ndarray:

@@ -76,10 +76,10 @@ def encode_training(patterns: list[Pattern], sequences: list[Sequence], *, cutof
     n_token_columns = n_columns - 1
     check_columns(patterns, n_token_columns, label_column=True)
 
-    label_index: dict[str, int] = {}
-    y = np.array([label_index.setdefault(row[-1], len(label_index))
-                  for seq in sequences for row in seq.rows], dtype=np.int32)
-    labels = list(label_index)
+    gold = [row[-1] for seq in sequences for row in seq.rows]
+    labels = list(dict.fromkeys(gold))
+    label_index = {label: i for i, label in enumerate(labels)}
+    y = np.fromiter(map(label_index.__getitem__, gold), dtype=np.int32, count=len(gold))
 
     featurizer = Featurizer(patterns)
     pos, components = featurizer.components(sequences, grow=True)
