@@ -82,6 +82,8 @@ module builds nothing.
 
 from __future__ import annotations
 
+import json
+import os
 import re
 import sys
 import unicodedata
@@ -163,10 +165,71 @@ _PREDICATES: dict[str, Callable[[str], bool]] = {
 }
 
 
+def _mask_ranges(mask) -> str:
+    """Class body for the code points where a boolean numpy mask is true."""
+    import numpy as np
+
+    padded = np.concatenate([[False], mask, [False]]).astype(np.int8)
+    edges = np.flatnonzero(np.diff(padded))
+    out = []
+    for start, stop in zip(edges[::2].tolist(), edges[1::2].tolist(), strict=True):
+        out.append(_char_escape(start))
+        if stop - 1 > start:
+            out.append("-" + _char_escape(stop - 1))
+    return "".join(out)
+
+
+def _vectorised_body(name: str) -> str | None:
+    """The letter classes from numpy's per-character predicates (C speed), else None."""
+    import numpy as np
+
+    chars = np.arange(sys.maxunicode + 1, dtype=np.uint32).view("<U1")
+    alpha = np.char.isalpha(chars)
+    if name == "l":
+        return _mask_ranges(alpha & np.char.islower(chars))
+    if name == "u":
+        return _mask_ranges(alpha & np.char.isupper(chars))
+    if name == "n":
+        return _mask_ranges(np.char.isalnum(chars) & ~alpha & ~np.char.isdecimal(chars))
+    return None
+
+
+def _cache_file() -> str:
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    version = f"{unicodedata.unidata_version}-py{sys.version_info[0]}.{sys.version_info[1]}"
+    return os.path.join(base, "crfkit", f"wregex-classes-{version}.json")
+
+
 @cache
 def _class_body(name: str) -> str:
-    """Class body (ranges) for one of the ``_PREDICATES``, built once."""
-    return _ranges(_PREDICATES[name])
+    """Class body (ranges) for one of the ``_PREDICATES``, built once per machine.
+
+    Scanning all of Unicode costs up to a second, so bodies are kept in a
+    small JSON file in the user's cache directory, keyed by the Unicode
+    database version; an unwritable cache only means recomputing.
+    """
+    path = _cache_file()
+    try:
+        with open(path, encoding="utf-8") as handle:
+            stored = json.load(handle)
+        if isinstance(stored, dict) and isinstance(stored.get(name), str):
+            return stored[name]
+    except (OSError, ValueError):
+        stored = {}
+    body = _vectorised_body(name)
+    if body is None:
+        body = _ranges(_PREDICATES[name])
+    try:
+        stored = stored if isinstance(stored, dict) else {}
+        stored[name] = body
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        temp = f"{path}.{os.getpid()}.tmp"
+        with open(temp, "w", encoding="utf-8") as handle:
+            json.dump(stored, handle)
+        os.replace(temp, path)
+    except OSError:
+        pass
+    return body
 
 
 def _class(letter: str) -> str:
