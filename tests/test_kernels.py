@@ -98,3 +98,32 @@ def test_pair_expectations_match_enumeration(per_token):
                                     np.empty((L, L)), np.empty(L))
     _, pair = naive.marginals(psi, phi_used)
     np.testing.assert_allclose(G.reshape(L, L), pair.sum(axis=0), atol=1e-10)
+
+
+def test_sparse_transition_exponentials_equal_the_full_ones():
+    """Re-exponentiating only the touched entries gives the same matrices and shift."""
+    rng = np.random.default_rng(3)
+    T, L = 6, 4
+    trans = rng.normal(size=(L, L))
+    # token t has one observation whose bigram features touch two label pairs
+    tok_ptr = np.arange(T + 1, dtype=np.int64)
+    tok_obs = np.arange(T, dtype=np.int32)
+    b_ptr = np.arange(0, 2 * T + 1, 2, dtype=np.int64)
+    b_prev = rng.integers(0, L, size=2 * T).astype(np.int32)
+    b_cur = rng.integers(0, L, size=2 * T).astype(np.int32)
+    W = rng.normal(size=2 * T)
+    phi = np.empty((T, L, L))
+    kernels.bigram_scores(W, tok_ptr, tok_obs, b_ptr, b_prev, b_cur, 0, trans, 0, T, phi)
+    full = np.empty((T, L, L))
+    full_shift = kernels.exp_transitions(phi, T, full)
+    exp_trans = np.empty((L, L))
+    trans_shift = kernels._exp_shifted_matrix(trans, exp_trans)
+    sparse = np.empty((T, L, L))
+    sparse_shift = kernels.exp_transitions_sparse(phi, T, sparse, exp_trans, trans_shift,
+                                                  tok_ptr, tok_obs, b_ptr, b_prev, b_cur, 0)
+    # Different shifts, the same scores once each shift is put back.
+    for t in range(1, T):
+        np.testing.assert_allclose(np.log(sparse[t]) + trans_shift, phi[t], rtol=1e-12)
+        np.testing.assert_allclose(np.log(full[t]) + phi[t].max(), phi[t], rtol=1e-12)
+    assert sparse_shift == pytest.approx(trans_shift * (T - 1))
+    assert full_shift == pytest.approx(sum(phi[t].max() for t in range(1, T)))
