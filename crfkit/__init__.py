@@ -16,6 +16,8 @@ Names are imported on first use, so ``import crfkit`` does not load Numba.
 from __future__ import annotations
 
 import importlib
+import sys
+import types
 from typing import Any
 
 __version__ = "0.1.0"
@@ -39,4 +41,24 @@ def __getattr__(name: str) -> Any:
     module = _EXPORTS.get(name)
     if module is None:
         raise AttributeError(f"module 'crfkit' has no attribute {name!r}")
-    return getattr(importlib.import_module(module), name)
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+class _Package(types.ModuleType):
+    """Keeps ``crfkit.train`` (and ``evaluate``) the functions, not the submodules.
+
+    Importing ``crfkit.train`` makes Python set the package attribute
+    ``train`` to the submodule, which would hide the function of the same
+    name; the submodules stay reachable through ``sys.modules`` and
+    ``from crfkit.train import ...``.
+    """
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if name in _EXPORTS and isinstance(value, types.ModuleType):
+            return
+        super().__setattr__(name, value)
+
+
+sys.modules[__name__].__class__ = _Package

@@ -232,17 +232,31 @@ class Featurizer:
         return out
 
     def observation_strings(self) -> list[str]:
-        """Every observation's text, in id order (for dump and the model file)."""
-        out = []
-        ptr = 0
-        strings = [table.strings for table in self.tables]
-        widths = self.n_commands[self.vocab.pattern].tolist()
-        for p, n in zip(self.vocab.pattern.tolist(), widths, strict=True):
-            ids = self.vocab.values[ptr:ptr + n].tolist()
-            ptr += n
-            values = [strings[t][v] for t, v in zip(self.command_transform[p], ids, strict=False)]
-            out.append(self.patterns[p].render(values))
-        return out
+        """Every observation's text, in id order (for dump and debugging).
+
+        Works a pattern at a time: each command column becomes one object
+        array of value strings, and the literals are joined around them.
+        """
+        vocab = self.vocab
+        out = np.empty(len(vocab), dtype=object)
+        widths = self.n_commands[vocab.pattern]
+        starts = np.concatenate([[0], np.cumsum(widths)])
+        tables = [np.array(table.strings + [""], dtype=object) for table in self.tables]
+        for p, pattern in enumerate(self.patterns):
+            ids = np.flatnonzero(vocab.pattern == p)
+            if not len(ids):
+                continue
+            width = len(pattern.commands)
+            if width == 0:
+                out[ids] = pattern.render([])
+                continue
+            rows = vocab.values[starts[ids][:, None] + np.arange(width)]
+            columns = [tables[t][rows[:, j]] for j, t in enumerate(self.command_transform[p])]
+            text = np.full(len(ids), pattern.literals[0], dtype=object)
+            for column, literal in zip(columns, pattern.literals[1:], strict=True):
+                text = text + column + literal
+            out[ids] = text
+        return out.tolist()
 
 
 def token_lists(obs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
