@@ -48,23 +48,49 @@ SEPARATORS = click.Choice(["auto", "tab", "space"])
 
 
 @cli.command("train")
-@click.option("-p", "--pattern", "pattern_file", required=True,
+@click.option("-p", "--pattern", "pattern_file", default=None,
               type=click.Path(exists=True, dir_okay=False),
-              help="Pattern (template) file, CRF++ or Wapiti syntax.")
+              help="Pattern (template) file, CRF++ or Wapiti syntax (optional with -m).")
 @click.argument("input_file", metavar="[INPUT]", default="-", type=click.Path(allow_dash=True))
 @click.argument("model_file", metavar="[MODEL]", default="crfkit.model",
                 type=click.Path(dir_okay=False))
+@click.option("-T", "--type", "model_type", default=None,
+              help="Model type: crf, memm or maxent ('list' describes them)  [default: crf]")
+@click.option("-a", "--algo", default=None,
+              help="Training algorithm: l-bfgs, sgd-l1 or ap ('list' describes them)  "
+                   "[default: l-bfgs]")
+@click.option("-1", "--rho1", type=float, default=None,
+              help="L1 regularisation strength; > 0 makes l-bfgs OWL-QN  [default: 0]")
 @click.option("-2", "--rho2", type=float, default=None,
-              help="L2 regularisation strength  [default: 1.0]")
+              help="L2 regularisation strength (l-bfgs only)  [default: 1.0]")
 @click.option("-i", "--maxiter", type=int, default=None,
-              help="Maximum number of iterations, 0 for no limit  [default: 0]")
+              help="Maximum number of iterations (epochs for sgd-l1 and ap), 0 for no "
+                   "limit  [default: 0]")
 @click.option("-e", "--stopeps", type=float, default=None,
               help="Stop when the objective improves by less than this (relative) over the "
                    "window  [default: 1e-5]")
 @click.option("-w", "--stopwin", type=int, default=None,
-              help="Window (iterations) of the stopping rule  [default: 10]")
+              help="Window (iterations) of the stopping rule; with -d, also stop when the "
+                   "development F1 has not improved for this many iterations  [default: 10]")
+@click.option("-d", "--devel", "devel_file", default=None,
+              type=click.Path(exists=True, dir_okay=False),
+              help="Labelled development file: scored after every iteration; the model "
+                   "keeps the weights of its best F1.")
 @click.option("-f", "--cutoff", type=int, default=None,
               help="Ignore observations seen fewer than N times  [default: 1]")
+@click.option("-c", "--compact", is_flag=True,
+              help="Drop zero weights and the observations left without any (small L1 "
+                   "models).")
+@click.option("-m", "--model", "init_file", default=None,
+              type=click.Path(exists=True, dir_okay=False),
+              help="Start from this model's weights: continue training, or fine-tune on new "
+                   "data (new labels and observations are added).")
+@click.option("--eta0", type=float, default=None,
+              help="sgd-l1: initial learning rate  [default: 0.3]")
+@click.option("--alpha", type=float, default=None,
+              help="sgd-l1: learning-rate decay per epoch, in (0, 1]  [default: 0.9]")
+@click.option("--seed", type=int, default=None,
+              help="sgd-l1, ap: seed of the sequence order  [default: 0]")
 @click.option("-t", "--nthread", type=int, default=None,
               help="Worker threads, 0 for all cores  [default: 0]")
 @click.option("--history", type=int, default=None,
@@ -73,25 +99,45 @@ SEPARATORS = click.Choice(["auto", "tab", "space"])
               help="Column separator: tabs or runs of spaces (auto), tabs only, spaces only.")
 @click.option("--encoding", default="utf-8", show_default=True, help="Text encoding of INPUT.")
 @click.option("-q", "--quiet", is_flag=True, help="No progress output.")
-def train_command(pattern_file, input_file, model_file, rho2, maxiter, stopeps, stopwin, cutoff,
+def train_command(pattern_file, input_file, model_file, model_type, algo, rho1, rho2, maxiter,
+                  stopeps, stopwin, devel_file, cutoff, compact, init_file, eta0, alpha, seed,
                   nthread, history, sep, encoding, quiet) -> None:
-    """Train a CRF on a labelled column file (last column = label) and write MODEL."""
+    """Train a model on a labelled column file (last column = label) and write MODEL.
+
+    Ctrl-C stops training and still writes the model trained so far.
+    """
+    from crfkit.errors import UsageError
+    from crfkit.model import Model
     from crfkit.patterns import read_patterns
     from crfkit.progress import Progress
     from crfkit.reader import read_sequences
-    from crfkit.train import TrainOptions, train
+    from crfkit.train import TrainOptions, algorithm_list, train, type_list
 
-    given = {"rho2": rho2, "maxiter": maxiter, "stopeps": stopeps, "stopwin": stopwin,
-             "cutoff": cutoff, "nthread": nthread, "history": history}
+    if algo == "list" or model_type == "list":
+        click.echo(algorithm_list() if algo == "list" else type_list())
+        return
+    given = {"algo": algo, "model_type": model_type, "rho1": rho1, "rho2": rho2,
+             "maxiter": maxiter, "stopeps": stopeps, "stopwin": stopwin, "cutoff": cutoff,
+             "nthread": nthread, "history": history, "eta0": eta0, "alpha": alpha,
+             "seed": seed, "compact": compact or None}
     options = TrainOptions(**{k: v for k, v in given.items() if v is not None})
     options.validate()
-    patterns = read_patterns(pattern_file)
+    if pattern_file is None and init_file is None:
+        raise UsageError("give a pattern file with -p/--pattern (or an initial model with -m)")
+    init = Model.load(init_file) if init_file else None
+    patterns = read_patterns(pattern_file) if pattern_file else None
     progress = Progress(quiet=quiet)
     source = "<stdin>" if input_file == "-" else input_file
     sequences = read_sequences(input_file, encoding=encoding, sep=sep, min_columns=2)
-    model = train(patterns, sequences, options, progress=progress, source=source)
-    model.info["pattern_file"] = pattern_file
+    devel = None
+    if devel_file is not None:
+        devel = read_sequences(devel_file, encoding=encoding, sep=sep, min_columns=2)
+    model = train(patterns, sequences, options, progress=progress, source=source, devel=devel,
+                  devel_source=devel_file or "<devel>", init=init)
+    model.info["pattern_file"] = pattern_file or init_file
     model.info["train_file"] = source
+    if devel_file is not None:
+        model.info["devel_file"] = devel_file
     model.save(model_file)
     progress.message(f"* model written to {model_file}")
 
@@ -112,28 +158,90 @@ def train_command(pattern_file, input_file, model_file, rho2, maxiter, stopeps, 
               help="Column separator of INPUT (auto: tabs or runs of spaces).")
 @click.option("--encoding", default="utf-8", show_default=True,
               help="Text encoding of INPUT and OUTPUT.")
+@click.option("-n", "--nbest", type=int, default=None,
+              help="The N best label sequences (exact), each as a block headed "
+                   "'# RANK LOGPROB'.")
+@click.option("--nbest-columns", is_flag=True,
+              help="With -n: print the N labels as N columns of one block instead.")
+@click.option("-s", "--score", is_flag=True,
+              help="Print '# LOGPROB' before each sequence and LABEL/PROB (token marginal).")
+@click.option("--marginals", is_flag=True,
+              help="Append LABEL/PROB for every label (model order) to each token line.")
+@click.option("-p", "--post", is_flag=True,
+              help="Posterior decoding: the most probable label of each token.")
+@click.option("--force", is_flag=True,
+              help="The last INPUT column holds known labels ('_' = free): the output "
+                   "passes through them.")
+@click.option("--constraints", type=click.Choice(["iob"]), default=None,
+              help="Forbid label sequences invalid under IOB2 (I-X after O, B-Y, I-Y "
+                   "or at the start).")
 def label_command(model_file, input_file, output_file, labels_only, check, nthread, sep,
-                  encoding) -> None:
-    """Label a column file with a trained model; the prediction becomes the last column."""
+                  encoding, nbest, nbest_columns, score, marginals, post, force,
+                  constraints) -> None:
+    """Label a column file with a trained model; the prediction becomes the last column.
+
+    Output (SEP is a space, a tab with --sep tab; a blank line ends a sequence;
+    probabilities with four decimals):
+
+    \b
+      default      ROW SEP LABEL
+      -s           a line '# LOGPROB' first; each label written LABEL/PROB
+      --marginals  ROW SEP LABEL SEP L1/P1 SEP L2/P2 ... (model label order)
+      -n N         N blocks per sequence, each headed '# RANK LOGPROB' (rank 0 = best)
+      -n N --nbest-columns
+                   ROW SEP LABEL1 ... LABELN ('_' where fewer paths exist)
+    """
     from crfkit.atomic import atomic_output
-    from crfkit.label import label_stream
+    from crfkit.label import LabelOptions, label_stream
     from crfkit.model import Model
     from crfkit.reader import read_sequences
     from crfkit.train import _set_threads
 
     if nthread < 0:
         raise click.BadParameter("must be >= 0", param_hint="-t/--nthread")
+    options = LabelOptions(nbest=nbest, marginals=marginals, posterior=post, force=force,
+                           constraints=constraints, scores=score, nbest_columns=nbest_columns,
+                           check=check, labels_only=labels_only,
+                           separator="\t" if sep == "tab" else " ")
+    options.validate()
     _set_threads(nthread)
     model = Model.load(model_file)
     source = "<stdin>" if input_file == "-" else input_file
     sequences = read_sequences(input_file, encoding=encoding, sep=sep)
-    separator = "\t" if sep == "tab" else " "
     with atomic_output(output_file, encoding=encoding) as out:
-        stats = label_stream(model, sequences, out, check=check, labels_only=labels_only,
-                             separator=separator, source=source)
+        stats = label_stream(model, sequences, out, options, source=source)
     if check and stats.tokens:
         click.echo(f"* {stats.sequences} sequences, {stats.tokens} tokens, token accuracy "
                    f"{100.0 * stats.correct / stats.tokens:.2f}%", err=True)
+
+
+@cli.command("dump")
+@click.argument("model_file", metavar="MODEL", type=click.Path(exists=True, dir_okay=False))
+@click.argument("output_file", metavar="[OUTPUT]", default="-", type=click.Path(allow_dash=True))
+@click.option("--top", type=int, default=None,
+              help="Only the K strongest features (largest |weight|) of each label.")
+@click.option("--threshold", type=float, default=0.0, show_default=True,
+              help="Hide features with |weight| below this.")
+def dump_command(model_file, output_file, top, threshold) -> None:
+    """Write a model as text: patterns, labels, then one line per non-zero weight
+    (observation TAB label-or-prev→label TAB weight)."""
+    from crfkit.atomic import atomic_output
+    from crfkit.inspect import dump
+    from crfkit.model import Model
+
+    model = Model.load(model_file)
+    with atomic_output(output_file) as out:
+        dump(model, out, top=top, threshold=threshold)
+
+
+@cli.command("info")
+@click.argument("model_file", metavar="MODEL", type=click.Path(exists=True, dir_okay=False))
+def info_command(model_file) -> None:
+    """Describe a model: labels, sizes, patterns, training options and corpus."""
+    from crfkit.inspect import write_info
+    from crfkit.model import Model
+
+    write_info(Model.load(model_file), click.get_text_stream("stdout"))
 
 
 @cli.command("eval")
@@ -169,8 +277,54 @@ def eval_command(input_file, delimiter, outside, raw, latex, fmt, tokens, scheme
     )
 
 
+@cli.command("patterns")
+@click.argument("pattern_file", metavar="PATFILE", type=click.Path(exists=True, dir_okay=False))
+@click.argument("data_file", metavar="[DATA]", required=False, type=click.Path(allow_dash=True))
+@click.option("-s", "--sequence", "sequence_number", type=click.IntRange(min=1), default=1,
+              show_default=True, help="Which sequence of DATA to show (1 = the first).")
+@click.option("--sep", type=SEPARATORS, default="auto", show_default=True,
+              help="Column separator of DATA (auto: tabs or runs of spaces).")
+@click.option("--encoding", default="utf-8", show_default=True, help="Text encoding of DATA.")
+def patterns_command(pattern_file, data_file, sequence_number, sep, encoding) -> None:
+    """Show how PATFILE compiled and, with DATA, what it generates.
+
+    Prints each pattern's kind, name, literal text and commands; with DATA
+    (a column file, labelled or not), also the observation string every
+    pattern generates at every position of one sequence -- the tool to
+    debug feature engineering. Patterns may read any column of DATA here;
+    training refuses the last one (the label).
+    """
+    from itertools import islice
+
+    from crfkit.errors import UsageError
+    from crfkit.patterns import check_columns, describe_patterns, explain_sequence, read_patterns
+    from crfkit.reader import read_sequences
+
+    patterns = read_patterns(pattern_file)
+    for line in describe_patterns(patterns):
+        click.echo(line)
+    if data_file is None:
+        return
+    source = "<stdin>" if data_file == "-" else data_file
+    found = list(islice(read_sequences(data_file, encoding=encoding, sep=sep), sequence_number))
+    if len(found) < sequence_number:
+        raise UsageError(f"--sequence {sequence_number}: DATA has only {len(found)} "
+                         f"sequence(s)", path=source)
+    seq = found[-1]
+    check_columns(patterns, len(seq.rows[0]), label_column=False)
+    click.echo("")
+    click.echo(f"sequence {sequence_number} of {source}: {len(seq.rows)} token(s), "
+               f"lines {seq.lines[0]}-{seq.lines[-1]}")
+    for line in explain_sequence(patterns, seq.rows, seq.lines):
+        click.echo(line)
+
+
 def main() -> None:
     """Console entry point."""
+    # Numba's first call imports scipy (~1 s) only to look for BLAS, which
+    # crfkit's kernels never use. In the CLI process (not in library use, where
+    # the caller may want scipy) we tell it there is none.
+    sys.modules.setdefault("scipy.linalg.cython_blas", None)
     cli(prog_name="crfkit")
 
 

@@ -1,7 +1,16 @@
-"""Labelling: sequences -> features (frozen vocabulary) -> Viterbi -> label strings.
+"""Labelling: sequences -> features (frozen vocabulary) -> decoding -> labels and scores.
 
-Works batch by batch over a streaming reader, so memory stays bounded
-whatever the input size, and output order is input order.
+:func:`label` is the Python API (one :class:`LabelResult` per sequence);
+:func:`label_stream` writes column output batch by batch over a streaming
+reader, so memory stays bounded whatever the input size, and output order
+is input order. Decoding itself (n-best, marginals, posterior, masks) lives
+in :mod:`crfkit.decode`.
+
+Output formats are described in :mod:`crfkit.labelformat`. ``force`` reads
+the last input column as partial labels: a model label fixes the token's
+label, ``_`` (or an empty field, with ``--sep tab``) leaves it free; that
+column is kept in the output, like the gold column of ``check``. (A model
+label spelt ``_`` can therefore not be forced.)
 """
 
 from __future__ import annotations
@@ -12,16 +21,78 @@ from typing import TextIO
 
 import numpy as np
 
-from crfkit import config, kernels
-from crfkit.errors import InputError
+from crfkit.decode import CONSTRAINTS, Decoded, constraint_masks, decode
+from crfkit.errors import CrfkitError, InputError, UsageError
 from crfkit.features import token_lists
+from crfkit.labelformat import ColumnWriter
 from crfkit.model import Model
-from crfkit.objective import partition_blocks
-from crfkit.patterns import check_columns
 from crfkit.reader import Sequence
 from crfkit.space import Dataset
 
 BATCH_TOKENS = 50_000
+PLACEHOLDERS = frozenset({"_", ""})
+
+
+@dataclass
+class LabelOptions:
+    """What to decode and how to print it; :meth:`validate` refuses contradictions."""
+
+    nbest: int | None = None  # None: not asked for (one path)
+    marginals: bool = False
+    posterior: bool = False
+    force: bool = False
+    constraints: str | None = None
+    # output only (label_stream)
+    scores: bool = False
+    nbest_columns: bool = False
+    check: bool = False
+    labels_only: bool = False
+    separator: str = " "
+
+    @property
+    def n(self) -> int:
+        return 1 if self.nbest is None else self.nbest
+
+    @property
+    def blocks(self) -> bool:
+        """n-best output as one block per path (rather than label columns)."""
+        return self.n > 1 and not self.nbest_columns
+
+    def validate(self) -> None:
+        if self.nbest is not None and self.nbest < 1:
+            raise UsageError(f"-n/--nbest must be >= 1, got {self.nbest}")
+        if self.posterior and self.n > 1:
+            raise UsageError("-p/--post gives one label per token: it cannot be combined "
+                             "with -n/--nbest")
+        if self.nbest_columns and self.nbest is None:
+            raise UsageError("--nbest-columns needs -n/--nbest N")
+        if self.force and self.check:
+            raise UsageError("--force and -c/--check both read the last column: use one")
+        if self.constraints is not None and self.constraints not in CONSTRAINTS:
+            raise UsageError(f"unknown constraints {self.constraints!r} "
+                             f"(expected one of: {', '.join(CONSTRAINTS)})")
+
+
+@dataclass
+class LabelResult:
+    """The labelling of one sequence.
+
+    ``ids[r]`` / ``paths[r]`` is the label path of rank ``r`` (best first;
+    one path unless n-best, fewer than asked if fewer paths are allowed),
+    ``log_probs[r]`` its log-probability given the input and the
+    constraints, ``marginals[t, y]`` the probability of label ``y`` (model
+    order) at token ``t`` when asked for.
+    """
+
+    paths: list[list[str]]
+    ids: np.ndarray  # int32 (K, T)
+    log_probs: np.ndarray  # float64 (K,)
+    marginals: np.ndarray | None  # float64 (T, L)
+
+    @property
+    def labels(self) -> list[str]:
+        """The output path (rank 0)."""
+        return self.paths[0]
 
 
 @dataclass
@@ -33,6 +104,7 @@ class LabelStats:
     correct: int = 0
 
 
+# --- encoding and decoding of one batch -----------------------------------------------------
 def encode(model: Model, sequences: list[Sequence]) -> Dataset:
     """Arrays for a batch of sequences under the model's frozen vocabulary."""
     featurizer = model.featurizer
@@ -42,26 +114,147 @@ def encode(model: Model, sequences: list[Sequence]) -> Dataset:
                    labels=np.zeros(0, dtype=np.int32))
 
 
-def viterbi(model: Model, data: Dataset) -> tuple[np.ndarray, np.ndarray]:
-    """Best label id of every token and the score of every sequence."""
-    s = model.space
-    labels = np.zeros(data.n_tokens, dtype=np.int32)
-    scores = np.zeros(data.n_seqs)
-    if data.n_seqs:
-        blocks = partition_blocks(data.lengths, config.N_BLOCKS)
-        kernels.viterbi_blocks(model.weights, data.seq_ptr, data.tok_ptr, data.tok_obs, s.u_ptr,
-                               s.u_lab, s.b_ptr, s.b_prev, s.b_cur, s.n_u, s.trans_offset,
-                               s.has_trans, s.n_b > 0, s.n_labels, blocks, labels, scores)
-    return labels, scores
+class _Decoder:
+    """Checks, masks and decodes batches under one set of options."""
+
+    def __init__(self, model: Model, options: LabelOptions, source: str) -> None:
+        options.validate()
+        self.model, self.options, self.source = model, options, source
+        self.start_ok, self.trans_ok = constraint_masks(model.labels, options.constraints)
+        self.label_index = {name: i for i, name in enumerate(model.labels)}
+
+    def check_columns(self, batch: list[Sequence]) -> None:
+        opts = self.options
+        expected = self.model.n_token_columns + (1 if opts.check or opts.force else 0)
+        n_columns = len(batch[0].rows[0])
+        if n_columns < expected:
+            what = ("token columns plus a gold label (-c)" if opts.check else
+                    "token columns plus a forced-label column (--force)" if opts.force else
+                    "token columns")
+            raise InputError(f"the model needs {expected} columns ({what}), found {n_columns}",
+                             path=self.source, line=batch[0].lines[0])
+
+    def token_mask(self, batch: list[Sequence], data: Dataset) -> np.ndarray | None:
+        """Allowed labels per token: forced labels and sequence-start constraints."""
+        if not self.options.force and self.start_ok is None:
+            return None
+        mask = np.ones((data.n_tokens, len(self.model.labels)), dtype=np.bool_)
+        if self.options.force:
+            forced = self.forced_ids(batch)
+            rows = np.flatnonzero(forced >= 0)
+            mask[rows] = False
+            mask[rows, forced[rows]] = True
+        if self.start_ok is not None:  # after forcing: a forced I-X at the start stays banned
+            mask[data.seq_ptr[:-1]] &= self.start_ok
+        return mask
+
+    def forced_ids(self, batch: list[Sequence]) -> np.ndarray:
+        """Label id of the last column of every token, -1 for a placeholder."""
+        index = self.label_index
+        out = []
+        for seq in batch:
+            for row, line in zip(seq.rows, seq.lines, strict=True):
+                value = row[-1]
+                if value in PLACEHOLDERS:
+                    out.append(-1)
+                    continue
+                y = index.get(value)
+                if y is None:
+                    raise InputError(f"unknown label {value!r} in the forced-label column "
+                                     f"(use _ to leave a token free)",
+                                     path=self.source, line=line)
+                out.append(y)
+        return np.array(out, dtype=np.int64)
+
+    def decode(self, batch: list[Sequence], *, log_z: bool, marginals: bool) -> Decoded:
+        self.check_columns(batch)
+        data = encode(self.model, batch)
+        token_ok = self.token_mask(batch, data)
+        opts = self.options
+        dec = decode(self.model, data, nbest=opts.n, log_z=log_z, marginals=marginals,
+                     posterior=opts.posterior, token_ok=token_ok, trans_ok=self.trans_ok)
+        impossible = np.flatnonzero(~(dec.scores[:, 0] > -np.inf))
+        if len(impossible):
+            s = int(impossible[0])
+            t0, t1 = int(data.seq_ptr[s]), int(data.seq_ptr[s + 1])
+            t = 0 if token_ok is None else _first_dead_token(token_ok[t0:t1], self.trans_ok)
+            raise InputError("no label sequence satisfies both the forced labels and "
+                             f"--constraints {opts.constraints}",
+                             path=self.source, line=batch[s].lines[t])
+        if (log_z or marginals or opts.posterior) and not np.isfinite(dec.log_z).all():
+            s = int(np.flatnonzero(~np.isfinite(dec.log_z))[0])
+            raise CrfkitError("numerical underflow in forward-backward (extreme weights)",
+                              path=self.source, line=batch[s].lines[0])
+        return dec
+
+
+def _first_dead_token(token_ok: np.ndarray, trans_ok: np.ndarray | None) -> int:
+    """First token of a sequence at which no allowed label path can continue."""
+    L = token_ok.shape[1]
+    step = (trans_ok if trans_ok is not None else np.ones((L, L), dtype=bool)).astype(np.int64)
+    alive = token_ok[0]
+    for t in range(len(token_ok)):
+        if t:
+            alive = (alive.astype(np.int64) @ step > 0) & token_ok[t]
+        if not alive.any():
+            return t
+    return len(token_ok) - 1
+
+
+# --- Python API ------------------------------------------------------------------------------
+def label(model: Model, sequences: Iterable[Sequence | list[list[str]]], *, nbest: int = 1,
+          marginals: bool = False, posterior: bool = False, force: bool = False,
+          constraints: str | None = None) -> list[LabelResult]:
+    """Label sequences (``Sequence`` objects or lists of token rows), one result each.
+
+    ``nbest`` best paths, exact; ``posterior`` decoding instead of Viterbi;
+    ``marginals`` keeps the token marginals; ``force`` reads the last column
+    of each row as a partial labelling to respect (``_`` or ``""``: free);
+    ``constraints="iob"`` forbids IOB2-invalid paths. Log-probabilities are
+    always computed (one forward-backward per sequence).
+    """
+    options = LabelOptions(nbest=nbest, marginals=marginals, posterior=posterior, force=force,
+                           constraints=constraints)
+    decoder = _Decoder(model, options, "<input>")
+    names = np.array(model.labels, dtype=object)
+    results = []
+    for batch in batches(_as_sequence(s) for s in sequences):
+        dec = decoder.decode(batch, log_z=True, marginals=marginals)
+        ptr = np.concatenate([[0], np.cumsum([len(seq.rows) for seq in batch])])
+        for s in range(len(batch)):
+            found = int(np.sum(dec.scores[s] > -np.inf))
+            ids = np.ascontiguousarray(dec.paths[ptr[s]:ptr[s + 1], :found].T)
+            results.append(LabelResult(
+                paths=[names[row].tolist() for row in ids], ids=ids,
+                log_probs=dec.scores[s, :found] - dec.log_z[s],
+                marginals=None if dec.marginals is None
+                else dec.marginals[ptr[s]:ptr[s + 1]].copy()))
+    return results
 
 
 def label_sequences(model: Model, sequences: list[Sequence]) -> list[list[str]]:
     """Predicted label strings of each sequence (its rows hold token columns first)."""
-    data = encode(model, sequences)
-    ids, _ = viterbi(model, data)
+    return [result.labels for result in _viterbi_only(model, sequences)]
+
+
+def _viterbi_only(model: Model, sequences: list[Sequence]) -> Iterator[LabelResult]:
+    decoder = _Decoder(model, LabelOptions(), "<input>")
     names = np.array(model.labels, dtype=object)
-    out = names[ids]
-    return [out[a:b].tolist() for a, b in zip(data.seq_ptr[:-1], data.seq_ptr[1:], strict=False)]
+    for batch in batches(sequences):
+        dec = decoder.decode(batch, log_z=False, marginals=False)
+        ptr = np.concatenate([[0], np.cumsum([len(seq.rows) for seq in batch])])
+        for s in range(len(batch)):
+            ids = dec.paths[ptr[s]:ptr[s + 1], 0]
+            yield LabelResult([names[ids].tolist()], ids[None], dec.scores[s, :1], None)
+
+
+def _as_sequence(seq: Sequence | list[list[str]]) -> Sequence:
+    if isinstance(seq, Sequence):
+        return seq
+    rows = [list(row) for row in seq]
+    if not rows:
+        raise UsageError("cannot label an empty sequence")
+    return Sequence(rows=rows, lines=list(range(1, len(rows) + 1)))
 
 
 def batches(sequences: Iterable[Sequence], max_tokens: int = BATCH_TOKENS
@@ -79,35 +272,30 @@ def batches(sequences: Iterable[Sequence], max_tokens: int = BATCH_TOKENS
         yield batch
 
 
-def label_stream(model: Model, sequences: Iterable[Sequence], out: TextIO, *,
-                 check: bool = False, labels_only: bool = False, separator: str = " ",
-                 source: str = "<input>") -> LabelStats:
-    """Label a stream of sequences and write column output, one blank line between sequences.
+# --- column output ---------------------------------------------------------------------------
+def label_stream(model: Model, sequences: Iterable[Sequence], out: TextIO,
+                 options: LabelOptions | None = None, *, source: str = "<input>"
+                 ) -> LabelStats:
+    """Label a stream of sequences and write column output (formats: module docstring).
 
-    With ``check`` the last input column is a gold label: it is kept, the
-    prediction appended, and token accuracy counted.
+    With ``options.check`` the last input column is a gold label: it is kept,
+    the prediction appended, and token accuracy (of rank 0) counted.
     """
+    opts = options or LabelOptions()
+    decoder = _Decoder(model, opts, source)
+    writer = ColumnWriter(model.labels, separator=opts.separator, labels_only=opts.labels_only,
+                          scores=opts.scores, marginals=opts.marginals, blocks=opts.blocks)
+    names = np.array(model.labels, dtype=object)
     stats = LabelStats()
-    expected = model.n_token_columns + (1 if check else 0)
     for batch in batches(sequences):
-        n_columns = len(batch[0].rows[0])
-        if n_columns < expected:
-            what = "token columns plus a gold label (-c)" if check else "token columns"
-            raise InputError(f"the model needs {expected} columns ({what}), found {n_columns}",
-                             path=source, line=batch[0].lines[0])
-        check_columns(model.patterns, n_columns, label_column=False)
-        predicted = label_sequences(model, batch)
-        lines = []
-        for seq, labels in zip(batch, predicted, strict=False):
-            for row, label in zip(seq.rows, labels, strict=False):
-                if labels_only:
-                    lines.append(label)
-                else:
-                    lines.append(separator.join(row) + separator + label)
-                if check:
-                    stats.correct += row[-1] == label
-            lines.append("")
-            stats.tokens += len(labels)
+        dec = decoder.decode(batch, log_z=opts.scores or opts.blocks,
+                             marginals=opts.scores or opts.marginals)
+        rows = [row for seq in batch for row in seq.rows]
+        seq_ptr = np.concatenate([[0], np.cumsum([len(seq.rows) for seq in batch])])
+        if opts.check:
+            gold = np.array([row[-1] for row in rows], dtype=object)
+            stats.correct += int(np.sum(gold == names[dec.paths[:, 0]]))
+        stats.tokens += len(rows)
         stats.sequences += len(batch)
-        out.write("\n".join(lines) + "\n")
+        out.write(writer.format(rows, seq_ptr, dec))
     return stats

@@ -2,6 +2,10 @@
 
 Only for tiny problems (L**T paths). ``psi[t, y]`` are unigram scores and
 ``phi[t, a, b]`` transition scores into token t (phi[0] unused).
+
+Constrained variants take ``token_ok[t, y]`` / ``trans_ok[a, b]`` boolean
+masks and simply leave out the paths that break them: the restricted CRF
+is the original one with the distribution renormalised over allowed paths.
 """
 
 from __future__ import annotations
@@ -17,24 +21,34 @@ def path_score(psi: np.ndarray, phi: np.ndarray, path: tuple[int, ...]) -> float
     return float(score)
 
 
-def all_paths(T: int, L: int):
-    return itertools.product(range(L), repeat=T)
+def allowed(path: tuple[int, ...], token_ok=None, trans_ok=None) -> bool:
+    if token_ok is not None and not all(token_ok[t, y] for t, y in enumerate(path)):
+        return False
+    if trans_ok is not None and not all(trans_ok[path[t - 1], path[t]]
+                                        for t in range(1, len(path))):
+        return False
+    return True
 
 
-def log_partition(psi: np.ndarray, phi: np.ndarray) -> float:
+def all_paths(T: int, L: int, token_ok=None, trans_ok=None):
+    return (p for p in itertools.product(range(L), repeat=T) if allowed(p, token_ok, trans_ok))
+
+
+def log_partition(psi: np.ndarray, phi: np.ndarray, token_ok=None, trans_ok=None) -> float:
     T, L = psi.shape
-    scores = np.array([path_score(psi, phi, p) for p in all_paths(T, L)])
+    scores = np.array([path_score(psi, phi, p) for p in all_paths(T, L, token_ok, trans_ok)])
     m = scores.max()
     return float(m + np.log(np.exp(scores - m).sum()))
 
 
-def marginals(psi: np.ndarray, phi: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def marginals(psi: np.ndarray, phi: np.ndarray, token_ok=None, trans_ok=None
+              ) -> tuple[np.ndarray, np.ndarray]:
     """Token marginals (T, L) and pair marginals (T, L, L) (pair[0] is zero)."""
     T, L = psi.shape
-    log_z = log_partition(psi, phi)
+    log_z = log_partition(psi, phi, token_ok, trans_ok)
     unary = np.zeros((T, L))
     pair = np.zeros((T, L, L))
-    for p in all_paths(T, L):
+    for p in all_paths(T, L, token_ok, trans_ok):
         prob = np.exp(path_score(psi, phi, p) - log_z)
         for t in range(T):
             unary[t, p[t]] += prob
@@ -49,8 +63,46 @@ def best_path(psi: np.ndarray, phi: np.ndarray) -> tuple[tuple[int, ...], float]
     return best, path_score(psi, phi, best)
 
 
-def nbest(psi: np.ndarray, phi: np.ndarray, n: int) -> list[tuple[tuple[int, ...], float]]:
+def nbest(psi: np.ndarray, phi: np.ndarray, n: int, token_ok=None, trans_ok=None
+          ) -> list[tuple[tuple[int, ...], float]]:
     T, L = psi.shape
-    scored = sorted(((path_score(psi, phi, p), p) for p in all_paths(T, L)),
+    scored = sorted(((path_score(psi, phi, p), p) for p in all_paths(T, L, token_ok, trans_ok)),
                     key=lambda sp: -sp[0])
     return [(p, s) for s, p in scored[:n]]
+
+
+def max_expected_accuracy(psi: np.ndarray, phi: np.ndarray, token_ok=None, trans_ok=None
+                          ) -> tuple[int, ...]:
+    """The allowed path with the largest sum of (restricted) token marginals."""
+    T, L = psi.shape
+    unary, _ = marginals(psi, phi, token_ok, trans_ok)
+    return max(all_paths(T, L, token_ok, trans_ok),
+               key=lambda p: sum(unary[t, y] for t, y in enumerate(p)))
+
+
+def _log_softmax(v: np.ndarray) -> np.ndarray:
+    m = v.max()
+    return v - (m + np.log(np.exp(v - m).sum()))
+
+
+def locally_normalised(psi: np.ndarray, phi: np.ndarray, model_type: str
+                       ) -> tuple[np.ndarray, np.ndarray]:
+    """The lattice of a MaxEnt or MEMM whose path scores are log-probabilities.
+
+    MaxEnt: p(y_t) = softmax psi[t]; MEMM: p(y_0) = softmax psi[0] and
+    p(y_t | y_{t-1} = a) = softmax (psi[t] + phi[t, a]) (see crfkit.local).
+    """
+    T, L = psi.shape
+    psi2 = np.zeros_like(psi)
+    phi2 = np.zeros_like(phi)
+    if model_type == "maxent":
+        for t in range(T):
+            psi2[t] = _log_softmax(psi[t])
+    elif model_type == "memm":
+        psi2[0] = _log_softmax(psi[0])
+        for t in range(1, T):
+            for a in range(L):
+                phi2[t, a] = _log_softmax(psi[t] + phi[t, a])
+    else:
+        return psi, phi
+    return psi2, phi2

@@ -1,0 +1,397 @@
+"""Decoding beyond the single best path: n-best, marginals, posterior, constraints.
+
+Everything here works on the lattice of :mod:`crfkit.kernels` (``psi[t, y]``
+unigram scores, ``phi[t, a, b]`` transition scores) and reuses its kernels.
+
+Constraints are masks, never special cases in the recurrences:
+
+* a per-token mask ``token_ok[t, y]`` (forced labels, "no ``I-X`` at the
+  start") sets ``psi[t, y] = -inf`` where false;
+* a transition mask ``trans_ok[a, b]`` (IOB2 rules) sets ``phi[., a, b] =
+  -inf`` where false.
+
+Viterbi is max-plus, so ``-inf`` simply loses; the scaled forward-backward
+exponentiates with a max shift, so a forbidden entry becomes exactly 0 and
+the marginals, log Z and path log-probabilities are those of the CRF
+*restricted to the allowed paths*. If no path is allowed at all, the best
+score is ``-inf`` and the caller reports the contradiction.
+
+Exact n-best is list Viterbi: ``delta[t, y, k]`` is the k-th best score of
+the prefixes ending in label ``y`` at ``t``. A path among the global N best
+has each of its prefixes among the N best prefixes ending in the same
+(t, label), otherwise N better paths would share its suffix; so keeping N per
+cell is exact, not a beam. Each cell's N entries come from an N-way merge of
+the (already sorted) lists of its predecessors: O(T L^2 N) time, no sorting.
+Ties go to the lower previous label, then the lower rank, which makes
+``N = 1`` identical to :func:`crfkit.kernels.viterbi`.
+
+Posterior decoding picks, per token, the label of highest marginal. With
+transition constraints that could produce a forbidden pair (``O`` then
+``I-NP``), so it then returns the allowed path with the largest *sum* of
+marginals (the expected number of correct tokens), found by Viterbi over
+the marginals. Without transition constraints the two coincide, and the plain
+argmax is used.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from numba import njit, prange
+
+from crfkit import config, kernels
+from crfkit.errors import UsageError
+from crfkit.model import Model
+from crfkit.objective import partition_blocks
+from crfkit.space import Dataset
+
+CONSTRAINTS = ("iob",)
+# How a model type normalises (crfkit.model.MODEL_TYPES): globally, or per token.
+LOCAL_NONE, LOCAL_MEMM, LOCAL_MAXENT = 0, 1, 2
+LOCAL = {"crf": LOCAL_NONE, "memm": LOCAL_MEMM, "maxent": LOCAL_MAXENT}
+
+
+# --- constraint masks ------------------------------------------------------------------------
+def iob_masks(labels: list[str]) -> tuple[np.ndarray, np.ndarray]:
+    """IOB2 rules as (start_ok (L,), trans_ok (L, L)) boolean masks.
+
+    Forbidden: ``I-X`` at the start of a sequence, and ``I-X`` after anything
+    but ``B-X`` or ``I-X`` (so ``O -> I-X``, ``B-X -> I-Y``, ``I-X -> I-Y``).
+    Labels other than ``O``, ``B-X`` and ``I-X`` are refused: guessing what
+    ``E-X`` or ``NP`` should allow would silently decode nonsense.
+    """
+    types = []
+    for name in labels:
+        if name == "O":
+            types.append(("O", ""))
+        elif name[:2] in ("B-", "I-") and len(name) > 2:
+            types.append((name[0], name[2:]))
+        else:
+            raise UsageError(f"--constraints iob: label {name!r} is not IOB2 "
+                             f"(expected O, B-TYPE or I-TYPE)")
+    L = len(labels)
+    start_ok = np.array([prefix != "I" for prefix, _ in types], dtype=np.bool_)
+    trans_ok = np.ones((L, L), dtype=np.bool_)
+    for b, (prefix_b, type_b) in enumerate(types):
+        if prefix_b != "I":
+            continue
+        for a, (prefix_a, type_a) in enumerate(types):
+            trans_ok[a, b] = prefix_a in ("B", "I") and type_a == type_b
+    return start_ok, trans_ok
+
+
+def constraint_masks(labels: list[str], constraints: str | None
+                     ) -> tuple[np.ndarray | None, np.ndarray | None]:
+    """(start_ok, trans_ok) of a named constraint set; (None, None) for no constraints."""
+    if constraints is None:
+        return None, None
+    if constraints == "iob":
+        return iob_masks(labels)
+    raise UsageError(f"unknown constraints {constraints!r} (expected one of: "
+                     f"{', '.join(CONSTRAINTS)})")
+
+
+# --- kernels ---------------------------------------------------------------------------------
+@njit(**config.JIT)
+def mask_tokens(psi, token_ok, t0, T, L):
+    """psi[t, y] = -inf where token t0 + t may not take label y."""
+    for t in range(T):
+        for y in range(L):
+            if not token_ok[t0 + t, y]:
+                psi[t, y] = -np.inf
+
+
+@njit(**config.JIT)
+def _insert(vals, codes, n, N, v, code):
+    """Insert (v, code) into the descending list vals[:n] (capacity N), after equal
+    entries so that earlier candidates win ties; returns the new length."""
+    i = n if n < N else N - 1
+    while i > 0 and v > vals[i - 1]:
+        vals[i] = vals[i - 1]
+        codes[i] = codes[i - 1]
+        i -= 1
+    vals[i] = v
+    codes[i] = code
+    return n + 1 if n < N else N
+
+
+@njit(**config.JIT)
+def nbest_viterbi(psi, phi, per_token, T, L, N, delta, back, count, paths, scores):
+    """The N best label paths of one sequence, best first (list Viterbi).
+
+    ``delta[t, y, :count[t, y]]`` holds the best prefix scores ending in ``y``
+    at ``t``, descending; ``back[t, y, k] = a * N + j`` names the prefix it
+    extends (label ``a``, rank ``j`` at ``t-1``). Each list is filled by
+    scanning predecessors in order and leaving a predecessor's (sorted) list
+    as soon as it cannot beat the current N-th best (or is ``-inf``), so a
+    cell usually costs about L comparisons, not L * N. Paths of score
+    ``-inf`` (forbidden) are never listed. Writes ``paths[r, :T]`` and
+    ``scores[r]`` and returns the number of paths found (< N if fewer exist).
+    """
+    for y in range(L):
+        delta[0, y, 0] = psi[0, y]
+        count[0, y] = 1 if psi[0, y] > -np.inf else 0
+    for t in range(1, T):
+        M = phi[t] if per_token else phi[0]
+        for b in range(L):
+            n = 0
+            if psi[t, b] > -np.inf:
+                worst = -np.inf  # the N-th best so far, once the list is full
+                for a in range(L):
+                    m = M[a, b]
+                    for k in range(count[t - 1, a]):
+                        v = delta[t - 1, a, k] + m
+                        if not v > worst:
+                            break
+                        # insertion, after equal entries: earlier candidates win ties
+                        i = n if n < N else N - 1
+                        while i > 0 and v > delta[t, b, i - 1]:
+                            delta[t, b, i] = delta[t, b, i - 1]
+                            back[t, b, i] = back[t, b, i - 1]
+                            i -= 1
+                        delta[t, b, i] = v
+                        back[t, b, i] = a * N + k
+                        if n < N:
+                            n += 1
+                        if n == N:
+                            worst = delta[t, b, N - 1]
+                p = psi[t, b]
+                for k in range(n):
+                    delta[t, b, k] += p
+            count[t, b] = n
+    # The N best complete paths among the lists of the last token.
+    last = T - 1
+    found = 0
+    for y in range(L):
+        for k in range(count[last, y]):
+            v = delta[last, y, k]
+            if found == N and not v > scores[N - 1]:
+                break
+            found = _insert(scores, paths[:, 0], found, N, v, y * N + k)
+    for r in range(found):
+        code = paths[r, 0]
+        y = code // N
+        k = code % N
+        for t in range(last, -1, -1):
+            paths[r, t] = y
+            if t > 0:
+                code = back[t, y, k]
+                y = code // N
+                k = code % N
+    return found
+
+
+@njit(**config.JIT)
+def path_score(psi, phi, per_token, T, path):
+    """Score of one label path (-inf if it uses a forbidden label or transition)."""
+    s = psi[0, path[0]]
+    for t in range(1, T):
+        M = phi[t] if per_token else phi[0]
+        s += M[path[t - 1], path[t]] + psi[t, path[t]]
+    return s
+
+
+@njit(**config.JIT)
+def posterior_path(marg, psi, pen, constrained, T, L, gain, delta, back, path):
+    """Most probable label per token; the allowed path of largest summed marginals
+    when transitions are constrained (see the module docstring)."""
+    if not constrained:
+        for t in range(T):
+            path[t] = np.argmax(marg[t, :L])
+        return
+    for t in range(T):
+        for y in range(L):
+            gain[t, y] = marg[t, y] if psi[t, y] > -np.inf else -np.inf
+    kernels.viterbi(gain, pen, False, T, L, delta, back, path)
+
+
+@njit(**config.JIT)
+def _log_softmax(src, dst):
+    """dst = src - log sum exp(src) (src and dst may be the same row)."""
+    m = src.max()
+    total = 0.0
+    for y in range(src.shape[0]):
+        total += np.exp(src[y] - m)
+    lse = m + np.log(total)
+    for y in range(src.shape[0]):
+        dst[y] = src[y] - lse
+
+
+@njit(**config.JIT)
+def local_normalise(psi, phi, T, L, local, row):
+    """Rewrite a MEMM's or MaxEnt's scores so that path scores are log-probabilities.
+
+    MaxEnt: ``psi[t] = log softmax psi[t]``. MEMM (see :mod:`crfkit.local`):
+    ``psi[0] = log softmax psi[0]``, ``phi[t, a] = log softmax (psi[t] +
+    phi[t, a])`` and ``psi[t] = 0`` for t >= 1. The CRF lattice code then
+    works unchanged, with log Z = 0 unless constraints remove paths.
+    """
+    if local == LOCAL_MEMM:
+        for t in range(1, T):
+            for a in range(L):
+                for b in range(L):
+                    row[b] = psi[t, b] + phi[t, a, b]
+                _log_softmax(row, phi[t, a])
+            psi[t] = 0.0
+        _log_softmax(psi[0], psi[0])
+    elif local == LOCAL_MAXENT:
+        for t in range(T):
+            _log_softmax(psi[t], psi[t])
+
+
+@njit(**config.PARALLEL_JIT)
+def decode_blocks(W, seq_ptr, tok_ptr, tok_obs, u_ptr, u_lab, b_ptr, b_prev, b_cur, n_u,
+                  trans_offset, has_trans, per_token, local, L, block_ptr, token_ok,
+                  use_token_ok, trans_pen, constrained, N, want_logz, want_marg, posterior,
+                  out_paths, out_scores, out_logz, out_marg):
+    """Decode every sequence of a batch, in parallel over blocks of sequences.
+
+    ``out_paths[tok, r]`` receives the label of rank ``r`` (left untouched
+    where a sequence has fewer paths), ``out_scores[s, r]`` its score,
+    ``out_logz[s]`` log Z when ``want_logz``, ``out_marg[tok]`` the token
+    marginals when ``want_marg``. ``trans_pen`` (0 or -inf) is added to every
+    transition; ``posterior`` replaces the Viterbi path by posterior decoding.
+    ``local`` selects the normalisation of the model type (LOCAL_*); masks
+    are applied after it, so constraints renormalise the model's own
+    distribution.
+    """
+    raw_trans = kernels.transition_block(W, trans_offset, has_trans, L)
+    trans = raw_trans + trans_pen
+    # a MEMM normalises the raw scores first and gets its penalties afterwards
+    bigram_base = raw_trans if local == LOCAL_MEMM else trans
+    exp_trans = np.empty((1, L, L))
+    trans_shift = kernels._exp_shifted_matrix(trans, exp_trans[0])
+    pen = np.empty((1, L, L))
+    pen[0] = trans_pen
+    need_fb = want_logz or want_marg or posterior
+    n_blocks = len(block_ptr) - 1
+    for blk in prange(n_blocks):
+        s0 = block_ptr[blk]
+        s1 = block_ptr[blk + 1]
+        Tmax = 1
+        for s in range(s0, s1):
+            Tmax = max(Tmax, seq_ptr[s + 1] - seq_ptr[s])
+        TP = Tmax if per_token else 1
+        psi = np.empty((Tmax, L))
+        phi = np.empty((TP, L, L))
+        phi[0] = trans
+        delta = np.empty((Tmax, L))
+        back = np.empty((Tmax, L), dtype=np.int32)
+        path = np.empty(Tmax, dtype=np.int32)
+        FB = Tmax if need_fb else 1
+        expu = np.empty((FB, L))
+        expb = np.empty((TP, L, L)) if per_token and need_fb else exp_trans
+        alpha = np.empty((FB, L))
+        beta = np.empty((FB, L))
+        scale = np.empty(FB)
+        tmp = np.empty(L)
+        NB = Tmax if N > 1 else 1
+        ndelta = np.empty((NB, L, N))
+        nback = np.empty((NB, L, N), dtype=np.int32)
+        ncount = np.empty((NB, L), dtype=np.int32)
+        npaths = np.empty((N, Tmax), dtype=np.int32)
+        nscores = np.empty(N)
+        for s in range(s0, s1):
+            t0 = seq_ptr[s]
+            T = seq_ptr[s + 1] - t0
+            if T == 0:
+                continue
+            kernels.unigram_scores(W, tok_ptr, tok_obs, u_ptr, u_lab, t0, T, psi)
+            if per_token:
+                kernels.bigram_scores(W, tok_ptr, tok_obs, b_ptr, b_prev, b_cur, n_u,
+                                      bigram_base, t0, T, phi)
+            if local != LOCAL_NONE:
+                local_normalise(psi, phi, T, L, local, tmp)
+                if local == LOCAL_MEMM and constrained:
+                    for t in range(1, T):
+                        for a in range(L):
+                            for b in range(L):
+                                phi[t, a, b] += trans_pen[a, b]
+            if use_token_ok:
+                mask_tokens(psi, token_ok, t0, T, L)
+            if need_fb:
+                if per_token:
+                    shift = kernels.exp_transitions(phi, T, expb)
+                else:
+                    shift = trans_shift * (T - 1)
+                logz = shift + kernels.forward_backward(psi, expb, per_token, T, L, expu,
+                                                        alpha, beta, scale, tmp)
+                out_logz[s] = logz
+                for t in range(T):
+                    for y in range(L):
+                        alpha[t, y] *= beta[t, y]
+                if want_marg:
+                    for t in range(T):
+                        for y in range(L):
+                            out_marg[t0 + t, y] = alpha[t, y]
+            if posterior:
+                posterior_path(alpha, psi, pen, constrained, T, L, expu, delta, back, path)
+                out_scores[s, 0] = path_score(psi, phi, per_token, T, path)
+                for t in range(T):
+                    out_paths[t0 + t, 0] = path[t]
+            elif N == 1:
+                out_scores[s, 0] = kernels.viterbi(psi, phi, per_token, T, L, delta, back, path)
+                for t in range(T):
+                    out_paths[t0 + t, 0] = path[t]
+            else:
+                found = nbest_viterbi(psi, phi, per_token, T, L, N, ndelta, nback, ncount,
+                                      npaths, nscores)
+                for r in range(found):
+                    out_scores[s, r] = nscores[r]
+                    for t in range(T):
+                        out_paths[t0 + t, r] = npaths[r, t]
+
+
+# --- batch driver ----------------------------------------------------------------------------
+@dataclass
+class Decoded:
+    """Raw decoding results of a batch (see :func:`decode`)."""
+
+    paths: np.ndarray  # int32 (n_tokens, N): label id of rank r at each token, -1 if missing
+    scores: np.ndarray  # float64 (n_seqs, N): path scores, -inf where missing or impossible
+    log_z: np.ndarray  # float64 (n_seqs,): log Z over the allowed paths, NaN if not computed
+    marginals: np.ndarray | None  # float64 (n_tokens, L) token marginals, if asked for
+
+
+def decode(model: Model, data: Dataset, *, nbest: int = 1, log_z: bool = False,
+           marginals: bool = False, posterior: bool = False,
+           token_ok: np.ndarray | None = None, trans_ok: np.ndarray | None = None) -> Decoded:
+    """Decode a batch: the ``nbest`` best paths (or the posterior path), optionally
+    log Z and token marginals, under optional masks.
+
+    ``token_ok`` (n_tokens, L) and ``trans_ok`` (L, L) are boolean masks of
+    allowed labels / transitions (see the module docstring). A sequence with
+    no allowed path gets score ``-inf``; the caller decides how to report it.
+    """
+    if nbest < 1:
+        raise UsageError(f"nbest must be >= 1, got {nbest}")
+    if posterior and nbest > 1:
+        raise UsageError("posterior decoding gives one path: it cannot be combined with nbest")
+    s = model.space
+    L = s.n_labels
+    n_tok, n_seq = data.n_tokens, data.n_seqs
+    paths = np.full((n_tok, nbest), -1, dtype=np.int32)
+    scores = np.full((n_seq, nbest), -np.inf)
+    logz = np.full(n_seq, np.nan)
+    marg = np.zeros((n_tok if marginals else 0, L))
+    use_token_ok = token_ok is not None
+    if token_ok is None:
+        token_ok = np.ones((1, L), dtype=np.bool_)
+    elif token_ok.shape != (n_tok, L):
+        raise ValueError(f"token_ok has shape {token_ok.shape}, expected {(n_tok, L)}")
+    constrained = trans_ok is not None and not trans_ok.all()
+    pen = np.zeros((L, L))
+    if trans_ok is not None:
+        pen[~trans_ok] = -np.inf
+    local = LOCAL[model.model_type]
+    per_token = s.n_b > 0 or local == LOCAL_MEMM  # a MEMM's phi depends on psi
+    if n_seq:
+        blocks = partition_blocks(data.lengths, config.N_BLOCKS)
+        decode_blocks(model.weights, data.seq_ptr, data.tok_ptr, data.tok_obs, s.u_ptr, s.u_lab,
+                      s.b_ptr, s.b_prev, s.b_cur, s.n_u, s.trans_offset, s.has_trans, per_token,
+                      local, L, blocks, np.ascontiguousarray(token_ok, dtype=np.bool_),
+                      use_token_ok, pen, constrained, nbest, log_z, marginals, posterior,
+                      paths, scores, logz, marg)
+    return Decoded(paths=paths, scores=scores, log_z=logz,
+                   marginals=marg if marginals else None)
