@@ -21,6 +21,8 @@ from crfkit.patterns import Pattern, parse_pattern_line
 from crfkit.space import FeatureSpace
 
 MODEL_KIND = "crfkit-model"
+# crf: globally normalised; memm / maxent: locally normalised (see crfkit.local).
+MODEL_TYPES = ("crf", "memm", "maxent")
 
 
 @dataclass
@@ -34,6 +36,7 @@ class Model:
     space: FeatureSpace
     weights: np.ndarray
     info: dict = field(default_factory=dict)
+    model_type: str = "crf"
 
     # -- file format -------------------------------------------------------------------
     def _arrays_and_meta(self) -> tuple[dict, dict[str, np.ndarray]]:
@@ -51,7 +54,7 @@ class Model:
             arrays[f"table{i}_offsets"] = offsets
         meta = {
             "kind": MODEL_KIND,
-            "type": "crf",
+            "type": self.model_type,
             "labels": self.labels,
             "patterns": [{"text": p.text, "line": p.line} for p in self.patterns],
             "n_token_columns": self.n_token_columns,
@@ -92,10 +95,14 @@ class Model:
         labels = check.string_list("labels")
         if not labels or len(set(labels)) != len(labels):
             raise ModelFormatError("model labels are missing or repeated", path=name)
+        for label in labels:  # the reader never yields one; it would break the output format
+            if "\n" in label:
+                raise ModelFormatError(f"model label {label!r} contains a line break", path=name)
         patterns = []
         for entry in check.value("patterns", list):
             if not isinstance(entry, dict) or not isinstance(entry.get("text"), str) \
-                    or not isinstance(entry.get("line"), int) or not entry["text"]:
+                    or not isinstance(entry.get("line"), int) or not entry["text"] \
+                    or "\n" in entry["text"] or "\r" in entry["text"]:
                 raise ModelFormatError("bad pattern entry in model", path=name)
             try:
                 patterns.append(parse_pattern_line(entry["text"], lineno=entry["line"]))
@@ -104,7 +111,17 @@ class Model:
         if not patterns:
             raise ModelFormatError("model has no patterns", path=name)
         n_columns = check.value("n_token_columns", int)
+        if n_columns < 1:
+            raise ModelFormatError(f"model has {n_columns} token columns (at least 1 needed)",
+                                   path=name)
         has_trans = check.value("has_trans", bool)
+        if has_trans and not any(p.is_constant and p.has_bigram for p in patterns):
+            raise ModelFormatError("model has a transition block but no constant bigram "
+                                   "pattern (b, B or *) to own it", path=name)
+        model_type = meta.get("type", "crf")
+        if model_type not in MODEL_TYPES:
+            raise ModelFormatError(f"unknown model type {model_type!r} (this crfkit knows "
+                                   f"{', '.join(MODEL_TYPES)})", path=name)
         info = meta.get("info", {})
         if not isinstance(info, dict):
             raise ModelFormatError("bad info section in model", path=name)
@@ -147,11 +164,56 @@ class Model:
                 raise ModelFormatError(f"{arr_name}: label index out of range", path=name)
         space = FeatureSpace(n_labels=L, u_ptr=u_ptr, u_lab=u_lab, b_ptr=b_ptr, b_prev=b_prev,
                              b_cur=b_cur, has_trans=has_trans)
+        if model_type == "maxent" and (has_trans or space.n_b):
+            raise ModelFormatError("a maxent model cannot have label-pair features", path=name)
         weights = check.array("weights", np.float64, 1, length=space.n_weights)
         if not np.isfinite(weights).all():
             raise ModelFormatError("model weights are not finite", path=name)
         return cls(labels=labels, patterns=patterns, n_token_columns=n_columns,
-                   featurizer=featurizer, space=space, weights=weights, info=info)
+                   featurizer=featurizer, space=space, weights=weights, info=info,
+                   model_type=model_type)
+
+
+def compact(model: Model) -> Model:
+    """The same model without its zero-weight features and the observations left with none.
+
+    An L1-trained model has mostly zero weights; they change no score, so
+    dropping them (and renumbering observations, CSR offsets and weights)
+    gives the same labelling from a much smaller file that loads faster.
+    The dense transition block is kept whole. String tables are kept as they
+    are: observation keys are hashes of table ids, so renumbering tables
+    would mean rehashing, for a small gain.
+    """
+    s = model.space
+    W = model.weights
+    keep_u = W[:s.n_u] != 0.0
+    keep_b = W[s.n_u:s.trans_offset] != 0.0
+    u_owner = np.repeat(np.arange(s.n_obs), np.diff(s.u_ptr))
+    b_owner = np.repeat(np.arange(s.n_obs), np.diff(s.b_ptr))
+    keep_obs = (np.bincount(u_owner[keep_u], minlength=s.n_obs)
+                + np.bincount(b_owner[keep_b], minlength=s.n_obs)) > 0
+    new_id = np.cumsum(keep_obs) - 1
+    n_obs = int(keep_obs.sum())
+
+    def ptr(owner: np.ndarray) -> np.ndarray:
+        out = np.zeros(n_obs + 1, dtype=np.int64)
+        np.cumsum(np.bincount(new_id[owner], minlength=n_obs), out=out[1:])
+        return out
+
+    space = FeatureSpace(n_labels=s.n_labels, u_ptr=ptr(u_owner[keep_u]), u_lab=s.u_lab[keep_u],
+                         b_ptr=ptr(b_owner[keep_b]), b_prev=s.b_prev[keep_b],
+                         b_cur=s.b_cur[keep_b], has_trans=s.has_trans)
+    weights = np.concatenate([W[:s.n_u][keep_u], W[s.n_u:s.trans_offset][keep_b],
+                              W[s.trans_offset:]])
+    old = model.featurizer
+    featurizer = Featurizer(old.patterns, tables=old.tables,
+                            vocab=old.vocab.subset(keep_obs, old.n_commands))
+    info = dict(model.info)
+    info["compacted"] = {"observations": [s.n_obs, n_obs], "features": [s.n_weights,
+                                                                        space.n_weights]}
+    return Model(labels=model.labels, patterns=model.patterns,
+                 n_token_columns=model.n_token_columns, featurizer=featurizer, space=space,
+                 weights=weights, info=info, model_type=model.model_type)
 
 
 class _Checker:

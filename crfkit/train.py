@@ -1,42 +1,81 @@
-"""Training, top to bottom: sequences -> features -> arrays -> optimiser -> model."""
+"""Training, top to bottom: sequences -> features -> arrays -> optimiser -> model.
+
+Choices are tables, Wapiti-style (``--algo list`` / ``--type list`` print them):
+
+* :data:`ALGORITHMS` maps an algorithm name to its runner and the model
+  types it can train;
+* :data:`MODEL_TYPES` maps a model type to its description; the objective of
+  each type comes from :func:`make_objective`.
+
+The :class:`Monitor` sits between the optimiser and the user: it prints one
+progress line per iteration, labels the development set (``-d``) with the
+current weights, keeps the best weights seen on it and asks the optimiser
+to stop when its F1 has not improved for ``stopwin`` iterations.
+"""
 
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass
 
 import numpy as np
 
-from crfkit.errors import InputError, UsageError
-from crfkit.features import Featurizer, token_lists
-from crfkit.model import Model
+from crfkit.corpus import Corpus, encode_devel, encode_training, model_patterns
+from crfkit.errors import UsageError
+from crfkit.evaluate import evaluate
+from crfkit.local import LocalObjective, decode_local
+from crfkit.model import MODEL_TYPES, Model, compact
 from crfkit.objective import Objective
-from crfkit.optim import lbfgs
-from crfkit.patterns import Pattern, check_columns
+from crfkit.optim import INTERRUPTED, Iteration, IterationHook, Result, lbfgs, perceptron, sgd
+from crfkit.patterns import Pattern
 from crfkit.progress import Progress
 from crfkit.reader import Sequence
-from crfkit.space import Dataset, FeatureSpace
+from crfkit.space import Dataset
+
+__all__ = ["ALGORITHMS", "MODEL_TYPES", "TrainOptions", "encode_training", "train"]
+
+DEFAULT_RHO2 = 1.0
 
 
 @dataclass
 class TrainOptions:
-    """Training settings; defaults live here and nowhere else."""
+    """Training settings; defaults live here and nowhere else.
 
-    rho2: float = 1.0
+    ``rho2=None`` means the default L2 strength for algorithms that use one
+    (:data:`DEFAULT_RHO2`); ``model_type=None`` means ``crf``, or the type of
+    the initial model when training continues from one.
+    """
+
+    algo: str = "l-bfgs"
+    model_type: str | None = None
+    rho1: float = 0.0
+    rho2: float | None = None
     maxiter: int = 0
     stopeps: float = 1e-5
     stopwin: int = 10
     history: int = 6
     cutoff: int = 1
     nthread: int = 0
+    eta0: float = 0.3
+    alpha: float = 0.9
+    seed: int = 0
+    compact: bool = False
 
     def validate(self) -> None:
-        if self.rho2 < 0:
+        if self.algo not in ALGORITHMS:
+            raise UsageError(f"unknown algorithm {self.algo!r} (expected one of "
+                             f"{', '.join(ALGORITHMS)}; '-a list' describes them)")
+        if self.model_type is not None and self.model_type not in MODEL_TYPES:
+            raise UsageError(f"unknown model type {self.model_type!r} (expected one of "
+                             f"{', '.join(MODEL_TYPES)}; '-T list' describes them)")
+        if not self.rho1 >= 0:
+            raise UsageError(f"-1/--rho1 must be >= 0, got {self.rho1}")
+        if self.rho2 is not None and not self.rho2 >= 0:
             raise UsageError(f"-2/--rho2 must be >= 0, got {self.rho2}")
         if self.maxiter < 0:
             raise UsageError(f"-i/--maxiter must be >= 0, got {self.maxiter}")
-        if self.stopeps < 0:
+        if not self.stopeps >= 0:
             raise UsageError(f"-e/--stopeps must be >= 0, got {self.stopeps}")
         if self.stopwin < 1:
             raise UsageError(f"-w/--stopwin must be >= 1, got {self.stopwin}")
@@ -46,88 +85,205 @@ class TrainOptions:
             raise UsageError(f"-t/--nthread must be >= 0, got {self.nthread}")
         if self.history < 1:
             raise UsageError(f"--history must be >= 1, got {self.history}")
+        if not (self.eta0 > 0 and np.isfinite(self.eta0)):
+            raise UsageError(f"--eta0 must be > 0, got {self.eta0}")
+        if not 0 < self.alpha <= 1:
+            raise UsageError(f"--alpha must be in (0, 1], got {self.alpha}")
+        algo = ALGORITHMS[self.algo]
+        if self.model_type is not None and self.model_type not in algo.types:
+            raise UsageError(f"-a {self.algo} cannot train a {self.model_type} model (it "
+                             f"trains {', '.join(algo.types)}); use -a l-bfgs")
+        if self.rho1 > 0 and not algo.l1:
+            raise UsageError(f"-a {self.algo} has no L1 term: drop -1/--rho1")
+        if self.rho2 is not None and not algo.l2:
+            raise UsageError(f"-a {self.algo} has no L2 term: drop -2/--rho2")
 
 
 @dataclass
-class Corpus:
-    """A labelled training corpus encoded for the kernels."""
+class Problem:
+    """What an algorithm needs: the encoded corpus, its model type and the options."""
 
-    featurizer: Featurizer
-    space: FeatureSpace
-    data: Dataset
-    empirical: np.ndarray
-    labels: list[str]
-    n_token_columns: int
+    model_type: str
+    corpus: Corpus
+    options: TrainOptions
 
-
-def encode_training(patterns: list[Pattern], sequences: list[Sequence], *, cutoff: int = 1,
-                    source: str = "<input>") -> Corpus:
-    """Build the vocabulary, feature space and arrays of a training corpus."""
-    if not sequences:
-        raise InputError("training data is empty (no sequences)", path=source)
-    n_columns = len(sequences[0].rows[0])
-    if n_columns < 2:
-        raise InputError(f"training data needs token columns and a label column, found "
-                         f"{n_columns} column", path=source, line=sequences[0].lines[0])
-    for seq in sequences:
-        if len(seq.rows[0]) != n_columns:
-            raise InputError(f"expected {n_columns} columns, found {len(seq.rows[0])}",
-                             path=source, line=seq.lines[0])
-    n_token_columns = n_columns - 1
-    check_columns(patterns, n_token_columns, label_column=True)
-
-    gold = [row[-1] for seq in sequences for row in seq.rows]
-    labels = list(dict.fromkeys(gold))
-    label_index = {label: i for i, label in enumerate(labels)}
-    y = np.fromiter(map(label_index.__getitem__, gold), dtype=np.int32, count=len(gold))
-
-    featurizer = Featurizer(patterns)
-    pos, components = featurizer.components(sequences, grow=True)
-    obs = featurizer.build_vocab(components, cutoff=cutoff)
-    listed = [patterns[p] for p in featurizer.listed]
-    unigram = np.array([p.has_unigram for p in listed], dtype=bool)
-    bigram = np.array([p.has_bigram and not p.is_constant for p in listed], dtype=bool)
-    has_trans = any(p.is_constant and p.has_bigram for p in patterns)
-    space, empirical = FeatureSpace.from_training(
-        obs, unigram, bigram, pos.index == 0, y, len(featurizer.vocab), len(labels), has_trans)
-    # Keep only the columns whose kind has features: bigram-only columns at the
-    # first token of a sequence simply find no features there.
-    tok_ptr, tok_obs = token_lists(obs)
-    data = Dataset(seq_ptr=pos.seq_ptr, tok_ptr=tok_ptr, tok_obs=tok_obs, labels=y)
-    return Corpus(featurizer, space, data, empirical, labels, n_token_columns)
+    @property
+    def rho2(self) -> float:
+        return DEFAULT_RHO2 if self.options.rho2 is None else self.options.rho2
 
 
-def train(patterns: list[Pattern], sequences: Iterable[Sequence],
+def make_objective(problem: Problem) -> Objective | LocalObjective:
+    """The smooth objective (negative log-likelihood + L2) of the problem's model type."""
+    c = problem.corpus
+    if problem.model_type == "crf":
+        return Objective(c.space, c.data, c.empirical, problem.rho2)
+    return LocalObjective(problem.model_type, c.space, c.data, c.empirical, problem.rho2)
+
+
+# --- algorithms ------------------------------------------------------------------------------
+def _run_lbfgs(problem: Problem, hook: IterationHook) -> Result:
+    objective = make_objective(problem)
+    o = problem.options
+
+    def with_errors(info: Iteration) -> str | None:
+        info.token_errors = objective.token_errors
+        info.sequence_errors = objective.sequence_errors
+        return hook(info)
+
+    return lbfgs.minimize(objective, problem.corpus.x0, l1=o.rho1, history=o.history,
+                          maxiter=o.maxiter, stop_eps=o.stopeps, stop_window=o.stopwin,
+                          on_iteration=with_errors)
+
+
+def _run_sgd(problem: Problem, hook: IterationHook) -> Result:
+    o, c = problem.options, problem.corpus
+    return sgd.minimize(c.space, c.data, c.x0, rho1=o.rho1, eta0=o.eta0, alpha=o.alpha,
+                        maxiter=o.maxiter, seed=o.seed, stop_eps=o.stopeps,
+                        stop_window=o.stopwin, on_iteration=hook)
+
+
+def _run_perceptron(problem: Problem, hook: IterationHook) -> Result:
+    o, c = problem.options, problem.corpus
+    return perceptron.minimize(c.space, c.data, c.x0, maxiter=o.maxiter, seed=o.seed,
+                               stop_eps=o.stopeps, stop_window=o.stopwin, on_iteration=hook)
+
+
+@dataclass(frozen=True)
+class Algorithm:
+    run: Callable[[Problem, IterationHook], Result]
+    types: tuple[str, ...]
+    l1: bool
+    l2: bool
+    help: str
+
+
+ALGORITHMS: dict[str, Algorithm] = {
+    "l-bfgs": Algorithm(_run_lbfgs, MODEL_TYPES, True, True,
+                        "quasi-Newton on the whole corpus (default); becomes OWL-QN when "
+                        "-1/--rho1 > 0, so L1 weights reach exact zeros"),
+    "sgd-l1": Algorithm(_run_sgd, ("crf", "maxent"), True, False,
+                        "stochastic gradient, one sequence at a time, with Tsuruoka's "
+                        "cumulative L1 penalty; --eta0/--alpha set the decaying rate, "
+                        "--seed the order; -i counts epochs"),
+    "ap": Algorithm(_run_perceptron, ("crf", "maxent"), False, False,
+                    "averaged perceptron: Viterbi on each sequence, update when wrong, "
+                    "average the weights; no regularisation; -i counts epochs"),
+}
+
+TYPE_HELP = {
+    "crf": "linear-chain CRF: one normalisation per sequence (default)",
+    "memm": "maximum-entropy Markov model: a softmax per token given the previous label "
+            "(none at the first token), Viterbi decoding",
+    "maxent": "maximum entropy: a softmax per token, no label transitions",
+}
+
+
+def describe(table: dict[str, str]) -> str:
+    """A ``name  description`` listing (what ``-a list`` / ``-T list`` print)."""
+    width = max(map(len, table))
+    return "\n".join(f"{name:<{width}}  {text}" for name, text in table.items())
+
+
+def algorithm_list() -> str:
+    return describe({name: a.help for name, a in ALGORITHMS.items()})
+
+
+def type_list() -> str:
+    return describe(TYPE_HELP)
+
+
+# --- monitoring ------------------------------------------------------------------------------
+class Monitor:
+    """Progress line per iteration; development-set scoring and early stopping."""
+
+    def __init__(self, progress: Progress, data: Dataset, *, model_type: str,
+                 corpus: Corpus, devel: Dataset | None = None, patience: int = 10) -> None:
+        self.progress = progress
+        self.n_tokens = max(1, data.n_tokens)
+        self.n_seqs = max(1, data.n_seqs)
+        self.model_type = model_type
+        self.corpus = corpus
+        self.devel = devel
+        self.patience = patience
+        self.best_f1 = -1.0
+        self.best_iteration = 0
+        self.best_x: np.ndarray | None = None
+        if devel is not None:
+            names = np.array(corpus.labels, dtype=object)
+            self.gold = _split(names[devel.labels], devel.seq_ptr)
+
+    def __call__(self, info: Iteration) -> str | None:
+        extra = ""
+        stop = None
+        if self.devel is not None:
+            error, f1 = self.score(info.x)
+            extra = f" dev-err={error:6.2f}% dev-F1={f1:6.2f}"
+            if f1 > self.best_f1:
+                self.best_f1, self.best_iteration = f1, info.it
+                self.best_x = info.x.copy()
+            elif info.it - self.best_iteration >= self.patience:
+                stop = (f"no development F1 improvement for {self.patience} iterations "
+                        f"(best {self.best_f1:.2f} at iteration {self.best_iteration})")
+        self.progress.iteration(info.it, info.f, max(info.token_errors, 0) / self.n_tokens,
+                                max(info.sequence_errors, 0) / self.n_seqs, info.seconds, extra)
+        return stop
+
+    def score(self, x: np.ndarray) -> tuple[float, float]:
+        """Token error (%) and chunk F1 of the development set under weights x."""
+        devel = self.devel
+        ids = decode_local(self.model_type, x, devel, self.corpus.space)
+        names = np.array(self.corpus.labels, dtype=object)
+        report = evaluate(self.gold, _split(names[ids], devel.seq_ptr))
+        error = 100.0 * float(np.mean(ids != devel.labels)) if devel.n_tokens else 0.0
+        return error, report.f1
+
+
+def _split(tags: np.ndarray, seq_ptr: np.ndarray) -> list[list[str]]:
+    return [tags[seq_ptr[s]:seq_ptr[s + 1]].tolist() for s in range(len(seq_ptr) - 1)]
+
+
+# --- the driver ------------------------------------------------------------------------------
+def train(patterns: list[Pattern] | None, sequences: Iterable[Sequence],
           options: TrainOptions | None = None, *, progress: Progress | None = None,
-          source: str = "<input>") -> Model:
-    """Train a CRF by L-BFGS on the L2-regularised negative log-likelihood."""
+          source: str = "<input>", devel: Iterable[Sequence] | None = None,
+          devel_source: str = "<devel>", init: Model | None = None) -> Model:
+    """Train a model (type and algorithm from ``options``) and return it.
+
+    ``devel``: a labelled development corpus scored after every iteration;
+    the returned weights are those of its best F1. ``init``: a model to
+    continue from (same patterns; new labels and observations are added).
+    ``patterns`` may be None with ``init`` (the model's are used).
+    """
     options = options or TrainOptions()
     options.validate()
+    model_type = _resolve_type(options, init)
+    patterns = _resolve_patterns(patterns, model_type, init)
     progress = progress or Progress(quiet=True)
     _set_threads(options.nthread)
     started = time.perf_counter()
-    sequences = list(sequences)
-    corpus = encode_training(patterns, sequences, cutoff=options.cutoff, source=source)
+    corpus = encode_training(patterns, list(sequences), cutoff=options.cutoff, source=source,
+                             model_type=model_type, init=init)
     space, data = corpus.space, corpus.data
+    dev_data = None if devel is None else encode_devel(corpus, list(devel), devel_source)
     progress.message(
-        f"* {data.n_seqs} sequences, {data.n_tokens} tokens, {len(corpus.labels)} labels, "
-        f"{len(corpus.featurizer.vocab)} observations, {space.n_weights} features "
-        f"({time.perf_counter() - started:.2f}s to encode)")
+        f"* {model_type}, {options.algo}: {data.n_seqs} sequences, {data.n_tokens} tokens, "
+        f"{len(corpus.labels)} labels, {len(corpus.featurizer.vocab)} observations, "
+        f"{space.n_weights} features ({time.perf_counter() - started:.2f}s to encode)")
 
-    objective = Objective(space, data, corpus.empirical, options.rho2)
-
-    def report(it: int, f: float, seconds: float) -> None:
-        progress.iteration(it, f, objective.token_errors / max(1, data.n_tokens),
-                           objective.sequence_errors / max(1, data.n_seqs), seconds)
-
-    result = lbfgs.minimize(objective, np.zeros(space.n_weights), history=options.history,
-                            maxiter=options.maxiter, stop_eps=options.stopeps,
-                            stop_window=options.stopwin, on_iteration=report)
+    problem = Problem(model_type, corpus, options)
+    monitor = Monitor(progress, data, model_type=model_type, corpus=corpus, devel=dev_data,
+                      patience=options.stopwin)
+    result = ALGORITHMS[options.algo].run(problem, monitor)
+    weights = result.x
     elapsed = time.perf_counter() - started
-    progress.message(f"* stopped after {result.iterations} iterations: {result.reason} "
-                     f"({elapsed:.1f}s)")
+    if result.reason == INTERRUPTED:
+        progress.message(f"* interrupted after {result.iterations} iterations: keeping the "
+                         f"model trained so far")
+    else:
+        progress.message(f"* stopped after {result.iterations} iterations: {result.reason} "
+                         f"({elapsed:.1f}s)")
     info = {
-        "algorithm": "l-bfgs",
+        "algorithm": options.algo,
         "options": asdict(options),
         "iterations": result.iterations,
         "objective": result.f,
@@ -135,9 +291,49 @@ def train(patterns: list[Pattern], sequences: Iterable[Sequence],
         "train_seconds": round(elapsed, 3),
         "sequences": data.n_seqs,
         "tokens": data.n_tokens,
+        "nonzero_weights": int(np.count_nonzero(weights)),
     }
-    return Model(labels=corpus.labels, patterns=patterns, n_token_columns=corpus.n_token_columns,
-                 featurizer=corpus.featurizer, space=space, weights=result.x, info=info)
+    if init is not None:
+        info["initial_model"] = dict(init.info)
+    if monitor.best_x is not None:
+        weights = monitor.best_x
+        info["devel_best"] = {"iteration": monitor.best_iteration, "f1": monitor.best_f1}
+        info["nonzero_weights"] = int(np.count_nonzero(weights))
+        progress.message(f"* keeping the weights of iteration {monitor.best_iteration} "
+                         f"(development F1 {monitor.best_f1:.2f})")
+    model = Model(labels=corpus.labels, patterns=patterns,
+                  n_token_columns=corpus.n_token_columns, featurizer=corpus.featurizer,
+                  space=space, weights=weights, info=info, model_type=model_type)
+    if options.compact:
+        model = compact(model)
+        progress.message(f"* compacted: {model.space.n_obs} of {space.n_obs} observations, "
+                         f"{model.space.n_weights} of {space.n_weights} features kept")
+    return model
+
+
+def _resolve_type(options: TrainOptions, init: Model | None) -> str:
+    if init is None:
+        return options.model_type or "crf"
+    if options.model_type is not None and options.model_type != init.model_type:
+        raise UsageError(f"the initial model is a {init.model_type}: it cannot continue as a "
+                         f"{options.model_type} (drop -T/--type)")
+    if init.model_type not in ALGORITHMS[options.algo].types:
+        raise UsageError(f"-a {options.algo} cannot train the initial model's type "
+                         f"({init.model_type}); use -a l-bfgs")
+    return init.model_type
+
+
+def _resolve_patterns(patterns: list[Pattern] | None, model_type: str,
+                      init: Model | None) -> list[Pattern]:
+    if patterns is None:
+        if init is None:
+            raise UsageError("no patterns: give a pattern file (-p) or an initial model (-m)")
+        return init.patterns
+    patterns = model_patterns(patterns, model_type)
+    if init is not None and [p.text for p in patterns] != [p.text for p in init.patterns]:
+        raise UsageError("the pattern file differs from the initial model's patterns "
+                         "(omit -p to use the model's)")
+    return patterns
 
 
 def _set_threads(n: int) -> None:

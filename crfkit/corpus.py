@@ -1,0 +1,237 @@
+"""Training corpora for the kernels: vocabulary, feature space, empirical counts.
+
+Three entry points:
+
+* :func:`encode_training` builds everything from a labelled corpus — or,
+  given an existing model (``train -m``), *extends* that model: its labels,
+  string tables and observation ids are kept, new labels and observations
+  are appended, the feature space is the union of the model's features and
+  those seen in the new corpus, and the starting weights are the model's
+  (zero for new features). Appending keeps every old id valid, so old
+  weights are copied by a key lookup, never re-learnt;
+* :func:`encode_devel` encodes a development corpus under the (frozen)
+  training vocabulary, refusing labels the model cannot predict;
+* :func:`feature_keys` / :func:`space_from_keys` convert a feature space to
+  sorted integer keys and back; merging two spaces is a union of keys.
+
+Feature keys: unigram ``o * L + y``, bigram ``(o * L + a) * L + b``; sorting
+the keys sorts by observation first, which is the CSR order of the space.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from crfkit.errors import InputError, UsageError
+from crfkit.features import Featurizer, ObservationVocab, StringTable, token_lists
+from crfkit.model import Model
+from crfkit.patterns import Pattern, check_columns
+from crfkit.reader import Sequence
+from crfkit.space import Dataset, FeatureSpace
+
+
+@dataclass
+class Corpus:
+    """A labelled training corpus encoded for the kernels.
+
+    ``x0`` holds the starting weights (an initial model's, or zeros).
+    """
+
+    featurizer: Featurizer
+    space: FeatureSpace
+    data: Dataset
+    empirical: np.ndarray
+    labels: list[str]
+    n_token_columns: int
+    x0: np.ndarray
+
+
+def model_patterns(patterns: list[Pattern], model_type: str) -> list[Pattern]:
+    """The patterns a model of this type uses: MaxEnt has no label pairs, so it
+    drops bigram-only patterns (``*`` patterns keep their unigram half)."""
+    if model_type != "maxent":
+        return patterns
+    kept = [p for p in patterns if p.has_unigram]
+    if not kept:
+        raise UsageError("a maxent model needs unigram patterns (u, U or *): the pattern "
+                         "file has only bigram patterns")
+    return kept
+
+
+def encode_training(patterns: list[Pattern], sequences: list[Sequence], *, cutoff: int = 1,
+                    source: str = "<input>", model_type: str = "crf",
+                    init: Model | None = None) -> Corpus:
+    """Build the vocabulary, feature space and arrays of a training corpus.
+
+    ``patterns`` must already be :func:`model_patterns` of the type. With
+    ``init`` the corpus extends that model (module docstring); observations
+    of the new corpus below ``cutoff`` are dropped, the model's are kept.
+    """
+    if not sequences:
+        raise InputError("training data is empty (no sequences)", path=source)
+    n_columns = len(sequences[0].rows[0])
+    if n_columns < 2:
+        raise InputError(f"training data needs token columns and a label column, found "
+                         f"{n_columns} column", path=source, line=sequences[0].lines[0])
+    for seq in sequences:
+        if len(seq.rows[0]) != n_columns:
+            raise InputError(f"expected {n_columns} columns, found {len(seq.rows[0])}",
+                             path=source, line=seq.lines[0])
+    n_token_columns = n_columns - 1
+    check_columns(patterns, n_token_columns, label_column=True)
+    if init is not None and init.n_token_columns != n_token_columns:
+        raise InputError(f"the initial model reads {init.n_token_columns} token columns, the "
+                         f"training data has {n_token_columns}", path=source,
+                         line=sequences[0].lines[0])
+
+    gold = [row[-1] for seq in sequences for row in seq.rows]
+    labels = list(init.labels) if init is not None else []
+    known = set(labels)
+    labels += [label for label in dict.fromkeys(gold) if label not in known]
+    label_index = {label: i for i, label in enumerate(labels)}
+    y = np.fromiter(map(label_index.__getitem__, gold), dtype=np.int32, count=len(gold))
+
+    tables = None
+    if init is not None:  # copies: training must not change the initial model
+        tables = [StringTable(t.strings) for t in init.featurizer.tables]
+    featurizer = Featurizer(patterns, tables=tables)
+    pos, components = featurizer.components(sequences, grow=True)
+    obs = featurizer.build_vocab(components, cutoff=cutoff)
+    if init is not None:
+        obs = _merge_vocab(featurizer, init.featurizer.vocab, obs)
+    listed = [patterns[p] for p in featurizer.listed]
+    no_pairs = model_type == "maxent"
+    unigram = np.array([p.has_unigram for p in listed], dtype=bool)
+    bigram = np.array([p.has_bigram and not p.is_constant and not no_pairs for p in listed],
+                      dtype=bool)
+    has_trans = not no_pairs and any(p.is_constant and p.has_bigram for p in patterns)
+    space, empirical = FeatureSpace.from_training(
+        obs, unigram, bigram, pos.index == 0, y, len(featurizer.vocab), len(labels), has_trans)
+    x0 = np.zeros(space.n_weights)
+    if init is not None:
+        space, empirical, x0 = _merge_space(space, empirical, init.space, init.weights)
+    tok_ptr, tok_obs = token_lists(obs)
+    data = Dataset(seq_ptr=pos.seq_ptr, tok_ptr=tok_ptr, tok_obs=tok_obs, labels=y)
+    return Corpus(featurizer, space, data, empirical, labels, n_token_columns, x0)
+
+
+def encode_devel(corpus: Corpus, sequences: list[Sequence], source: str) -> Dataset:
+    """A development corpus under the training vocabulary, with gold label ids.
+
+    Its labels must be training labels: a model cannot predict the others,
+    and scoring against them would silently count them all as errors.
+    """
+    if not sequences:
+        raise InputError("development data is empty (no sequences)", path=source)
+    index = {label: i for i, label in enumerate(corpus.labels)}
+    expected = corpus.n_token_columns + 1
+    gold = []
+    for seq in sequences:
+        for row, line in zip(seq.rows, seq.lines, strict=True):
+            if len(row) != expected:
+                raise InputError(f"expected {expected} columns (as the training data), found "
+                                 f"{len(row)}", path=source, line=line)
+            y = index.get(row[-1])
+            if y is None:
+                raise InputError(f"label {row[-1]!r} does not occur in the training data",
+                                 path=source, line=line)
+            gold.append(y)
+    featurizer = corpus.featurizer
+    pos, components = featurizer.components(sequences, grow=False)
+    tok_ptr, tok_obs = token_lists(featurizer.observations(components))
+    return Dataset(seq_ptr=pos.seq_ptr, tok_ptr=tok_ptr, tok_obs=tok_obs,
+                   labels=np.array(gold, dtype=np.int32))
+
+
+# --- feature keys --------------------------------------------------------------------------------
+def feature_keys(space: FeatureSpace, n_labels: int | None = None
+                 ) -> tuple[np.ndarray, np.ndarray]:
+    """Sorted int64 keys of the unigram and bigram features (module docstring).
+
+    ``n_labels`` (>= the space's) re-keys the features for a larger label set.
+    """
+    L = n_labels or space.n_labels
+    u_owner = np.repeat(np.arange(space.n_obs, dtype=np.int64), np.diff(space.u_ptr))
+    b_owner = np.repeat(np.arange(space.n_obs, dtype=np.int64), np.diff(space.b_ptr))
+    u_keys = u_owner * L + space.u_lab
+    b_keys = (b_owner * L + space.b_prev) * L + space.b_cur
+    return u_keys, b_keys
+
+
+def space_from_keys(u_keys: np.ndarray, b_keys: np.ndarray, n_obs: int, n_labels: int,
+                    has_trans: bool) -> FeatureSpace:
+    """The feature space holding exactly these (sorted, distinct) keys."""
+    L = n_labels
+    return FeatureSpace(
+        n_labels=L,
+        u_ptr=_ptr(u_keys // L, n_obs),
+        u_lab=(u_keys % L).astype(np.int32),
+        b_ptr=_ptr(b_keys // (L * L), n_obs),
+        b_prev=((b_keys // L) % L).astype(np.int32),
+        b_cur=(b_keys % L).astype(np.int32),
+        has_trans=has_trans,
+    )
+
+
+def _ptr(owner: np.ndarray, n: int) -> np.ndarray:
+    ptr = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum(np.bincount(owner, minlength=n), out=ptr[1:])
+    return ptr
+
+
+# --- warm start ----------------------------------------------------------------------------------
+def _merge_vocab(featurizer: Featurizer, old: ObservationVocab, obs: np.ndarray) -> np.ndarray:
+    """Put the old observations first (same ids), then the new corpus's unseen ones.
+
+    ``featurizer.vocab`` holds the new corpus's vocabulary on entry and the
+    merged one on return; ``obs`` (ids in the new vocabulary) is renumbered.
+    The string tables were grown from the old ones, so an observation has the
+    same key in both vocabularies.
+    """
+    new = featurizer.vocab
+    sorter = np.argsort(old.keys, kind="stable")
+    where = np.searchsorted(old.keys, new.keys, sorter=sorter)
+    where = np.minimum(where, max(len(old) - 1, 0))
+    found = np.zeros(len(new), dtype=bool)
+    if len(old):
+        found = old.keys[sorter[where]] == new.keys
+    merged_id = np.empty(len(new), dtype=np.int32)
+    if len(old):
+        merged_id[found] = sorter[where[found]]
+    merged_id[~found] = len(old) + np.arange(int((~found).sum()), dtype=np.int32)
+    fresh = new.subset(~found, featurizer.n_commands)
+    featurizer.vocab = ObservationVocab(np.concatenate([old.keys, fresh.keys]),
+                                        np.concatenate([old.pattern, fresh.pattern]),
+                                        np.concatenate([old.values, fresh.values]))
+    return np.where(obs >= 0, merged_id[np.maximum(obs, 0)], -1).astype(np.int32)
+
+
+def _merge_space(new: FeatureSpace, empirical: np.ndarray, old: FeatureSpace,
+                 old_weights: np.ndarray) -> tuple[FeatureSpace, np.ndarray, np.ndarray]:
+    """Union of the old model's features and the new corpus's, with starting weights.
+
+    Labels and observations were appended, so an old feature keeps its
+    (observation, labels) ids and only its key changes with L. The old
+    transition block (L_old x L_old) goes to the top-left of the new one.
+    """
+    L, L_old = new.n_labels, old.n_labels
+    nu_new, nb_new = feature_keys(new)
+    ou, ob = feature_keys(old, L)
+    u_keys = np.union1d(nu_new, ou)
+    b_keys = np.union1d(nb_new, ob)
+    space = space_from_keys(u_keys, b_keys, new.n_obs, L, new.has_trans)
+    emp = np.zeros(space.n_weights)
+    x0 = np.zeros(space.n_weights)
+    n_u, t_off = space.n_u, space.trans_offset
+    emp[np.searchsorted(u_keys, nu_new)] = empirical[:new.n_u]
+    emp[n_u + np.searchsorted(b_keys, nb_new)] = empirical[new.n_u:new.trans_offset]
+    x0[np.searchsorted(u_keys, ou)] = old_weights[:old.n_u]
+    x0[n_u + np.searchsorted(b_keys, ob)] = old_weights[old.n_u:old.trans_offset]
+    if space.has_trans:
+        emp[t_off:] = empirical[new.trans_offset:]
+        block = x0[t_off:].reshape(L, L)
+        if old.has_trans:
+            block[:L_old, :L_old] = old_weights[old.trans_offset:].reshape(L_old, L_old)
+    return space, emp, x0

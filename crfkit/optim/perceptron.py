@@ -1,0 +1,69 @@
+"""The averaged perceptron (Collins, 2002): Viterbi-driven updates, averaged weights.
+
+Each epoch visits the sequences in a new random order (from ``seed``); the
+kernel :func:`crfkit.online.perceptron_epoch` decodes each one and, when the
+path is wrong, moves the weights towards the gold path. The model returned
+(and shown to the iteration hook) is the *average* of the weight vectors
+after every sequence, which generalises far better than the last one.
+
+There is no probabilistic objective: the value reported is the number of
+token errors made during the epoch, and with ``maxiter == 0`` training stops
+when an epoch makes none, or when that number stopped improving (the
+stopping rule). Regularisation strengths do not apply; averaging and the
+number of epochs are the perceptron's regularisers.
+"""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+
+from crfkit.online import perceptron_epoch
+from crfkit.optim import INTERRUPTED, Iteration, IterationHook, Result, StopRule
+from crfkit.space import Dataset, FeatureSpace
+
+
+def minimize(space: FeatureSpace, data: Dataset, x0: np.ndarray, *, maxiter: int = 0,
+             seed: int = 0, stop_eps: float = 1e-5, stop_window: int = 10,
+             on_iteration: IterationHook | None = None) -> Result:
+    """Train CRF weights by the averaged perceptron from ``x0``; ``maxiter`` counts epochs."""
+    W = x0.astype(np.float64, copy=True)
+    U = np.zeros_like(W)
+    avg = W.copy()
+    out = np.zeros(2)
+    rng = np.random.default_rng(seed)
+    stop = StopRule(stop_eps, stop_window)
+    s = space
+    seen = 0
+    epoch = 0
+    f = float("nan")
+    reason = "maximum number of iterations"
+    start = time.perf_counter()
+    try:
+        while maxiter <= 0 or epoch < maxiter:
+            order = rng.permutation(data.n_seqs).astype(np.int64)
+            perceptron_epoch(W, U, seen, order, data.seq_ptr, data.tok_ptr, data.tok_obs,
+                             data.labels, s.u_ptr, s.u_lab, s.b_ptr, s.b_prev, s.b_cur, s.n_u,
+                             s.trans_offset, s.has_trans, s.n_b > 0, s.n_labels, out)
+            seen += data.n_seqs
+            epoch += 1
+            np.multiply(U, -1.0 / max(seen, 1), out=avg)
+            avg += W
+            f = float(out[0])
+            if on_iteration is not None:
+                asked = on_iteration(Iteration(epoch, f, avg, time.perf_counter() - start,
+                                               int(out[0]), int(out[1])))
+                if asked:
+                    reason = asked
+                    break
+            if f == 0:
+                reason = "no training error (the data are separable)"
+                break
+            converged = stop(f)
+            if converged:
+                reason = converged
+                break
+    except KeyboardInterrupt:
+        reason = INTERRUPTED
+    return Result(x=avg, f=f, iterations=epoch, reason=reason)
