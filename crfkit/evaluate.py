@@ -95,6 +95,7 @@ from typing import IO
 import numpy as np
 
 from crfkit.errors import InputError, UsageError
+from crfkit.reader import _check_encoding as check_encoding
 
 __all__ = [
     "SCHEMES",
@@ -129,6 +130,7 @@ _END_PAIRS = frozenset({("B", "B"), ("B", "O"), ("I", "B"), ("I", "O"),
                         ("E", "E"), ("E", "I"), ("E", "O")})
 _START_PAIRS = frozenset({("B", "B"), ("I", "B"), ("O", "B"), ("O", "I"),
                           ("E", "E"), ("E", "I"), ("O", "E")})
+_SURROGATE = re.compile("[\ud800-\udfff]")
 _NO_TYPE_RULE = ("O", ".")  # prefixes exempt from the type-change rule
 _ONE_WORD = ("[", "]")  # prefixes of one-word chunks
 
@@ -459,6 +461,9 @@ def check_scheme(data: EvalInput, scheme: str) -> None:
     Catches a file evaluated with the wrong ``--scheme`` (say IOBES tags read
     as IOB2) instead of printing scores computed with the wrong rules.
     """
+    if scheme not in SCHEMES:
+        raise UsageError(f"unknown tagging scheme {scheme!r} (expected one of "
+                         f"{', '.join(SCHEMES)})")
     allowed = SCHEMES[scheme]
     bad = {tag for tag in set(data.gold) | set(data.pred)
            if tag is not None and tag != "O"
@@ -525,8 +530,10 @@ def read_eval_file(
     """Read gold and predicted tags (the last two fields) from a conlleval file.
 
     ``source`` is a path, ``"-"`` for stdin, or a binary stream. Raises
-    InputError naming the file and line for unreadable or malformed input.
+    InputError naming the file and line for unreadable or malformed input,
+    UsageError for an encoding the column reader would refuse too.
     """
+    check_encoding(encoding)  # e.g. "idna" decodes but cannot sort/pad tags by their bytes
     if isinstance(source, (str, os.PathLike)):
         path = os.fspath(source)
         if path == "-":
@@ -550,6 +557,10 @@ def read_eval_file(
                          path=name, line=line) from None
     except LookupError:
         raise UsageError(f"unknown encoding {encoding!r}") from None
+    if not text.isascii() and (found := _SURROGATE.search(text)):  # UTF-7 can spell one
+        raise InputError(f"not valid {encoding} text (a lone surrogate "
+                         f"U+{ord(found.group()):04X}); try --encoding",
+                         path=name, line=text.count("\n", 0, found.start()) + 1)
     del data
     lines = text.split("\n")
     del text

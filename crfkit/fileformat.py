@@ -256,6 +256,11 @@ def _parse_header(raw: bytes, name: str) -> dict:
         raise ModelFormatError("model header must have exactly 'meta' and 'arrays'", path=name)
     if not isinstance(header["meta"], dict) or not isinstance(header["arrays"], list):
         raise ModelFormatError("model header: 'meta' must be an object, 'arrays' a list", path=name)
+    try:  # JSON escapes can spell lone surrogates, which no UTF-8 output can hold
+        json.dumps(header, ensure_ascii=False).encode("utf-8")
+    except (UnicodeEncodeError, RecursionError):
+        raise ModelFormatError("model header holds a string that is not valid Unicode",
+                               path=name) from None
     return header
 
 

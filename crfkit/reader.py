@@ -54,6 +54,7 @@ _SEPARATORS = ("auto", "tab", "space")
 _SPACE_RUN = re.compile(r"  +")
 _EDGE_SPACE = re.compile(r"^ | $", re.MULTILINE)  # after squeezing runs of spaces
 _BLANK_LINE = re.compile(r"^[ \t]+$", re.MULTILINE)
+_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 @dataclass(slots=True)
@@ -277,11 +278,14 @@ def _check_encoding(encoding: str) -> str:
     """Validate ``encoding``; return the name of the codec to decode with."""
     try:
         info = codecs.lookup(encoding)
-        compatible = "\n\t a0".encode(info.name) == b"\n\t a0"
+        # An error handler, as crfkit eval uses: refuses idna, which is for host names.
+        compatible = "\n\t a0".encode(info.name, "surrogateescape") == b"\n\t a0"
     except LookupError:
         raise UsageError(f"unknown encoding {encoding!r}") from None
     except (UnicodeError, TypeError):
         compatible = False
+    except ValueError:  # codecs.lookup("a\x00"): an embedded NUL character
+        raise UsageError(f"unknown encoding {encoding!r}") from None
     if not compatible:
         raise UsageError(
             f"encoding {encoding!r} is not supported: column files need an "
@@ -406,7 +410,7 @@ def _decode(
     except UnicodeDecodeError as err:
         last_good = data.rfind(b"\n", 0, err.start)
         if last_good >= 0:
-            yield _normalize(data[:last_good].decode(codec))
+            yield from _valid(data[:last_good].decode(codec), encoding, name, lineno)
         raise InputError(
             f"cannot decode the data as {encoding} at byte offset {offset + err.start}",
             path=name,
@@ -414,6 +418,25 @@ def _decode(
         ) from None
     if text.endswith("\n"):
         text = text[:-1]
+    yield from _valid(text, encoding, name, lineno)
+
+
+def _valid(text: str, encoding: str, name: str, lineno: int) -> Iterator[str]:
+    """Yield decoded text, or its lines before a lone surrogate and then raise InputError.
+
+    UTF-7 and raw_unicode_escape can spell lone surrogates, which no model file
+    or UTF-8 output can hold: undecodable data like any other.
+    """
+    if not text.isascii() and (found := _SURROGATE.search(text)):
+        last_good = text.rfind("\n", 0, found.start())
+        if last_good >= 0:
+            yield _normalize(text[:last_good])
+        raise InputError(
+            f"cannot decode the data as {encoding}: it encodes a lone surrogate "
+            f"U+{ord(found.group()):04X}",
+            path=name,
+            line=lineno + text.count("\n", 0, found.start()) + 1,
+        )
     yield _normalize(text)
 
 
