@@ -60,9 +60,19 @@ def atomic_output(
     if not binary:
         _check_encoding(encoding)
     if path is None or path == "-":
-        stream = sys.stdout.buffer if binary else sys.stdout
-        yield stream
-        stream.flush()
+        if binary:
+            stream = sys.stdout.buffer
+        elif codecs.lookup(encoding).name == codecs.lookup(sys.stdout.encoding or "utf-8").name:
+            stream = sys.stdout
+        else:  # honour --encoding on standard output too
+            stream = io.TextIOWrapper(sys.stdout.buffer, encoding=encoding, newline="",
+                                      write_through=True)
+        try:
+            yield stream
+            stream.flush()
+        finally:
+            if isinstance(stream, io.TextIOWrapper) and stream is not sys.stdout:
+                stream.detach()
         return
     target = os.path.realpath(os.fsdecode(path))
     display = os.fsdecode(path)

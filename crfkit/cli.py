@@ -192,7 +192,7 @@ def label_command(model_file, input_file, output_file, labels_only, check, nthre
                    ROW SEP LABEL1 ... LABELN ('_' where fewer paths exist)
     """
     from crfkit.atomic import atomic_output
-    from crfkit.label import LabelOptions, label_stream
+    from crfkit.label import LabelOptions, check_output_encoding, label_stream
     from crfkit.model import Model
     from crfkit.reader import read_sequences
     from crfkit.train import _set_threads
@@ -206,6 +206,7 @@ def label_command(model_file, input_file, output_file, labels_only, check, nthre
     options.validate()
     _set_threads(nthread)
     model = Model.load(model_file)
+    check_output_encoding(model, encoding)
     source = "<stdin>" if input_file == "-" else input_file
     sequences = read_sequences(input_file, encoding=encoding, sep=sep)
     with atomic_output(output_file, encoding=encoding) as out:

@@ -494,9 +494,18 @@ class EvalInput:
 
 
 def _splitter(delimiter: str | None):
-    """A function splitting a line into fields like conlleval's Perl ``split``."""
+    """A function splitting a line into fields like conlleval's Perl ``split``.
+
+    By default on runs of ASCII white space only: conlleval splits bytes, so
+    U+3000 or U+00A0 inside a token (kept by crfkit's reader) is not a break.
+    """
     if delimiter is None:
-        return str.split
+        ascii_space = re.compile(r"[ \t\n\r\f\v]+")
+
+        def split_ascii(line: str) -> list[str]:
+            return [field for field in ascii_space.split(line) if field]
+
+        return split_ascii
     if delimiter == "":
         raise UsageError("the field delimiter (-d) must not be empty")
     if len(delimiter) == 1:

@@ -299,3 +299,13 @@ def label_stream(model: Model, sequences: Iterable[Sequence], out: TextIO,
         stats.sequences += len(batch)
         out.write(writer.format(rows, seq_ptr, dec))
     return stats
+
+
+def check_output_encoding(model: Model, encoding: str) -> None:
+    """Refuse up front an output encoding that cannot spell the model's labels."""
+    for name in model.labels:
+        try:
+            name.encode(encoding)
+        except UnicodeEncodeError:
+            raise UsageError(f"the model label {name!r} cannot be written in {encoding}; "
+                             f"choose another --encoding") from None

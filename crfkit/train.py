@@ -282,13 +282,15 @@ def train(patterns: list[Pattern] | None, sequences: Iterable[Sequence],
     else:
         progress.message(f"* stopped after {result.iterations} iterations: {result.reason} "
                          f"({elapsed:.1f}s)")
+    # Nothing that depends on the machine (wall time, thread count) goes into
+    # the model: the same command gives a byte-identical file with any -t.
+    recorded = {k: v for k, v in asdict(options).items() if k != "nthread"}
     info = {
         "algorithm": options.algo,
-        "options": asdict(options),
+        "options": recorded,
         "iterations": result.iterations,
         "objective": result.f,
         "stop_reason": result.reason,
-        "train_seconds": round(elapsed, 3),
         "sequences": data.n_seqs,
         "tokens": data.n_tokens,
         "nonzero_weights": int(np.count_nonzero(weights)),
