@@ -1,37 +1,54 @@
 """Pattern (template) files of CRF++ and Wapiti, parsed into plain data.
 
 Syntax, one pattern per line (blank lines and lines starting with ``#`` are
-ignored; a ``#`` elsewhere is ordinary text)::
+ignored; a ``#`` elsewhere is ordinary text; spaces around a line are
+ignored, a UTF-8 byte-order mark and CRLF line ends are accepted)::
 
     KIND [NAME] [TEXT %c[OFFSET,COLUMN] TEXT %c[OFFSET,COLUMN,"REGEX"] ...]
 
 * ``KIND`` is the first character: ``u``/``U`` unigram (observation x label),
   ``b``/``B`` bigram (observation x previous label x label), ``*`` both.
 * The whole line with every command replaced by its value is the
-  observation string, so the name (``U01:`` or ``u:wrd``) is part of it and
-  two patterns that differ only by name are different features.
-* A line that is only ``b``, ``B`` or ``*`` has no command: a constant
-  observation, i.e. plain label transitions (CRF++'s bare ``B``).
-* Commands (``OFFSET`` is relative to the current token, or ``@N`` for an
-  absolute position: ``@1`` the first token, ``@-1`` the last; ``COLUMN`` is
-  0-based; spaces inside the brackets are allowed):
+  observation string, so the name (``U01:`` or ``u:wrd``; :attr:`Pattern.name`
+  is the text before the first ``:``) is part of it and two patterns that
+  differ only by name are different features.
+* A line without commands is a constant observation: ``b``, ``B`` (CRF++'s
+  bare ``B``) give plain label transitions, ``*`` transitions and a label
+  bias, ``u``/``U`` a label bias.
+* Commands (``OFFSET`` is relative to the current token -- ``-1``, ``+2``,
+  ``10`` -- or ``@N`` for an absolute position: ``@1`` the first token,
+  ``@-1`` the last; ``COLUMN`` is 0-based and never negative; spaces inside
+  the brackets are allowed: ``%x[ -1, 0]``). Any number of commands per
+  line, with any literal text between them:
 
   ====  ================================================================
   %x    the token text                     %X  the same, case folded
   %t    ``true``/``false``: does REGEX match somewhere in the token
   %T    the same, ignoring case
   %m    the first substring REGEX matches (empty if none)
-  %M    the same, ignoring case
+  %M    the same, ignoring case, and the match case folded
   ====  ================================================================
 
-  REGEX is Wapiti's small dialect (see :mod:`crfkit.wregex`); ``\\"`` puts a
-  quote inside it.
+  REGEX is Wapiti's small dialect (see :mod:`crfkit.wregex`), kept as
+  written: ``\\"`` puts a quote inside it (the dialect reads an escaped
+  character literally), so ``\\`` must be doubled before the closing quote.
 * Positions outside the sequence give padding values distinct per side and
   distance: ``_B-1``, ``_B-2``, ... before and ``_B+1``, ... after (CRF++'s
-  spelling). ``%t`` of padding is ``false``, ``%m`` of padding is empty.
+  spelling; ``%X`` does not fold them). ``%t`` of padding is ``false``,
+  ``%m`` of padding is empty.
+
+Errors (:class:`~crfkit.errors.PatternError`) name the file, the line and the
+1-based column in that line: an unknown kind or command letter, a missing
+``[``, ``,``, ``]`` or quote, a bad integer, ``@0``, a negative column, a
+regex on ``%x``/``%X`` or none on ``%t``..``%M``, a regex that does not
+compile (``*``/``?`` with nothing to repeat, a ``\\`` escaping the closing
+quote), and brackets in literal text that do not pair up (``%x[0,0]]`` is
+a typo; ``u:[%x[0,0]]`` is fine). A column the data does not have is
+refused by :func:`check_columns` once the data is known.
 
 Parsing is pure Python and happens once; turning patterns into feature ids
-over a whole corpus is vectorised in :mod:`crfkit.features`.
+over a whole corpus is vectorised in :mod:`crfkit.features`;
+:func:`apply_pattern` is the slow reference it is tested against.
 """
 
 from __future__ import annotations
@@ -39,11 +56,13 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 
-from crfkit.errors import PatternError
+from crfkit.errors import PatternError, UsageError
 
 KINDS = {"u": "u", "U": "u", "b": "b", "B": "b", "*": "*"}
 TEXT_COMMANDS = "xX"
 REGEX_COMMANDS = "tTmM"
+MAX_OFFSET = 1000
+"""Largest relative offset or absolute position a command may name (either sign)."""
 
 
 def padding_value(distance: int) -> str:
@@ -77,18 +96,35 @@ class Command:
             return i + self.offset
         return self.offset - 1 if self.offset > 0 else n + self.offset
 
+    @property
+    def spelling(self) -> str:
+        """The command written canonically: ``%x[-1,0]``, ``%t[@1,0,"^\\u"]``."""
+        where = f"@{self.offset}" if self.absolute else str(self.offset)
+        regex = f',"{self.regex}"' if self.regex is not None else ""
+        return f"%{self.letter}[{where},{self.column}{regex}]"
+
     def describe(self) -> str:
-        where = f"@{self.offset}" if self.absolute else f"{self.offset:+d}"
+        """What the command computes, in words (for ``crfkit patterns``)."""
+        regex = f'"{self.regex}"'
         what = {
-            "x": "token",
-            "X": "token, case folded",
-            "t": "regex test",
-            "T": "regex test, ignoring case",
-            "m": "regex match",
-            "M": "regex match, ignoring case",
+            "x": "the token",
+            "X": "the token case folded",
+            "t": f"true/false: does {regex} match",
+            "T": f"true/false: does {regex} match ignoring case",
+            "m": f"the first match of {regex} (empty if none)",
+            "M": f"the first match of {regex} ignoring case, case folded (empty if none)",
         }[self.letter]
-        regex = f' "{self.regex}"' if self.regex is not None else ""
-        return f"%{self.letter} {what}{regex} of column {self.column} at {where}"
+        if self.absolute:
+            where = "first token" if self.offset == 1 else \
+                "last token" if self.offset == -1 else \
+                f"token {self.offset} from the start" if self.offset > 0 else \
+                f"token {-self.offset} from the end"
+            where = f"absolute @{self.offset} ({where})"
+        else:
+            where = "current token" if self.offset == 0 else \
+                f"offset {self.offset:+d} ({abs(self.offset)} " \
+                f"{'before' if self.offset < 0 else 'after'})"
+        return f"{self.spelling}  {what}, column {self.column}, {where}"
 
 
 @dataclass(frozen=True)
@@ -105,6 +141,17 @@ class Pattern:
     commands: tuple[Command, ...]
     line: int = 0
     path: str | None = field(default=None, compare=False)
+    column: int = field(default=1, compare=False)  # 1-based column of the pattern in its line
+
+    @property
+    def name(self) -> str:
+        """The literal text before the first ``:`` (``U00``, ``u``), or all of it if none."""
+        head = self.literals[0]
+        return head.split(":", 1)[0] if ":" in head else head
+
+    @property
+    def kind_name(self) -> str:
+        return {"u": "unigram", "b": "bigram", "*": "unigram+bigram"}[self.kind]
 
     @property
     def is_constant(self) -> bool:
@@ -130,11 +177,14 @@ class Pattern:
 def parse_patterns(text: str, *, path: str | None = None) -> list[Pattern]:
     """Parse the text of a pattern file; raise PatternError naming line and column."""
     patterns = []
+    if text.startswith("\ufeff"):
+        text = text[1:]
     for lineno, raw in enumerate(text.splitlines(), start=1):
         line = raw.strip()
         if not line or line.startswith("#"):
             continue
-        patterns.append(parse_pattern_line(line, lineno=lineno, path=path))
+        indent = len(raw) - len(raw.lstrip())
+        patterns.append(parse_pattern_line(line, lineno=lineno, path=path, indent=indent))
     return patterns
 
 
@@ -149,29 +199,41 @@ def read_patterns(path: str | os.PathLike, *, encoding: str = "utf-8") -> list[P
     except UnicodeDecodeError as err:
         raise PatternError(f"cannot decode pattern file as {encoding}: {err.reason}",
                            path=name) from None
+    except UnicodeError as err:  # a codec that decodes nothing ("undefined")
+        raise PatternError(f"cannot decode pattern file as {encoding}: {err}",
+                           path=name) from None
+    except (LookupError, ValueError):  # unknown, not a text encoding, or an embedded NUL
+        raise UsageError(f"unknown encoding {encoding!r}") from None
     patterns = parse_patterns(text, path=name)
     if not patterns:
         raise PatternError("pattern file has no patterns", path=name)
     return patterns
 
 
-def parse_pattern_line(text: str, *, lineno: int = 0, path: str | None = None) -> Pattern:
-    """Parse one non-blank, non-comment pattern line."""
-    return _LineParser(text, lineno, path).parse()
+def parse_pattern_line(text: str, *, lineno: int = 0, path: str | None = None,
+                       indent: int = 0) -> Pattern:
+    """Parse one non-blank, non-comment pattern line (without surrounding spaces).
+
+    ``indent`` is how many characters were stripped from the start of the
+    line in its file, so that error columns point into the file's line.
+    """
+    return _LineParser(text, lineno, path, indent).parse()
 
 
 class _LineParser:
     """Recursive-descent parser over one pattern line; positions are 0-based."""
 
-    def __init__(self, text: str, lineno: int, path: str | None) -> None:
+    def __init__(self, text: str, lineno: int, path: str | None, indent: int = 0) -> None:
         self.text = text
         self.lineno = lineno
         self.path = path
+        self.indent = indent
         self.pos = 0
+        self.open_brackets: list[int] = []  # positions of unclosed '[' in literal text
 
     def error(self, message: str, pos: int) -> PatternError:
         return PatternError(f"{message} in pattern {self.text!r}", path=self.path,
-                            line=self.lineno, column=pos + 1)
+                            line=self.lineno, column=self.indent + pos + 1)
 
     def parse(self) -> Pattern:
         text = self.text
@@ -185,15 +247,31 @@ class _LineParser:
         while self.pos < len(text):
             char = text[self.pos]
             if char != "%":
+                self.literal_bracket(char)
                 current.append(char)
                 self.pos += 1
                 continue
             literals.append("".join(current))
             current = []
             commands.append(self.command())
+        if self.open_brackets:
+            raise self.error("unbalanced '[': never closed", self.open_brackets[-1])
         literals.append("".join(current))
         return Pattern(kind=kind, text=text, literals=tuple(literals),
-                       commands=tuple(commands), line=self.lineno, path=self.path)
+                       commands=tuple(commands), line=self.lineno, path=self.path,
+                       column=self.indent + 1)
+
+    def literal_bracket(self, char: str) -> None:
+        """Brackets in literal text must pair up: a stray one is almost always a typo.
+
+        (``%x[0,0]]`` or ``%x0,0]``); balanced ones (``u:[%x[0,0]]``) are plain text.
+        """
+        if char == "[":
+            self.open_brackets.append(self.pos)
+        elif char == "]":
+            if not self.open_brackets:
+                raise self.error("unbalanced ']': no command or '[' to close", self.pos)
+            self.open_brackets.pop()
 
     def command(self) -> Command:
         start = self.pos
@@ -214,9 +292,12 @@ class _LineParser:
         if letter in REGEX_COMMANDS:
             self.expect(",", f'%{letter} needs a regex: %{letter}[offset,column,"regex"]')
             regex = self.regex(letter)
+        elif self.pos < len(self.text) and self.text[self.pos] == ",":
+            raise self.error(f"%{letter} takes no regex (only %t %T %m %M do): "
+                             f"%{letter}[offset,column]", self.pos)
         self.expect("]", "expected ']' to close the command (unbalanced brackets)")
         return Command(letter=letter, offset=offset, absolute=absolute, column=column,
-                       regex=regex, source_column=start + 1)
+                       regex=regex, source_column=self.indent + start + 1)
 
     def skip_spaces(self) -> None:
         while self.pos < len(self.text) and self.text[self.pos] in " \t":
@@ -238,6 +319,9 @@ class _LineParser:
         if absolute and value == 0:
             raise self.error("absolute position @0 does not exist (@1 is the first token)",
                              start)
+        if abs(value) > MAX_OFFSET:  # padding tables grow with the offset
+            raise self.error(f"offset {value} is out of range (at most {MAX_OFFSET} tokens "
+                             "away)", start)
         return absolute, value
 
     def integer(self, what: str, *, allow_sign: bool) -> int:
@@ -259,12 +343,23 @@ class _LineParser:
             raise self.error(f'%{letter} needs a quoted regex, e.g. "\\d"', self.pos)
         start = self.pos + 1
         pos = start
+        escaped_quote = -1  # position of the last \" inside the regex
         while pos < len(self.text) and self.text[pos] != '"':
-            pos += 2 if self.text[pos] == "\\" else 1
+            if self.text[pos] == "\\":
+                if self.text[pos + 1:pos + 2] == '"':
+                    escaped_quote = pos
+                pos += 2
+            else:
+                pos += 1
         if pos >= len(self.text):
+            if escaped_quote >= 0:
+                raise self.error(
+                    "dangling '\\' before the closing quote: \\\" is a quote inside the regex, "
+                    "so the regex is not closed (write \\\\ for a backslash)", escaped_quote)
             raise self.error("unbalanced quote: the regex is not closed", start - 1)
-        source = self.text[start:pos].replace('\\"', '"') if '\\"' in self.text[start:pos] \
-            else self.text[start:pos]
+        # Kept as written: in the dialect \" is a literal quote, and error
+        # columns then map straight onto the line.
+        source = self.text[start:pos]
         self.pos = pos + 1
         self.check_regex(source, letter, start)
         return source
@@ -309,3 +404,50 @@ def apply_pattern(pattern: Pattern, rows: list[list[str]], i: int) -> str:
             distance = p if p < 0 else p - len(rows) + 1
             values.append(transform_value(command.transform, None, padding=distance))
     return pattern.render(values)
+
+
+_CONSTANT_MEANING = {
+    "u": "a label bias (one weight per label)",
+    "b": "label transitions only",
+    "*": "a label bias and label transitions",
+}
+
+
+def describe_patterns(patterns: list[Pattern]) -> list[str]:
+    """How each pattern compiled, for ``crfkit patterns``: kind, name, literals, commands."""
+    import json
+
+    out = []
+    for number, pattern in enumerate(patterns, start=1):
+        literals = " ".join(json.dumps(literal, ensure_ascii=False)
+                            for literal in pattern.literals)
+        out.append(f"pattern {number}, line {pattern.line}: {pattern.text}")
+        out.append(f"  kind {pattern.kind} ({pattern.kind_name}), name "
+                   f"{json.dumps(pattern.name, ensure_ascii=False)}, literals {literals}")
+        if pattern.is_constant:
+            out.append(f"  no command: {_CONSTANT_MEANING[pattern.kind]}")
+        for j, command in enumerate(pattern.commands, start=1):
+            out.append(f"  {j}. {command.describe()}")
+    return out
+
+
+def explain_sequence(patterns: list[Pattern], rows: list[list[str]],
+                     lines: list[int] | None = None) -> list[str]:
+    """The observation every pattern generates at every position of one sequence.
+
+    Each position is a header (position, source line, columns) followed by
+    one line per pattern: its line in the pattern file, its kind and the
+    observation string (computed by :func:`apply_pattern`).
+    """
+    width = max(len(str(p.line)) for p in patterns) if patterns else 1
+    out = []
+    for i, row in enumerate(rows):
+        where = f", line {lines[i]}" if lines else ""
+        out.append(f"position {i + 1}{where}: " + " ".join(row))
+        for pattern in patterns:
+            note = ""
+            if i == 0 and pattern.kind == "b":
+                note = "   (unused here: no previous label)"
+            out.append(f"  {pattern.line:>{width}} {pattern.kind} "
+                       f"{apply_pattern(pattern, rows, i)}{note}")
+    return out
