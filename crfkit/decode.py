@@ -269,9 +269,7 @@ def decode_blocks(W, seq_ptr, tok_ptr, tok_obs, u_ptr, u_lab, b_ptr, b_prev, b_c
     for blk in prange(n_blocks):
         s0 = block_ptr[blk]
         s1 = block_ptr[blk + 1]
-        Tmax = 1
-        for s in range(s0, s1):
-            Tmax = max(Tmax, seq_ptr[s + 1] - seq_ptr[s])
+        Tmax = kernels.longest_sequence(seq_ptr, s0, s1)
         TP = Tmax if per_token else 1
         psi = np.empty((Tmax, L))
         phi = np.empty((TP, L, L))

@@ -58,6 +58,15 @@ def bigram_scores(W, tok_ptr, tok_obs, b_ptr, b_prev, b_cur, n_u, trans, t0, T, 
 
 
 @njit(**JIT)
+def longest_sequence(seq_ptr, s0, s1):
+    """Length of the longest of sequences s0..s1-1 (at least 1): a block's buffer size."""
+    longest = 1
+    for s in range(s0, s1):
+        longest = max(longest, seq_ptr[s + 1] - seq_ptr[s])
+    return longest
+
+
+@njit(**JIT)
 def transition_block(W, trans_offset, has_trans, L):
     """The dense L x L transition scores (zeros when the model has none)."""
     trans = np.zeros((L, L))
@@ -294,9 +303,7 @@ def loss_blocks(W, seq_ptr, tok_ptr, tok_obs, labels, u_ptr, u_lab, b_ptr, b_pre
     for blk in prange(n_blocks):
         s0 = block_ptr[blk]
         s1 = block_ptr[blk + 1]
-        Tmax = 1
-        for s in range(s0, s1):
-            Tmax = max(Tmax, seq_ptr[s + 1] - seq_ptr[s])
+        Tmax = longest_sequence(seq_ptr, s0, s1)
         TP = Tmax if per_token else 1
         psi = np.empty((Tmax, L))
         phi = np.empty((TP, L, L))
@@ -370,9 +377,7 @@ def viterbi_blocks(W, seq_ptr, tok_ptr, tok_obs, u_ptr, u_lab, b_ptr, b_prev, b_
     for blk in prange(n_blocks):
         s0 = block_ptr[blk]
         s1 = block_ptr[blk + 1]
-        Tmax = 1
-        for s in range(s0, s1):
-            Tmax = max(Tmax, seq_ptr[s + 1] - seq_ptr[s])
+        Tmax = longest_sequence(seq_ptr, s0, s1)
         TP = Tmax if per_token else 1
         psi = np.empty((Tmax, L))
         phi = np.empty((TP, L, L))
