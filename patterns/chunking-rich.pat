@@ -8,6 +8,11 @@
 # %m/%M first regex match (upper case: ignoring case, match case folded).
 # Bigram observations multiply weights by up to L^2, so only a few patterns
 # around the current token are '*'.
+#
+# CoNLL-2000, default settings: test chunk F1 94.00 (patterns/chunking.pat:
+# 93.65); 818k features, 385 L-BFGS iterations. Making 13 more word and POS
+# patterns '*' gave 94.01 with 1.26M features and twice the time per
+# iteration, so they stay 'u'.
 
 # Words: +-2 window (case folded), the exact current word, word bigrams
 u:w-2=%X[-2,0]
