@@ -9,6 +9,7 @@ import pytest
 from click.testing import CliRunner
 
 from crfkit.cli import cli
+from tests.helpers import one_error_line
 
 ROOT = Path(__file__).resolve().parents[1]
 SMALL_PATTERNS = "U00:%x[0,0]\nU01:%x[-1,0]/%x[0,0]\nU02:%x[0,1]\nB\n"
@@ -17,17 +18,6 @@ TRAIN = "the DT B-NP\ncat NN I-NP\nsat VBD B-VP\n\na DT B-NP\ndog NN I-NP\nran V
 
 def run(*args: str, input: str | None = None):
     return CliRunner().invoke(cli, list(args), input=input, catch_exceptions=False)
-
-
-def one_error_line(result, *needles: str) -> str:
-    """The failure is exactly one stderr line that names the place; no traceback."""
-    assert result.exit_code != 0
-    lines = [line for line in result.stderr.splitlines() if line.strip()]
-    assert len(lines) == 1, result.stderr
-    assert "Traceback" not in result.output + result.stderr
-    for needle in needles:
-        assert needle in lines[0], lines[0]
-    return lines[0]
 
 
 @pytest.fixture

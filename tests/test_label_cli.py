@@ -17,6 +17,7 @@ from crfkit.cli import cli
 from crfkit.label import label
 from crfkit.model import Model
 from crfkit.reader import read_sequences
+from tests.helpers import one_error_line
 
 PATTERNS = "U00:%x[0,0]\nU01:%x[-1,0]/%x[0,0]\nU02:%x[0,1]\nB\n"
 TRAIN = ("the DT B-NP\ncat NN I-NP\nsat VBD B-VP\non IN O\nthe DT B-NP\nmat NN I-NP\n\n"
@@ -26,16 +27,6 @@ TEST = "the DT\ndog NN\nran VBD\n\nbig JJ\ncat NN\n"
 
 def run(*args: str, input: str | None = None):
     return CliRunner().invoke(cli, list(args), input=input, catch_exceptions=False)
-
-
-def one_error_line(result, *needles: str) -> str:
-    assert result.exit_code != 0
-    lines = [line for line in result.stderr.splitlines() if line.strip()]
-    assert len(lines) == 1, result.stderr
-    assert "Traceback" not in result.output + result.stderr
-    for needle in needles:
-        assert needle in lines[0], lines[0]
-    return lines[0]
 
 
 @pytest.fixture(scope="module")

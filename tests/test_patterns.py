@@ -31,6 +31,7 @@ from crfkit.patterns import (
     read_patterns,
 )
 from crfkit.reader import Sequence
+from tests.helpers import one_error_line
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -336,16 +337,6 @@ def test_check_columns():
 # --- crfkit patterns -------------------------------------------------------------
 def run(*args: str, input: str | None = None):
     return CliRunner().invoke(cli, list(args), input=input, catch_exceptions=False)
-
-
-def one_error_line(result, *needles: str) -> str:
-    assert result.exit_code != 0
-    lines = [line for line in result.stderr.splitlines() if line.strip()]
-    assert len(lines) == 1, result.stderr
-    assert "Traceback" not in result.output + result.stderr
-    for needle in needles:
-        assert needle in lines[0], lines[0]
-    return lines[0]
 
 
 @pytest.fixture

@@ -26,6 +26,7 @@ from crfkit.cli import cli
 from crfkit.errors import InputError
 from crfkit.fileformat import FORMAT_VERSION, MAGIC
 from crfkit.reader import read_sequences
+from tests.helpers import one_error_line
 
 ROOT = Path(__file__).resolve().parents[1]
 TRAIN = ROOT / "data/address-train.txt"
@@ -35,17 +36,6 @@ PATTERNS = ROOT / "patterns/address.pat"
 
 def run(*args: str, input: str | bytes | None = None):
     return CliRunner().invoke(cli, [str(a) for a in args], input=input, catch_exceptions=False)
-
-
-def one_error_line(result, *needles: str) -> str:
-    """The failure is exactly one stderr line that names the place; no traceback."""
-    assert result.exit_code != 0
-    lines = [line for line in result.stderr.splitlines() if line.strip()]
-    assert len(lines) == 1, result.stderr
-    assert "Traceback" not in result.output + result.stderr
-    for needle in needles:
-        assert needle in lines[0], lines[0]
-    return lines[0]
 
 
 def first_sequences(path: Path, n: int) -> str:
