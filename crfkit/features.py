@@ -6,14 +6,18 @@ No string is built per feature occurrence. Instead:
 2. each *transform* (``%x``/``%X``/``%t``/``%m`` of a column, see
    :mod:`crfkit.transforms`) is applied once per distinct token and its
    results interned into a :class:`StringTable`;
-3. a command at an offset is then an integer gather with numpy, padding
-   positions taking the id of their padding value;
-4. a pattern's observation is the tuple of its command values, hashed into a
-   64-bit key that the :class:`ObservationVocab` maps to a dense id.
+3. a command at an offset is then an integer gather, padding positions
+   taking the id of their padding value;
+4. a pattern's observation is the tuple of its command values. Training
+   interns the tuples exactly (:func:`crfkit.counting.intern_rows`, Numba);
+   each distinct tuple gets a 64-bit key (:func:`tuple_keys`), and labelling
+   finds a token's observation by its key in the :class:`ObservationVocab`.
 
-Observation strings exist only for the vocabulary (model file, ``dump``).
-Hash collisions between distinct tuples are checked for when the vocabulary
-is built, so a training corpus can never merge two observations silently.
+This module is numpy only, so labelling never imports Numba: only training
+(:meth:`Featurizer.build_vocab`) loads the counting kernels. Observation
+strings exist only for the vocabulary (model file, ``dump``). Keys are
+checked to be distinct when a vocabulary is built or loaded, so two
+observations can never merge silently.
 """
 
 from __future__ import annotations
@@ -21,13 +25,22 @@ from __future__ import annotations
 from collections.abc import Iterable
 from collections.abc import Sequence as Seq
 from dataclasses import dataclass
+from operator import itemgetter
 
 import numpy as np
 
-from crfkit import keytable
 from crfkit.patterns import Pattern
 from crfkit.reader import Sequence
 from crfkit.transforms import padding_result, transform_values
+
+_MASK64 = (1 << 64) - 1
+_MUL1 = np.uint64(0xBF58476D1CE4E5B9)
+_MUL2 = np.uint64(0x94D049BB133111EB)
+_PRIME = np.uint64(0x100000001B3)
+
+# Direct addressing while interning pays while the table of all possible
+# tuples stays within this many slots per corpus token (and 1M slots at least).
+_DIRECT_SLOTS_PER_TOKEN = 8
 
 
 class StringTable:
@@ -42,18 +55,15 @@ class StringTable:
 
     def lookup(self, values: Seq[str], *, grow: bool) -> np.ndarray:
         index = self.index
-        if grow:
-            strings = self.strings
-            out = []
-            for value in values:
-                i = index.get(value)
-                if i is None:
-                    i = index[value] = len(strings)
-                    strings.append(value)
-                out.append(i)
+        if grow:  # add the new distinct values first, then map everything at C speed
+            for value in dict.fromkeys(values):
+                if value not in index:
+                    index[value] = len(self.strings)
+                    self.strings.append(value)
+            ids = map(index.__getitem__, values)
         else:
-            out = [index.get(value, -1) for value in values]
-        return np.fromiter(out, dtype=np.int32, count=len(values))
+            ids = map(index.get, values, [-1] * len(values))
+        return np.fromiter(ids, dtype=np.int32, count=len(values))
 
 
 @dataclass
@@ -75,6 +85,65 @@ class Positions:
         return cls(seq_ptr, start, index, length)
 
 
+@dataclass
+class PatternCommands:
+    """One pattern's commands as arrays: what the gathers need."""
+
+    transform: np.ndarray  # int64 (w,): row of ``Components.token_values``
+    offset: np.ndarray  # int64 (w,)
+    absolute: np.ndarray  # bool (w,)
+    pad_ids: np.ndarray  # int32 (w, max |offset| + 1): padding value d steps out
+
+
+@dataclass
+class Components:
+    """A batch ready for observation building: every transform's value at every token."""
+
+    positions: Positions
+    token_values: np.ndarray  # int32 (n_transforms, n_tokens); -1: unseen when frozen
+    commands: list[PatternCommands]  # per pattern
+
+    def rows(self, p: int) -> np.ndarray:
+        """Pattern p's command values at every token: (n_tokens, w) int32 (numpy gather)."""
+        cmd = self.commands[p]
+        pos = self.positions
+        out = np.empty((len(pos.index), len(cmd.offset)), dtype=np.int32)
+        for j in range(len(cmd.offset)):
+            off = int(cmd.offset[j])
+            if cmd.absolute[j]:
+                where = np.full_like(pos.index, off - 1) if off > 0 else pos.length + off
+            else:
+                where = pos.index + off
+            inside = (where >= 0) & (where < pos.length)
+            values = self.token_values[cmd.transform[j]][pos.start + np.where(inside, where, 0)]
+            distance = np.where(where < 0, -where, where - pos.length + 1)
+            out[:, j] = np.where(inside, values, cmd.pad_ids[j][np.where(inside, 0, distance)])
+        return out
+
+
+def tuple_keys(pattern_index: int, rows: np.ndarray) -> np.ndarray:
+    """The 64-bit key of each row of command values (splitmix64, seeded by the pattern).
+
+    The one definition of an observation's key: training computes it for
+    each distinct tuple, labelling for every token, and the model stores it.
+    """
+    with np.errstate(over="ignore"):
+        seed = _mix(np.full(len(rows), (pattern_index + 1) & _MASK64, dtype=np.uint64))
+        h = seed
+        for j in range(rows.shape[1]):
+            h = _mix(h * _PRIME + (rows[:, j].astype(np.int64) + 1).astype(np.uint64))
+    return h
+
+
+def _mix(h: np.ndarray) -> np.ndarray:
+    """splitmix64 finaliser on uint64 arrays (wrapping arithmetic)."""
+    h = h ^ (h >> np.uint64(30))
+    h = h * _MUL1
+    h = h ^ (h >> np.uint64(27))
+    h = h * _MUL2
+    return h ^ (h >> np.uint64(31))
+
+
 class ObservationVocab:
     """Observation ids: 64-bit keys plus what is needed to print each observation.
 
@@ -86,18 +155,30 @@ class ObservationVocab:
         self.keys = np.ascontiguousarray(keys, dtype=np.uint64)
         self.pattern = np.ascontiguousarray(pattern, dtype=np.int32)
         self.values = np.ascontiguousarray(values, dtype=np.int32)
-        self._table: tuple[np.ndarray, np.ndarray] | None = None
+        self._sorted: tuple[np.ndarray, np.ndarray] | None = None
 
     def __len__(self) -> int:
         return len(self.keys)
 
+    def _by_key(self) -> tuple[np.ndarray, np.ndarray]:
+        """(keys ascending, their ids): the lookup structure, built once."""
+        if self._sorted is None:
+            order = np.argsort(self.keys, kind="stable")
+            self._sorted = (self.keys[order], order.astype(np.int32))
+        return self._sorted
+
+    def has_repeated_keys(self) -> bool:
+        keys = self._sorted[0] if self._sorted is not None else np.sort(self.keys)
+        return bool(len(keys) > 1 and (keys[1:] == keys[:-1]).any())
+
     def lookup(self, keys: np.ndarray, rows: np.ndarray) -> np.ndarray:
         """Ids of ``keys`` (int32); -1 where a key is unknown or its ``rows`` hold a -1."""
-        if self._table is None:
-            self._table = keytable.build_table(self.keys)
-        out = np.empty(len(keys), dtype=np.int32)
-        keytable.lookup(self._table[0], self._table[1], keys, rows, out)
-        return out
+        sorted_keys, ids = self._by_key()
+        if not len(sorted_keys):
+            return np.full(len(keys), -1, dtype=np.int32)
+        where = np.minimum(np.searchsorted(sorted_keys, keys), len(sorted_keys) - 1)
+        found = (sorted_keys[where] == keys) & (rows.min(axis=1, initial=0) >= 0)
+        return np.where(found, ids[where], -1).astype(np.int32)
 
     def subset(self, keep: np.ndarray, n_commands: np.ndarray) -> ObservationVocab:
         """A vocabulary with only the observations where ``keep`` is true, renumbered."""
@@ -138,67 +219,69 @@ class Featurizer:
         self.listed = [i for i, p in enumerate(patterns) if not (p.is_constant and p.kind == "b")]
 
     # -- step 1-3: command values -------------------------------------------------
-    def components(self, seqs: Seq[Sequence], *, grow: bool) -> tuple[Positions, list[np.ndarray]]:
-        """Table ids of every command's value at every token, one matrix per pattern."""
+    def components(self, seqs: Seq[Sequence], *, grow: bool) -> tuple[Positions, Components]:
+        """Every transform's value (table id) at every token, and each pattern's commands."""
         lengths = np.fromiter((len(s.rows) for s in seqs), dtype=np.int64, count=len(seqs))
         pos = Positions.of(lengths)
-        needed_columns = {t[1] for t in self.transforms}
-        columns = {c: _intern_column(seqs, c) for c in needed_columns}
+        rows = [row for seq in seqs for row in seq.rows]
+        columns = {c: _intern_column(rows, c) for c in {t[1] for t in self.transforms}}
         token_values = np.empty((len(self.transforms), int(pos.seq_ptr[-1])), dtype=np.int32)
         for k, (transform, table) in enumerate(zip(self.transforms, self.tables, strict=True)):
             ids, distinct = columns[transform[1]]
             value_ids = table.lookup(transform_values(transform, distinct), grow=grow)
             if len(ids):
                 token_values[k] = value_ids[ids]
-        result = []
+        commands = []
         for pattern, transform_ids in zip(self.patterns, self.command_transform, strict=True):
-            commands = pattern.commands
-            pad_ids = np.full((len(commands), max([abs(c.offset) for c in commands] + [0]) + 1),
-                              -1, dtype=np.int32)
-            for j, (command, t) in enumerate(zip(commands, transform_ids, strict=True)):
-                before = command.offset < 0
-                values = [padding_result(self.transforms[t], -d if before else d)
+            width = max([abs(c.offset) for c in pattern.commands] + [0]) + 1
+            pad_ids = np.full((len(transform_ids), width), -1, dtype=np.int32)
+            for j, (command, t) in enumerate(zip(pattern.commands, transform_ids, strict=True)):
+                sign = -1 if command.offset < 0 else 1
+                values = [padding_result(self.transforms[t], sign * d)
                           for d in range(1, abs(command.offset) + 1)]
                 pad_ids[j, 1:len(values) + 1] = self.tables[t].lookup(values, grow=grow)
-            result.append(keytable.gather_commands(
-                token_values, np.array(transform_ids, dtype=np.int64),
-                np.array([c.offset for c in commands], dtype=np.int64),
-                np.array([c.absolute for c in commands], dtype=np.bool_),
-                pad_ids, pos.seq_ptr))
-        return pos, result
+            commands.append(PatternCommands(
+                transform=np.array(transform_ids, dtype=np.int64),
+                offset=np.array([c.offset for c in pattern.commands], dtype=np.int64),
+                absolute=np.array([c.absolute for c in pattern.commands], dtype=np.bool_),
+                pad_ids=pad_ids))
+        return pos, Components(pos, token_values, commands)
 
     # -- step 4: observation ids --------------------------------------------------
-    def build_vocab(self, components: list[np.ndarray], cutoff: int = 1) -> np.ndarray:
+    def build_vocab(self, components: Components, cutoff: int = 1) -> np.ndarray:
         """Create the vocabulary from a training corpus and return its observation matrix.
 
         Observations seen fewer than ``cutoff`` times are dropped (-1 in the
         matrix). Ids go to the most frequent observations first, so the
         weights the kernels touch most often share cache lines.
         """
-        n_tokens = components[0].shape[0] if components else 0
-        keys, first, counts, inverse = [], [], [], []
-        for p in self.listed:
-            comps = components[p]
-            k = keytable.hash_rows(p, comps)
-            inv, fst, cnt, clash = keytable.unique_keys(k, keytable.hash_rows(p, comps, 1))
-            if clash:
-                raise RuntimeError("64-bit observation hash collision; please report it")
-            keys.append(k[fst])
-            first.append(fst)
-            counts.append(cnt)
-            inverse.append(inv)
-        sizes = np.array([len(k) for k in keys], dtype=np.int64)
-        offsets = np.concatenate([[0], np.cumsum(sizes)])
-        all_keys = np.concatenate(keys) if keys else np.zeros(0, dtype=np.uint64)
-        all_counts = np.concatenate(counts) if counts else np.zeros(0, dtype=np.int64)
-        all_first = np.concatenate(first) if first else np.zeros(0, dtype=np.int64)
-        owner = np.repeat(np.arange(len(keys)), sizes)
-        if len(keytable.unique_keys(all_keys, all_keys)[1]) != len(all_keys):
-            raise RuntimeError("64-bit observation hash collision across patterns")
+        from crfkit.counting import intern_rows  # Numba: training only
 
+        n_tokens = components.token_values.shape[1]
+        sizes = np.array([len(table) for table in self.tables], dtype=np.int64)
+        direct_limit = max(1 << 20, _DIRECT_SLOTS_PER_TOKEN * n_tokens)
+        inverse, rows, counts = [], [], []
+        for p in self.listed:
+            cmd = components.commands[p]
+            radix = sizes[cmd.transform]
+            direct = float(np.prod(radix.astype(np.float64))) <= direct_limit
+            inv, distinct, cnt = intern_rows(
+                components.token_values, cmd.transform, cmd.offset, cmd.absolute, cmd.pad_ids,
+                components.positions.seq_ptr, radix, direct)
+            inverse.append(inv)
+            rows.append(distinct)
+            counts.append(cnt)
+        sizes = np.array([len(c) for c in counts], dtype=np.int64)
+        offsets = np.concatenate([[0], np.cumsum(sizes)])
+        all_counts = np.concatenate(counts) if counts else np.zeros(0, dtype=np.int64)
+        owner = np.repeat(np.arange(len(counts)), sizes)
+        # Within a pattern, ids are in order of first appearance: a stable sort by
+        # descending count orders by (count desc, pattern, first appearance).
+        # (Counts past 65535 tie: a 16-bit key gets numpy's radix sort.)
         kept = np.flatnonzero(all_counts >= cutoff)
-        order = kept[np.lexsort((all_first[kept], owner[kept], -all_counts[kept]))]
-        new_id = np.full(len(all_keys), -1, dtype=np.int32)
+        rank = (65535 - np.minimum(all_counts[kept], 65535)).astype(np.uint16)
+        order = kept[np.argsort(rank, kind="stable")]
+        new_id = np.full(len(all_counts), -1, dtype=np.int32)
         new_id[order] = np.arange(len(order), dtype=np.int32)
 
         listed = np.array(self.listed, dtype=np.int32)
@@ -206,29 +289,33 @@ class Featurizer:
         widths = self.n_commands[pattern]
         starts = np.concatenate([[0], np.cumsum(widths)])
         values = np.empty(int(starts[-1]), dtype=np.int32)
-        obs = np.empty((n_tokens, len(keys)), dtype=np.int32)
+        keys = np.empty(len(order), dtype=np.uint64)
+        obs = np.empty((n_tokens, len(counts)), dtype=np.int32, order="F")  # column writes
         for j, p in enumerate(self.listed):
             local = new_id[offsets[j]:offsets[j + 1]]
             obs[:, j] = local[inverse[j]]
-            width = int(self.n_commands[p])
             keep = local >= 0
-            if width and keep.any():
-                rows = components[p][first[j][keep]]
-                where = starts[local[keep]][:, None] + np.arange(width)
-                values[where] = rows
-        self.vocab = ObservationVocab(all_keys[order], pattern, values)
+            ids = local[keep]
+            keys[ids] = tuple_keys(p, rows[j][keep])
+            width = int(self.n_commands[p])
+            if width:
+                values[starts[ids][:, None] + np.arange(width)] = rows[j][keep]
+        self.vocab = ObservationVocab(keys, pattern, values)
+        if self.vocab.has_repeated_keys():
+            raise RuntimeError("64-bit observation key collision; please report it")
         return obs
 
-    def observations(self, components: list[np.ndarray]) -> np.ndarray:
+    def observations(self, components: Components) -> np.ndarray:
         """Observation id of each listed pattern at each token (-1 if unseen).
 
-        Returns an (n_tokens, n_listed) int32 matrix.
+        Returns an (n_tokens, n_listed) int32 matrix, column-major: it is
+        written a pattern at a time.
         """
-        n_tokens = components[0].shape[0] if components else 0
-        out = np.empty((n_tokens, len(self.listed)), dtype=np.int32)
+        n_tokens = components.token_values.shape[1]
+        out = np.empty((n_tokens, len(self.listed)), dtype=np.int32, order="F")
         for j, p in enumerate(self.listed):
-            comps = components[p]
-            out[:, j] = self.vocab.lookup(keytable.hash_rows(p, comps), comps)
+            rows = components.rows(p)
+            out[:, j] = self.vocab.lookup(tuple_keys(p, rows), rows)
         return out
 
     def observation_strings(self) -> list[str]:
@@ -267,12 +354,16 @@ def token_lists(obs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return ptr, np.ascontiguousarray(obs[mask], dtype=np.int32)
 
 
-def _intern_column(seqs: Seq[Sequence], column: int) -> tuple[np.ndarray, list[str]]:
-    """Column ids of every token (int64) and the distinct strings, in order of appearance."""
-    values = [row[column] for seq in seqs for row in seq.rows]
-    distinct = list(dict.fromkeys(values))
-    index = {value: i for i, value in enumerate(distinct)}
-    ids = np.fromiter(map(index.__getitem__, values), dtype=np.int64, count=len(values))
-    return ids, distinct
+def _intern_column(rows: list[list[str]], column: int) -> tuple[np.ndarray, list[str]]:
+    """Column ids of every token (int64) and the distinct strings, in order of appearance.
 
-
+    One C-level pass: ``setdefault`` maps each value to the position where it
+    first occurs; the positions that map to themselves are the first
+    occurrences, and their ranks are the dense ids.
+    """
+    values = list(map(itemgetter(column), rows))
+    n = len(values)
+    first_seen = np.array(list(map({}.setdefault, values, range(n))), dtype=np.int64)
+    is_first = first_seen == np.arange(n)
+    rank = np.cumsum(is_first) - 1
+    return rank[first_seen], [values[i] for i in np.flatnonzero(is_first).tolist()]

@@ -150,9 +150,9 @@ class Model:
         n_values = int(featurizer.n_commands[obs_pattern].sum())
         obs_values = check.array("obs_values", np.int32, 1, length=n_values)
         check.value_ids(obs_values, obs_pattern, featurizer)
-        if len(np.unique(keys)) != n_obs:
-            raise ModelFormatError("repeated observation keys", path=name)
         featurizer.vocab = ObservationVocab(keys, obs_pattern, obs_values)
+        if featurizer.vocab.has_repeated_keys():
+            raise ModelFormatError("repeated observation keys", path=name)
 
         u_ptr = check.pointer("u_ptr", n_obs)
         u_lab = check.array("u_lab", np.int32, 1, length=int(u_ptr[-1]))

@@ -101,47 +101,24 @@ class FeatureSpace:
         ``unigram_columns``/``bigram_columns`` flag which columns feed which
         kind; ``first_token`` flags tokens that start a sequence.
         """
+        from crfkit.counting import observed_pairs  # Numba: training only
+
         L = n_labels
-        y = labels.astype(np.int64)
-        uni = obs[:, unigram_columns].astype(np.int64)
-        ykeys = uni * L + y[:, None]
-        u_keys, u_count = _unique_counts(ykeys[uni >= 0])
-        u_obs = u_keys // L
-        u_ptr = _ptr(u_obs, n_obs)
-
-        inner = ~first_token
-        big = obs[inner][:, bigram_columns].astype(np.int64)
-        prev = np.roll(y, 1)[inner]
-        bkeys = (big * L + prev[:, None]) * L + y[inner][:, None]
-        b_keys, b_count = _unique_counts(bkeys[big >= 0])
-        b_obs = b_keys // (L * L)
-        b_ptr = _ptr(b_obs, n_obs)
-
-        space = cls(
-            n_labels=L,
-            u_ptr=u_ptr,
-            u_lab=(u_keys % L).astype(np.int32),
-            b_ptr=b_ptr,
-            b_prev=((b_keys // L) % L).astype(np.int32),
-            b_cur=(b_keys % L).astype(np.int32),
-            has_trans=has_trans,
-        )
+        y = np.ascontiguousarray(labels, dtype=np.int64)
+        first = np.ascontiguousarray(first_token, dtype=np.bool_)
+        obs = np.ascontiguousarray(obs, dtype=np.int32)
+        u_ptr, u_lab, u_count = observed_pairs(
+            obs, np.flatnonzero(unigram_columns), y, first, n_obs, L, False)
+        b_ptr, b_code, b_count = observed_pairs(
+            obs, np.flatnonzero(bigram_columns), y, first, n_obs, L, True)
+        space = cls(n_labels=L, u_ptr=u_ptr, u_lab=u_lab, b_ptr=b_ptr,
+                    b_prev=(b_code // L).astype(np.int32), b_cur=(b_code % L).astype(np.int32),
+                    has_trans=has_trans)
         empirical = np.zeros(space.n_weights, dtype=np.float64)
         empirical[: space.n_u] = u_count
         empirical[space.n_u : space.trans_offset] = b_count
         if has_trans:
-            pairs = prev * L + y[inner]
+            inner = ~first
+            pairs = y[np.flatnonzero(inner) - 1] * L + y[inner]
             empirical[space.trans_offset :] = np.bincount(pairs, minlength=L * L)
         return space, empirical
-
-
-def _unique_counts(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Sorted distinct keys and their counts (a sort beats a hash table bigger than cache)."""
-    return np.unique(keys, return_counts=True)
-
-
-def _ptr(owner: np.ndarray, n: int) -> np.ndarray:
-    """CSR pointer for sorted owner ids in [0, n)."""
-    ptr = np.zeros(n + 1, dtype=np.int64)
-    np.cumsum(np.bincount(owner, minlength=n), out=ptr[1:])
-    return ptr
