@@ -95,18 +95,25 @@ SEPARATORS = click.Choice(["auto", "tab", "space"])
               help="Worker threads, 0 for all cores  [default: 0]")
 @click.option("--history", type=int, default=None,
               help="L-BFGS history size  [default: 6]")
+@click.option("--all-features", is_flag=True,
+              help="Weights for every observation x label (pair), as Wapiti and CRF++, "
+                   "not only the combinations seen in training.")
+@click.option("--max-memory", default=None, metavar="SIZE",
+              help="Refuse to train if the estimated memory exceeds SIZE (512M, 8G)  "
+                   "[default: the memory available]")
 @click.option("--sep", type=SEPARATORS, default="auto", show_default=True,
               help="Column separator: tabs or runs of spaces (auto), tabs only, spaces only.")
 @click.option("--encoding", default="utf-8", show_default=True, help="Text encoding of INPUT.")
 @click.option("-q", "--quiet", is_flag=True, help="No progress output.")
 def train_command(pattern_file, input_file, model_file, model_type, algo, rho1, rho2, maxiter,
                   stopeps, stopwin, devel_file, cutoff, compact, init_file, eta0, alpha, seed,
-                  nthread, history, sep, encoding, quiet) -> None:
+                  nthread, history, all_features, max_memory, sep, encoding, quiet) -> None:
     """Train a model on a labelled column file (last column = label) and write MODEL.
 
     Ctrl-C stops training and still writes the model trained so far.
     """
     from crfkit.errors import UsageError
+    from crfkit.memory import parse_size
     from crfkit.model import Model
     from crfkit.patterns import read_patterns
     from crfkit.progress import Progress
@@ -119,7 +126,8 @@ def train_command(pattern_file, input_file, model_file, model_type, algo, rho1, 
     given = {"algo": algo, "model_type": model_type, "rho1": rho1, "rho2": rho2,
              "maxiter": maxiter, "stopeps": stopeps, "stopwin": stopwin, "cutoff": cutoff,
              "nthread": nthread, "history": history, "eta0": eta0, "alpha": alpha,
-             "seed": seed, "compact": compact or None}
+             "seed": seed, "compact": compact or None, "all_features": all_features or None,
+             "max_memory": None if max_memory is None else parse_size(max_memory)}
     options = TrainOptions(**{k: v for k, v in given.items() if v is not None})
     options.validate()
     if pattern_file is None and init_file is None:

@@ -26,6 +26,7 @@ import numpy as np
 
 from crfkit.errors import InputError, UsageError
 from crfkit.features import Featurizer, ObservationVocab, StringTable, token_lists
+from crfkit.memory import MemoryBudget, check, estimate_training
 from crfkit.model import Model
 from crfkit.patterns import Pattern, check_columns
 from crfkit.reader import Sequence
@@ -62,12 +63,16 @@ def model_patterns(patterns: list[Pattern], model_type: str) -> list[Pattern]:
 
 def encode_training(patterns: list[Pattern], sequences: list[Sequence], *, cutoff: int = 1,
                     source: str = "<input>", model_type: str = "crf",
-                    init: Model | None = None) -> Corpus:
+                    init: Model | None = None, all_features: bool = False,
+                    budget: MemoryBudget | None = None) -> Corpus:
     """Build the vocabulary, feature space and arrays of a training corpus.
 
     ``patterns`` must already be :func:`model_patterns` of the type. With
     ``init`` the corpus extends that model (module docstring); observations
     of the new corpus below ``cutoff`` are dropped, the model's are kept.
+    ``all_features``: every observation x label (pair), not only those seen.
+    ``budget``: refuse (:mod:`crfkit.memory`) before the weights are allocated
+    if training would not fit.
     """
     if not sequences:
         raise InputError("training data is empty (no sequences)", path=source)
@@ -107,8 +112,23 @@ def encode_training(patterns: list[Pattern], sequences: list[Sequence], *, cutof
     bigram = np.array([p.has_bigram and not p.is_constant and not no_pairs for p in listed],
                       dtype=bool)
     has_trans = not no_pairs and any(p.is_constant and p.has_bigram for p in patterns)
+    per_obs = None
+    if all_features or budget is not None:
+        flags = np.zeros((2, len(patterns)), dtype=bool)
+        flags[0, featurizer.listed], flags[1, featurizer.listed] = unigram, bigram
+        vocab_pattern = featurizer.vocab.pattern
+        if budget is not None:
+            counts = np.bincount(vocab_pattern, minlength=len(patterns))[featurizer.listed]
+            estimate = estimate_training(
+                listed, counts, unigram, bigram, len(labels), n_tokens=len(y),
+                n_sequences=len(sequences), has_trans=has_trans, all_features=all_features,
+                vectors=budget.vectors, data_bytes=2 * obs.nbytes)
+            check(estimate, budget.limit, all_features=all_features, n_labels=len(labels))
+        if all_features:
+            per_obs = flags[:, vocab_pattern]
     space, empirical = FeatureSpace.from_training(
-        obs, unigram, bigram, pos.index == 0, y, len(featurizer.vocab), len(labels), has_trans)
+        obs, unigram, bigram, pos.index == 0, y, len(featurizer.vocab), len(labels), has_trans,
+        all_features=per_obs)
     x0 = np.zeros(space.n_weights)
     if init is not None:
         space, empirical, x0 = _merge_space(space, empirical, init.space, init.weights)

@@ -94,12 +94,16 @@ class FeatureSpace:
         n_obs: int,
         n_labels: int,
         has_trans: bool,
+        all_features: np.ndarray | None = None,
     ) -> tuple[FeatureSpace, np.ndarray]:
         """Features seen in training, and their empirical counts (the gold feature totals).
 
         ``obs`` is the (n_tokens, n_columns) observation-id matrix (-1: none);
         ``unigram_columns``/``bigram_columns`` flag which columns feed which
-        kind; ``first_token`` flags tokens that start a sequence.
+        kind; ``first_token`` flags tokens that start a sequence. With
+        ``all_features`` = (unigram, bigram) flags per observation, those
+        observations get every label / label pair (Wapiti and CRF++'s dense
+        model), not only the combinations seen.
         """
         from crfkit.counting import observed_pairs  # Numba: training only
 
@@ -111,6 +115,9 @@ class FeatureSpace:
             obs, np.flatnonzero(unigram_columns), y, first, n_obs, L, False)
         b_ptr, b_code, b_count = observed_pairs(
             obs, np.flatnonzero(bigram_columns), y, first, n_obs, L, True)
+        if all_features is not None:
+            u_ptr, u_lab, u_count = _every_code(u_ptr, u_lab, u_count, all_features[0], L)
+            b_ptr, b_code, b_count = _every_code(b_ptr, b_code, b_count, all_features[1], L * L)
         space = cls(n_labels=L, u_ptr=u_ptr, u_lab=u_lab, b_ptr=b_ptr,
                     b_prev=(b_code // L).astype(np.int32), b_cur=(b_code % L).astype(np.int32),
                     has_trans=has_trans)
@@ -122,3 +129,16 @@ class FeatureSpace:
             pairs = y[np.flatnonzero(inner) - 1] * L + y[inner]
             empirical[space.trans_offset :] = np.bincount(pairs, minlength=L * L)
         return space, empirical
+
+
+def _every_code(ptr: np.ndarray, codes: np.ndarray, counts: np.ndarray, owners: np.ndarray,
+                n_codes: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """CSR with all ``n_codes`` codes for each flagged observation, seen counts kept."""
+    sizes = np.where(owners, n_codes, 0).astype(np.int64)
+    dense_ptr = np.zeros(len(sizes) + 1, dtype=np.int64)
+    np.cumsum(sizes, out=dense_ptr[1:])
+    dense_codes = np.tile(np.arange(n_codes, dtype=np.int32), int(owners.sum()))
+    dense_counts = np.zeros(len(dense_codes), dtype=np.int64)
+    owner = np.repeat(np.arange(len(sizes)), np.diff(ptr))  # all flagged
+    dense_counts[dense_ptr[owner] + codes] = counts
+    return dense_ptr, dense_codes, dense_counts

@@ -25,6 +25,7 @@ from crfkit.corpus import Corpus, encode_devel, encode_training, model_patterns
 from crfkit.errors import UsageError
 from crfkit.evaluate import evaluate
 from crfkit.local import LocalObjective, decode_local
+from crfkit.memory import MemoryBudget, available_memory
 from crfkit.model import MODEL_TYPES, Model, compact
 from crfkit.objective import Objective
 from crfkit.optim import INTERRUPTED, Iteration, IterationHook, Result, lbfgs, perceptron, sgd
@@ -61,6 +62,8 @@ class TrainOptions:
     alpha: float = 0.9
     seed: int = 0
     compact: bool = False
+    all_features: bool = False
+    max_memory: int | None = None  # bytes; None: what the machine has available
 
     def validate(self) -> None:
         if self.algo not in ALGORITHMS:
@@ -83,6 +86,8 @@ class TrainOptions:
             raise UsageError(f"-f/--cutoff must be >= 1, got {self.cutoff}")
         if self.nthread < 0:
             raise UsageError(f"-t/--nthread must be >= 0, got {self.nthread}")
+        if self.max_memory is not None and self.max_memory <= 0:
+            raise UsageError(f"--max-memory must be > 0, got {self.max_memory}")
         if self.history < 1:
             raise UsageError(f"--history must be >= 1, got {self.history}")
         if not (self.eta0 > 0 and np.isfinite(self.eta0)):
@@ -262,7 +267,8 @@ def train(patterns: list[Pattern] | None, sequences: Iterable[Sequence],
     _set_threads(options.nthread)
     started = time.perf_counter()
     corpus = encode_training(patterns, list(sequences), cutoff=options.cutoff, source=source,
-                             model_type=model_type, init=init)
+                             model_type=model_type, init=init,
+                             all_features=options.all_features, budget=_budget(options))
     space, data = corpus.space, corpus.data
     dev_data = None if devel is None else encode_devel(corpus, list(devel), devel_source)
     progress.message(
@@ -284,7 +290,7 @@ def train(patterns: list[Pattern] | None, sequences: Iterable[Sequence],
                          f"({elapsed:.1f}s)")
     # Nothing that depends on the machine (wall time, thread count) goes into
     # the model: the same command gives a byte-identical file with any -t.
-    recorded = {k: v for k, v in asdict(options).items() if k != "nthread"}
+    recorded = {k: v for k, v in asdict(options).items() if k not in ("nthread", "max_memory")}
     info = {
         "algorithm": options.algo,
         "options": recorded,
@@ -311,6 +317,14 @@ def train(patterns: list[Pattern] | None, sequences: Iterable[Sequence],
         progress.message(f"* compacted: {model.space.n_obs} of {space.n_obs} observations, "
                          f"{model.space.n_weights} of {space.n_weights} features kept")
     return model
+
+
+def _budget(options: TrainOptions) -> MemoryBudget:
+    """The memory limit and the weight-sized vectors the algorithm keeps (memory.py)."""
+    limit = options.max_memory if options.max_memory is not None else available_memory()
+    # weights, gradient, empirical counts, start; L-BFGS adds 2 x history and its own 4
+    vectors = 8 + 2 * options.history if options.algo == "l-bfgs" else 6
+    return MemoryBudget(limit, vectors)
 
 
 def _resolve_type(options: TrainOptions, init: Model | None) -> str:
