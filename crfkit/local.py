@@ -48,8 +48,8 @@ from numba import njit, prange
 
 from crfkit import config, kernels
 from crfkit.config import JIT, PARALLEL_JIT
-from crfkit.errors import CrfkitError, UsageError
-from crfkit.objective import partition_blocks
+from crfkit.errors import UsageError
+from crfkit.objective import Objective, partition_blocks
 from crfkit.space import Dataset, FeatureSpace
 
 LOCAL_TYPES = ("memm", "maxent")
@@ -209,9 +209,11 @@ def local_viterbi_blocks(W, seq_ptr, tok_ptr, tok_obs, u_ptr, u_lab, b_ptr, b_pr
 
 
 # --- Python API --------------------------------------------------------------------------------
-class LocalObjective:
-    """Callable ``f = objective(w, g)`` of a MEMM or MaxEnt; same interface as
-    :class:`crfkit.objective.Objective`."""
+class LocalObjective(Objective):
+    """Callable ``f = objective(w, g)`` of a MEMM or MaxEnt; same interface and buffers as
+    :class:`crfkit.objective.Objective`, one softmax per token instead of forward-backward."""
+
+    overflow = "numerical overflow in the local softmax"
 
     def __init__(self, model_type: str, space: FeatureSpace, data: Dataset,
                  empirical: np.ndarray, rho2: float) -> None:
@@ -222,32 +224,13 @@ class LocalObjective:
         if len(data.labels) != data.n_tokens:
             raise ValueError("training data must carry gold labels")
         self.use_prev = model_type == "memm"
-        self.space = space
-        self.data = data
-        self.empirical = empirical
-        self.rho2 = float(rho2)
-        max_blocks = max(1, config.MAX_BLOCK_BUFFER_BYTES // max(1, 8 * space.n_weights))
-        self.block_ptr = partition_blocks(data.lengths, min(config.N_BLOCKS, max_blocks))
-        self.G_blocks = np.empty((len(self.block_ptr) - 1, space.n_weights))
-        self.out = np.empty((len(self.block_ptr) - 1, 3))
-        self.token_errors = 0
-        self.sequence_errors = 0
-        self.evaluations = 0
+        super().__init__(space, data, empirical, rho2)
 
-    def __call__(self, w: np.ndarray, g: np.ndarray) -> float:
+    def _loss_blocks(self, w: np.ndarray) -> None:
         s, d = self.space, self.data
         local_loss_blocks(w, d.seq_ptr, d.tok_ptr, d.tok_obs, d.labels, s.u_ptr, s.u_lab,
                           s.b_ptr, s.b_prev, s.b_cur, s.n_u, s.trans_offset, s.has_trans,
                           self.use_prev, s.n_labels, self.block_ptr, self.G_blocks, self.out)
-        lse = float(np.sum(self.out[:, 0]))
-        if not np.isfinite(lse):
-            raise CrfkitError("numerical overflow in the local softmax: the weights diverged "
-                              "(try a larger -2/--rho2)")
-        kernels.reduce_gradient(self.G_blocks, self.empirical, w, self.rho2, g)
-        self.token_errors = int(self.out[:, 1].sum())
-        self.sequence_errors = int(self.out[:, 2].sum())
-        self.evaluations += 1
-        return lse - kernels.dot(w, self.empirical) + 0.5 * self.rho2 * kernels.dot(w, w)
 
 
 def decode_local_scored(model_type: str, W: np.ndarray, data: Dataset, space: FeatureSpace

@@ -34,7 +34,16 @@ def partition_blocks(lengths: np.ndarray, n_blocks: int) -> np.ndarray:
 
 
 class Objective:
-    """Callable ``f = objective(w, g)`` over one dataset; owns all work buffers."""
+    """Callable ``f = objective(w, g)`` over one dataset; owns all work buffers.
+
+    The sequences are split into fixed blocks (:func:`partition_blocks`), each
+    filling its own gradient row of ``G_blocks`` and its ``out`` row (log-sum,
+    token errors, sequence errors); :meth:`_loss_blocks` runs the kernel that
+    fills them, so a subclass with another normalisation (see
+    :class:`crfkit.local.LocalObjective`) overrides only that and ``overflow``.
+    """
+
+    overflow = "numerical overflow in forward-backward"
 
     def __init__(self, space: FeatureSpace, data: Dataset, empirical: np.ndarray,
                  rho2: float) -> None:
@@ -50,15 +59,18 @@ class Objective:
         self.sequence_errors = 0
         self.evaluations = 0
 
-    def __call__(self, w: np.ndarray, g: np.ndarray) -> float:
+    def _loss_blocks(self, w: np.ndarray) -> None:
+        """Fill ``G_blocks`` and ``out`` at ``w``."""
         s, d = self.space, self.data
         kernels.loss_blocks(w, d.seq_ptr, d.tok_ptr, d.tok_obs, d.labels, s.u_ptr, s.u_lab,
                             s.b_ptr, s.b_prev, s.b_cur, s.n_u, s.trans_offset, s.has_trans,
                             s.n_b > 0, s.n_labels, self.block_ptr, self.G_blocks, self.out)
+
+    def __call__(self, w: np.ndarray, g: np.ndarray) -> float:
+        self._loss_blocks(w)
         log_z = float(np.sum(self.out[:, 0]))
         if not np.isfinite(log_z):
-            raise CrfkitError("numerical overflow in forward-backward: the weights diverged "
-                              "(try a larger -2/--rho2)")
+            raise CrfkitError(f"{self.overflow}: the weights diverged (try a larger -2/--rho2)")
         kernels.reduce_gradient(self.G_blocks, self.empirical, w, self.rho2, g)
         self.token_errors = int(self.out[:, 1].sum())
         self.sequence_errors = int(self.out[:, 2].sum())
