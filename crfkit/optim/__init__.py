@@ -11,6 +11,7 @@ ends the run cleanly with the last completed point and reason
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -71,3 +72,45 @@ class StopRule:
             return (f"converged (relative improvement < {self.eps:g} over "
                     f"{self.window} iterations)")
         return None
+
+
+# Runs one epoch over the sequences in ``order``, ``seen`` sequences having been
+# processed in earlier epochs; returns (value reported, token errors, sequence errors).
+Epoch = Callable[[np.ndarray, int], "tuple[float, int, int]"]
+
+
+def run_epochs(epoch: Epoch, x: np.ndarray, n_seqs: int, stop: Callable[[float], str | None],
+               *, maxiter: int, seed: int, on_iteration: IterationHook | None) -> Result:
+    """The epoch loop of the online trainers (SGD, perceptron).
+
+    Each epoch visits the ``n_seqs`` sequences in a new random order drawn
+    from ``seed``; ``epoch`` updates ``x`` (the point reported and returned) in
+    place. After each epoch the hook may stop the run, then ``stop`` (a
+    :class:`StopRule` or a wrapper around one); ``maxiter`` counts epochs
+    (0: until stopped). Ctrl-C ends the run with the last finished epoch.
+    """
+    rng = np.random.default_rng(seed)
+    seen = 0
+    count = 0
+    f = float("nan")
+    reason = "maximum number of iterations"
+    start = time.perf_counter()
+    try:
+        while maxiter <= 0 or count < maxiter:
+            order = rng.permutation(n_seqs).astype(np.int64)
+            f, token_errors, sequence_errors = epoch(order, seen)
+            seen += n_seqs
+            count += 1
+            if on_iteration is not None:
+                asked = on_iteration(Iteration(count, f, x, time.perf_counter() - start,
+                                               token_errors, sequence_errors))
+                if asked:
+                    reason = asked
+                    break
+            stopped = stop(f)
+            if stopped:
+                reason = stopped
+                break
+    except KeyboardInterrupt:
+        reason = INTERRUPTED
+    return Result(x=x, f=f, iterations=count, reason=reason)

@@ -15,12 +15,10 @@ number of epochs are the perceptron's regularisers.
 
 from __future__ import annotations
 
-import time
-
 import numpy as np
 
 from crfkit.online import perceptron_epoch
-from crfkit.optim import INTERRUPTED, Iteration, IterationHook, Result, StopRule
+from crfkit.optim import IterationHook, Result, StopRule, run_epochs
 from crfkit.space import Dataset, FeatureSpace
 
 
@@ -32,38 +30,22 @@ def minimize(space: FeatureSpace, data: Dataset, x0: np.ndarray, *, maxiter: int
     U = np.zeros_like(W)
     avg = W.copy()
     out = np.zeros(2)
-    rng = np.random.default_rng(seed)
-    stop = StopRule(stop_eps, stop_window)
     s = space
-    seen = 0
-    epoch = 0
-    f = float("nan")
-    reason = "maximum number of iterations"
-    start = time.perf_counter()
-    try:
-        while maxiter <= 0 or epoch < maxiter:
-            order = rng.permutation(data.n_seqs).astype(np.int64)
-            perceptron_epoch(W, U, seen, order, data.seq_ptr, data.tok_ptr, data.tok_obs,
-                             data.labels, s.u_ptr, s.u_lab, s.b_ptr, s.b_prev, s.b_cur, s.n_u,
-                             s.trans_offset, s.has_trans, s.n_b > 0, s.n_labels, out)
-            seen += data.n_seqs
-            epoch += 1
-            np.multiply(U, -1.0 / max(seen, 1), out=avg)
-            avg += W
-            f = float(out[0])
-            if on_iteration is not None:
-                asked = on_iteration(Iteration(epoch, f, avg, time.perf_counter() - start,
-                                               int(out[0]), int(out[1])))
-                if asked:
-                    reason = asked
-                    break
-            if f == 0:
-                reason = "no training error (the data are separable)"
-                break
-            converged = stop(f)
-            if converged:
-                reason = converged
-                break
-    except KeyboardInterrupt:
-        reason = INTERRUPTED
-    return Result(x=avg, f=f, iterations=epoch, reason=reason)
+
+    def epoch(order: np.ndarray, seen: int) -> tuple[float, int, int]:
+        perceptron_epoch(W, U, seen, order, data.seq_ptr, data.tok_ptr, data.tok_obs,
+                         data.labels, s.u_ptr, s.u_lab, s.b_ptr, s.b_prev, s.b_cur, s.n_u,
+                         s.trans_offset, s.has_trans, s.n_b > 0, s.n_labels, out)
+        np.multiply(U, -1.0 / max(seen + data.n_seqs, 1), out=avg)
+        np.add(avg, W, out=avg)
+        return float(out[0]), int(out[0]), int(out[1])
+
+    rule = StopRule(stop_eps, stop_window)
+
+    def stop(f: float) -> str | None:
+        if f == 0:
+            return "no training error (the data are separable)"
+        return rule(f)
+
+    return run_epochs(epoch, avg, data.n_seqs, stop, maxiter=maxiter, seed=seed,
+                      on_iteration=on_iteration)

@@ -19,13 +19,11 @@ would touch every weight at every step.
 
 from __future__ import annotations
 
-import time
-
 import numpy as np
 
 from crfkit.errors import CrfkitError
 from crfkit.online import sgd_epoch
-from crfkit.optim import INTERRUPTED, Iteration, IterationHook, Result, StopRule
+from crfkit.optim import IterationHook, Result, StopRule, run_epochs
 from crfkit.optim.lbfgs import l1_norm
 from crfkit.space import Dataset, FeatureSpace
 
@@ -43,37 +41,16 @@ def minimize(space: FeatureSpace, data: Dataset, x0: np.ndarray, *, rho1: float 
     G = np.zeros(n)
     state = np.zeros(1)
     out = np.zeros(4)
-    rng = np.random.default_rng(seed)
-    stop = StopRule(stop_eps, stop_window)
     s = space
-    seen = 0
-    epoch = 0
-    f = float("nan")
-    reason = "maximum number of iterations"
-    start = time.perf_counter()
-    try:
-        while maxiter <= 0 or epoch < maxiter:
-            order = rng.permutation(data.n_seqs).astype(np.int64)
-            sgd_epoch(W, order, data.seq_ptr, data.tok_ptr, data.tok_obs, data.labels,
-                      s.u_ptr, s.u_lab, s.b_ptr, s.b_prev, s.b_cur, s.n_u, s.trans_offset,
-                      s.has_trans, s.n_b > 0, s.n_labels, float(eta0), float(alpha),
-                      float(rho1), seen, q, G, state, out)
-            if out[3]:
-                raise CrfkitError("SGD diverged (the weights overflowed): use a smaller "
-                                  "--eta0")
-            seen += data.n_seqs
-            epoch += 1
-            f = float(out[0]) + rho1 * l1_norm(W)
-            if on_iteration is not None:
-                asked = on_iteration(Iteration(epoch, f, W, time.perf_counter() - start,
-                                               int(out[1]), int(out[2])))
-                if asked:
-                    reason = asked
-                    break
-            converged = stop(f)
-            if converged:
-                reason = converged
-                break
-    except KeyboardInterrupt:
-        reason = INTERRUPTED
-    return Result(x=W, f=f, iterations=epoch, reason=reason)
+
+    def epoch(order: np.ndarray, seen: int) -> tuple[float, int, int]:
+        sgd_epoch(W, order, data.seq_ptr, data.tok_ptr, data.tok_obs, data.labels,
+                  s.u_ptr, s.u_lab, s.b_ptr, s.b_prev, s.b_cur, s.n_u, s.trans_offset,
+                  s.has_trans, s.n_b > 0, s.n_labels, float(eta0), float(alpha),
+                  float(rho1), seen, q, G, state, out)
+        if out[3]:
+            raise CrfkitError("SGD diverged (the weights overflowed): use a smaller --eta0")
+        return float(out[0]) + rho1 * l1_norm(W), int(out[1]), int(out[2])
+
+    return run_epochs(epoch, W, data.n_seqs, StopRule(stop_eps, stop_window), maxiter=maxiter,
+                      seed=seed, on_iteration=on_iteration)
