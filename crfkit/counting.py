@@ -171,11 +171,13 @@ def observed_pairs(obs, columns, labels, first_token, n_obs, n_labels, pairs):
                 entries[fill[o]] = code
                 fill[o] += 1
 
+    # The distinct codes overwrite ``entries`` in place: observation o's are
+    # written at m <= start[o], after its own entries have been tallied.
     tally = np.zeros(K, dtype=np.int64)
     touched = np.empty(K, dtype=np.int32)
     ptr = np.zeros(n_obs + 1, dtype=np.int64)
-    codes = np.empty(start[-1], dtype=np.int32)
-    counts = np.empty(start[-1], dtype=np.int64)
+    codes = entries
+    counts = np.empty(start[-1], dtype=np.int32)
     m = 0
     for o in range(n_obs):
         k = 0
