@@ -57,11 +57,19 @@ def _exp_matrix(src, dst):
 
 
 @njit(**JIT)
-def _max_length(seq_ptr):
-    best = 1
-    for s in range(len(seq_ptr) - 1):
-        best = max(best, seq_ptr[s + 1] - seq_ptr[s])
-    return best
+def _sequence_scores(W, tok_ptr, tok_obs, u_ptr, u_lab, b_ptr, b_prev, b_cur, n_u, trans_offset,
+                     has_trans, per_token, L, t0, T, trans, psi, phi):
+    """trans, psi[:T] and phi of tokens t0 .. t0+T-1 at the current weights.
+
+    With ``per_token`` phi[1:T] holds the transition scores of each token,
+    else only phi[0] is used and holds the transition block.
+    """
+    _load_transitions(W, trans_offset, has_trans, L, trans)
+    kernels.unigram_scores(W, tok_ptr, tok_obs, u_ptr, u_lab, t0, T, psi)
+    if per_token:
+        kernels.bigram_scores(W, tok_ptr, tok_obs, b_ptr, b_prev, b_cur, n_u, trans, t0, T, phi)
+    else:
+        phi[0] = trans
 
 
 # --- SGD with the cumulative L1 penalty --------------------------------------------------------
@@ -106,7 +114,7 @@ def sgd_epoch(W, order, seq_ptr, tok_ptr, tok_obs, labels, u_ptr, u_lab, b_ptr, 
     Returns the last learning rate.
     """
     N = len(order)
-    Tmax = _max_length(seq_ptr)
+    Tmax = kernels.longest_sequence(seq_ptr, 0, len(seq_ptr) - 1)
     TP = Tmax if per_token else 1
     psi = np.empty((Tmax, L))
     phi = np.empty((TP, L, L))
@@ -133,11 +141,9 @@ def sgd_epoch(W, order, seq_ptr, tok_ptr, tok_obs, labels, u_ptr, u_lab, b_ptr, 
         T = seq_ptr[s + 1] - t0
         if T == 0:
             continue
-        _load_transitions(W, trans_offset, has_trans, L, trans)
-        kernels.unigram_scores(W, tok_ptr, tok_obs, u_ptr, u_lab, t0, T, psi)
+        _sequence_scores(W, tok_ptr, tok_obs, u_ptr, u_lab, b_ptr, b_prev, b_cur, n_u,
+                         trans_offset, has_trans, per_token, L, t0, T, trans, psi, phi)
         if per_token:
-            kernels.bigram_scores(W, tok_ptr, tok_obs, b_ptr, b_prev, b_cur, n_u, trans, t0, T,
-                                  phi)
             shift = kernels.exp_transitions(phi, T, expb)
         else:
             shift = _exp_matrix(trans, expb[0]) * (T - 1)
@@ -231,7 +237,7 @@ def perceptron_epoch(W, U, seen, order, seq_ptr, tok_ptr, tok_obs, labels, u_ptr
     ``seen``: sequences processed in earlier epochs. out = [token errors,
     sequence errors] of the Viterbi paths made during the pass.
     """
-    Tmax = _max_length(seq_ptr)
+    Tmax = kernels.longest_sequence(seq_ptr, 0, len(seq_ptr) - 1)
     TP = Tmax if per_token else 1
     psi = np.empty((Tmax, L))
     phi = np.empty((TP, L, L))
@@ -248,13 +254,8 @@ def perceptron_epoch(W, U, seen, order, seq_ptr, tok_ptr, tok_obs, labels, u_ptr
         T = seq_ptr[s + 1] - t0
         if T == 0:
             continue
-        _load_transitions(W, trans_offset, has_trans, L, trans)
-        kernels.unigram_scores(W, tok_ptr, tok_obs, u_ptr, u_lab, t0, T, psi)
-        if per_token:
-            kernels.bigram_scores(W, tok_ptr, tok_obs, b_ptr, b_prev, b_cur, n_u, trans, t0, T,
-                                  phi)
-        else:
-            phi[0] = trans
+        _sequence_scores(W, tok_ptr, tok_obs, u_ptr, u_lab, b_ptr, b_prev, b_cur, n_u,
+                         trans_offset, has_trans, per_token, L, t0, T, trans, psi, phi)
         kernels.viterbi(psi, phi, per_token, T, L, delta, back, path)
         wrong = 0
         for t in range(T):
