@@ -144,6 +144,44 @@ def _mix(h: np.ndarray) -> np.ndarray:
     return h ^ (h >> np.uint64(31))
 
 
+class KeyIndex:
+    """Finds 64-bit keys among distinct ones, vectorised: a bucketed sorted array.
+
+    The keys are hashes, so their top bits are uniform: sorted, the keys fall
+    into ``2^bits`` buckets (``bits`` ~ log2 n) of about one key each, and
+    ``bucket_ptr`` says where each bucket starts. A query then checks the few
+    keys of its bucket: a handful of gathers per batch instead of a binary
+    search's ~20 dependent cache misses per key.
+    """
+
+    def __init__(self, keys: np.ndarray) -> None:
+        order = np.argsort(keys, kind="stable")
+        self.sorted_keys = keys[order]
+        self.ids = order.astype(np.int32)
+        self.bits = max(1, int(len(keys)).bit_length())
+        self.shift = np.uint64(64 - self.bits)
+        starts = (np.arange(1 << self.bits, dtype=np.uint64) << self.shift)
+        self.bucket_ptr = np.append(np.searchsorted(self.sorted_keys, starts), len(keys))
+        self.longest = int(np.diff(self.bucket_ptr).max(initial=0))
+
+    def find(self, queries: np.ndarray) -> np.ndarray:
+        """Id of each query key, -1 if absent (int32)."""
+        out = np.full(len(queries), -1, dtype=np.int32)
+        bucket = (queries >> self.shift).astype(np.int64)
+        where = self.bucket_ptr[bucket]
+        end = self.bucket_ptr[bucket + 1]
+        todo = np.flatnonzero(where < end)
+        for _ in range(self.longest):
+            if not len(todo):
+                break
+            at = where[todo]
+            hit = self.sorted_keys[at] == queries[todo]
+            out[todo[hit]] = self.ids[at[hit]]
+            where[todo] += 1
+            todo = todo[~hit & (where[todo] < end[todo])]
+        return out
+
+
 class ObservationVocab:
     """Observation ids: 64-bit keys plus what is needed to print each observation.
 
@@ -155,30 +193,22 @@ class ObservationVocab:
         self.keys = np.ascontiguousarray(keys, dtype=np.uint64)
         self.pattern = np.ascontiguousarray(pattern, dtype=np.int32)
         self.values = np.ascontiguousarray(values, dtype=np.int32)
-        self._sorted: tuple[np.ndarray, np.ndarray] | None = None
+        self._index: KeyIndex | None = None
 
     def __len__(self) -> int:
         return len(self.keys)
 
-    def _by_key(self) -> tuple[np.ndarray, np.ndarray]:
-        """(keys ascending, their ids): the lookup structure, built once."""
-        if self._sorted is None:
-            order = np.argsort(self.keys, kind="stable")
-            self._sorted = (self.keys[order], order.astype(np.int32))
-        return self._sorted
-
     def has_repeated_keys(self) -> bool:
-        keys = self._sorted[0] if self._sorted is not None else np.sort(self.keys)
+        keys = self._index.sorted_keys if self._index is not None else np.sort(self.keys)
         return bool(len(keys) > 1 and (keys[1:] == keys[:-1]).any())
 
     def lookup(self, keys: np.ndarray, rows: np.ndarray) -> np.ndarray:
         """Ids of ``keys`` (int32); -1 where a key is unknown or its ``rows`` hold a -1."""
-        sorted_keys, ids = self._by_key()
-        if not len(sorted_keys):
-            return np.full(len(keys), -1, dtype=np.int32)
-        where = np.minimum(np.searchsorted(sorted_keys, keys), len(sorted_keys) - 1)
-        found = (sorted_keys[where] == keys) & (rows.min(axis=1, initial=0) >= 0)
-        return np.where(found, ids[where], -1).astype(np.int32)
+        if self._index is None:
+            self._index = KeyIndex(self.keys)
+        found = self._index.find(keys)
+        found[rows.min(axis=1, initial=0) < 0] = -1
+        return found
 
     def subset(self, keep: np.ndarray, n_commands: np.ndarray) -> ObservationVocab:
         """A vocabulary with only the observations where ``keep`` is true, renumbered."""
