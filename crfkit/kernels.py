@@ -80,25 +80,27 @@ def transition_block(W, trans_offset, has_trans, L):
 # --- lattice: scores -> log Z, marginals, best path ----------------------------------------
 @njit(**JIT)
 def _exp_shifted(src, dst):
-    """dst = exp(src - max(src)) for 1-d rows; returns the max (0 if it is not finite)."""
+    """dst = exp(src - max(src)) for a row or a matrix; returns the max (0 if it is not finite).
+
+    ``src.ndim`` is a compile-time constant, so Numba keeps only the loop of
+    the rank it compiles for: as fast as a function per rank (a flat
+    ``reshape`` view costs ~20% at small label counts).
+    """
     m = src.max()
     if not np.isfinite(m):
         m = 0.0
-    for i in range(src.shape[0]):
-        dst[i] = np.exp(src[i] - m)
+    if src.ndim == 1:
+        for i in range(src.shape[0]):
+            dst[i] = np.exp(src[i] - m)
+    else:
+        for a in range(src.shape[0]):
+            for b in range(src.shape[1]):
+                dst[a, b] = np.exp(src[a, b] - m)
     return m
 
 
-@njit(**JIT)
-def _exp_shifted_matrix(src, dst):
-    """dst = exp(src - max(src)) for square matrices; returns the max."""
-    m = src.max()
-    if not np.isfinite(m):
-        m = 0.0
-    for a in range(src.shape[0]):
-        for b in range(src.shape[1]):
-            dst[a, b] = np.exp(src[a, b] - m)
-    return m
+# The former name of the 2-d case, still used by crfkit/decode.py.
+_exp_shifted_matrix = _exp_shifted
 
 
 @njit(**JIT)
@@ -106,7 +108,7 @@ def exp_transitions(phi, T, expb):
     """expb[t] = exp(phi[t] - max) for t >= 1; returns the sum of the maxima."""
     shift = 0.0
     for t in range(1, T):
-        shift += _exp_shifted_matrix(phi[t], expb[t])
+        shift += _exp_shifted(phi[t], expb[t])
     return shift
 
 
@@ -129,7 +131,7 @@ def exp_transitions_sparse(phi, T, expb, exp_trans, trans_shift, tok_ptr, tok_ob
                 if phi[t, b_prev[k], b_cur[k]] - trans_shift > 700.0:
                     safe = False
         if not safe:
-            shift += _exp_shifted_matrix(phi[t], expb[t])
+            shift += _exp_shifted(phi[t], expb[t])
             continue
         expb[t] = exp_trans
         for j in range(tok_ptr[t0 + t], tok_ptr[t0 + t + 1]):
@@ -298,7 +300,7 @@ def loss_blocks(W, seq_ptr, tok_ptr, tok_obs, labels, u_ptr, u_lab, b_ptr, b_pre
     """
     trans = transition_block(W, trans_offset, has_trans, L)
     exp_trans = np.empty((1, L, L))
-    trans_shift = _exp_shifted_matrix(trans, exp_trans[0])
+    trans_shift = _exp_shifted(trans, exp_trans[0])
     n_blocks = len(block_ptr) - 1
     for blk in prange(n_blocks):
         s0 = block_ptr[blk]

@@ -26,7 +26,7 @@ def run_forward_backward(psi, phi, per_token):
     if per_token:
         shift = kernels.exp_transitions(phi_used, T, expb)
     else:
-        shift = kernels._exp_shifted_matrix(phi_used[0], expb[0]) * (T - 1)
+        shift = kernels._exp_shifted(phi_used[0], expb[0]) * (T - 1)
     log_z = shift + kernels.forward_backward(psi, expb, per_token, T, L, expu, alpha, beta,
                                              scale, tmp)
     return log_z, alpha * beta, phi_used, (expu, expb, alpha, beta, scale)
@@ -117,7 +117,7 @@ def test_sparse_transition_exponentials_equal_the_full_ones():
     full = np.empty((T, L, L))
     full_shift = kernels.exp_transitions(phi, T, full)
     exp_trans = np.empty((L, L))
-    trans_shift = kernels._exp_shifted_matrix(trans, exp_trans)
+    trans_shift = kernels._exp_shifted(trans, exp_trans)
     sparse = np.empty((T, L, L))
     sparse_shift = kernels.exp_transitions_sparse(phi, T, sparse, exp_trans, trans_shift,
                                                   tok_ptr, tok_obs, b_ptr, b_prev, b_cur, 0)
