@@ -203,7 +203,6 @@ def label_command(model_file, input_file, output_file, labels_only, check, nthre
     from crfkit.label import LabelOptions, check_output_encoding, label_stream
     from crfkit.model import Model
     from crfkit.reader import read_sequences
-    from crfkit.train import _set_threads
 
     if nthread < 0:
         raise click.BadParameter("must be >= 0", param_hint="-t/--nthread")
@@ -212,7 +211,10 @@ def label_command(model_file, input_file, output_file, labels_only, check, nthre
                            check=check, labels_only=labels_only,
                            separator="\t" if sep == "tab" else " ")
     options.validate()
-    _set_threads(nthread)
+    if options.needs_kernels:  # the plain best path is numpy only: no Numba to load
+        from crfkit.train import _set_threads
+
+        _set_threads(nthread)
     model = Model.load(model_file)
     check_output_encoding(model, encoding)
     source = "<stdin>" if input_file == "-" else input_file

@@ -2,8 +2,11 @@
 
 Everything here works on the lattice of :mod:`crfkit.kernels` (``psi[t, y]``
 unigram scores, ``phi[t, a, b]`` transition scores) and reuses its kernels.
+The best path alone has a numpy twin, :mod:`crfkit.bestpath`, which
+``crfkit label`` uses to start without Numba; the two must agree exactly.
 
-Constraints are masks, never special cases in the recurrences:
+Constraints are masks (built by :mod:`crfkit.constraints`), never special
+cases in the recurrences:
 
 * a per-token mask ``token_ok[t, y]`` (forced labels, "no ``I-X`` at the
   start") sets ``psi[t, y] = -inf`` where false;
@@ -35,61 +38,19 @@ argmax is used.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
 from numba import njit, prange
 
 from crfkit import config, kernels
+from crfkit.bestpath import Decoded
 from crfkit.errors import UsageError
 from crfkit.model import Model
 from crfkit.objective import partition_blocks
 from crfkit.space import Dataset
 
-CONSTRAINTS = ("iob",)
 # How a model type normalises (crfkit.model.MODEL_TYPES): globally, or per token.
 LOCAL_NONE, LOCAL_MEMM, LOCAL_MAXENT = 0, 1, 2
 LOCAL = {"crf": LOCAL_NONE, "memm": LOCAL_MEMM, "maxent": LOCAL_MAXENT}
-
-
-# --- constraint masks ------------------------------------------------------------------------
-def iob_masks(labels: list[str]) -> tuple[np.ndarray, np.ndarray]:
-    """IOB2 rules as (start_ok (L,), trans_ok (L, L)) boolean masks.
-
-    Forbidden: ``I-X`` at the start of a sequence, and ``I-X`` after anything
-    but ``B-X`` or ``I-X`` (so ``O -> I-X``, ``B-X -> I-Y``, ``I-X -> I-Y``).
-    Labels other than ``O``, ``B-X`` and ``I-X`` are refused: guessing what
-    ``E-X`` or ``NP`` should allow would silently decode nonsense.
-    """
-    types = []
-    for name in labels:
-        if name == "O":
-            types.append(("O", ""))
-        elif name[:2] in ("B-", "I-") and len(name) > 2:
-            types.append((name[0], name[2:]))
-        else:
-            raise UsageError(f"--constraints iob: label {name!r} is not IOB2 "
-                             f"(expected O, B-TYPE or I-TYPE)")
-    L = len(labels)
-    start_ok = np.array([prefix != "I" for prefix, _ in types], dtype=np.bool_)
-    trans_ok = np.ones((L, L), dtype=np.bool_)
-    for b, (prefix_b, type_b) in enumerate(types):
-        if prefix_b != "I":
-            continue
-        for a, (prefix_a, type_a) in enumerate(types):
-            trans_ok[a, b] = prefix_a in ("B", "I") and type_a == type_b
-    return start_ok, trans_ok
-
-
-def constraint_masks(labels: list[str], constraints: str | None
-                     ) -> tuple[np.ndarray | None, np.ndarray | None]:
-    """(start_ok, trans_ok) of a named constraint set; (None, None) for no constraints."""
-    if constraints is None:
-        return None, None
-    if constraints == "iob":
-        return iob_masks(labels)
-    raise UsageError(f"unknown constraints {constraints!r} (expected one of: "
-                     f"{', '.join(CONSTRAINTS)})")
 
 
 # --- kernels ---------------------------------------------------------------------------------
@@ -342,16 +303,6 @@ def decode_blocks(W, seq_ptr, tok_ptr, tok_obs, u_ptr, u_lab, b_ptr, b_prev, b_c
 
 
 # --- batch driver ----------------------------------------------------------------------------
-@dataclass
-class Decoded:
-    """Raw decoding results of a batch (see :func:`decode`)."""
-
-    paths: np.ndarray  # int32 (n_tokens, N): label id of rank r at each token, -1 if missing
-    scores: np.ndarray  # float64 (n_seqs, N): path scores, -inf where missing or impossible
-    log_z: np.ndarray  # float64 (n_seqs,): log Z over the allowed paths, NaN if not computed
-    marginals: np.ndarray | None  # float64 (n_tokens, L) token marginals, if asked for
-
-
 def decode(model: Model, data: Dataset, *, nbest: int = 1, log_z: bool = False,
            marginals: bool = False, posterior: bool = False,
            token_ok: np.ndarray | None = None, trans_ok: np.ndarray | None = None) -> Decoded:

@@ -3,8 +3,10 @@
 :func:`label` is the Python API (one :class:`LabelResult` per sequence);
 :func:`label_stream` writes column output batch by batch over a streaming
 reader, so memory stays bounded whatever the input size, and output order
-is input order. Decoding itself (n-best, marginals, posterior, masks) lives
-in :mod:`crfkit.decode`.
+is input order. Decoding itself lives in :mod:`crfkit.bestpath` when only
+the best path is wanted (numpy only, so plain labelling never waits for
+Numba to load), and in :mod:`crfkit.decode` (Numba kernels, imported on
+first use) for n-best, scores, marginals and posterior decoding.
 
 Output formats are described in :mod:`crfkit.labelformat`. ``force`` reads
 the last input column as partial labels: a model label fixes the token's
@@ -21,7 +23,8 @@ from typing import TextIO
 
 import numpy as np
 
-from crfkit.decode import CONSTRAINTS, Decoded, constraint_masks, decode
+from crfkit.bestpath import Decoded, best_paths
+from crfkit.constraints import CONSTRAINTS, constraint_masks
 from crfkit.errors import CrfkitError, InputError, UsageError
 from crfkit.features import token_lists
 from crfkit.labelformat import ColumnWriter
@@ -52,6 +55,11 @@ class LabelOptions:
     @property
     def n(self) -> int:
         return 1 if self.nbest is None else self.nbest
+
+    @property
+    def needs_kernels(self) -> bool:
+        """Whether labelling needs more than the best path (so Numba's decoder)."""
+        return self.n > 1 or self.posterior or self.marginals or self.scores
 
     @property
     def blocks(self) -> bool:
@@ -171,8 +179,13 @@ class _Decoder:
         data = encode(self.model, batch)
         token_ok = self.token_mask(batch, data)
         opts = self.options
-        dec = decode(self.model, data, nbest=opts.n, log_z=log_z, marginals=marginals,
-                     posterior=opts.posterior, token_ok=token_ok, trans_ok=self.trans_ok)
+        if opts.n == 1 and not (log_z or marginals or opts.posterior):
+            dec = best_paths(self.model, data, token_ok=token_ok, trans_ok=self.trans_ok)
+        else:
+            from crfkit.decode import decode  # Numba: loaded only when needed
+
+            dec = decode(self.model, data, nbest=opts.n, log_z=log_z, marginals=marginals,
+                         posterior=opts.posterior, token_ok=token_ok, trans_ok=self.trans_ok)
         impossible = np.flatnonzero(~(dec.scores[:, 0] > -np.inf))
         if len(impossible):
             s = int(impossible[0])

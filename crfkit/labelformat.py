@@ -18,77 +18,20 @@ Formats (``SEP`` is the output column separator: a space, or a tab with
   log-probabilities (``-inf`` for missing ones).
 
 Probabilities and log-probabilities have four decimals. ``--marginals`` on
-CoNLL-2000 writes 23 cells per token, a million for the test file: they are
-formatted by a Numba kernel into one byte buffer, since a million Python
-f-strings would take longer than the labelling itself.
+CoNLL-2000 writes 23 cells per token, a million for the test file: cells
+with probabilities are formatted by a Numba kernel (:mod:`crfkit.labelcells`)
+into one byte buffer, since a million Python f-strings would take longer
+than the labelling itself. Bare labels (the plain output) are only a lookup
+and a join, done without Numba so that plain labelling never loads it.
 """
 
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
 
-from crfkit import config
-from crfkit.decode import Decoded
+from crfkit.bestpath import Decoded
 
 PROB_STEPS = 10_000  # four decimals
-_NEWLINE = 10
-_SLASH = 47
-_DOT = 46
-_ZERO = 48
-_UNDERSCORE = 95
-
-
-@njit(**config.JIT)
-def _cell_width(offsets, y, q):
-    if y < 0:
-        return 1
-    return offsets[y + 1] - offsets[y] + (7 if q >= 0 else 0)
-
-
-@njit(**config.JIT)
-def cells_text(blob, offsets, ids, q, sep):
-    """UTF-8 text of a cell matrix: row i is its cells joined by ``sep``, rows end in a newline.
-
-    A cell is ``LABEL/D.DDDD`` (the probability ``q / 10000``), or ``LABEL``
-    when ``q < 0``, or ``_`` when the label id is negative (a missing rank).
-    Labels are ``blob[offsets[y]:offsets[y + 1]]``.
-    """
-    n, K = ids.shape
-    size = 0
-    for i in range(n):
-        for k in range(K):
-            size += _cell_width(offsets, ids[i, k], q[i, k])
-        size += K  # separators and the newline
-    out = np.empty(size, dtype=np.uint8)
-    p = 0
-    for i in range(n):
-        for k in range(K):
-            if k:
-                out[p] = sep
-                p += 1
-            y = ids[i, k]
-            if y < 0:
-                out[p] = _UNDERSCORE
-                p += 1
-                continue
-            for j in range(offsets[y], offsets[y + 1]):
-                out[p] = blob[j]
-                p += 1
-            v = q[i, k]
-            if v >= 0:
-                out[p] = _SLASH
-                out[p + 1] = _ZERO + v // PROB_STEPS
-                out[p + 2] = _DOT
-                v %= PROB_STEPS
-                out[p + 3] = _ZERO + v // 1000
-                out[p + 4] = _ZERO + (v // 100) % 10
-                out[p + 5] = _ZERO + (v // 10) % 10
-                out[p + 6] = _ZERO + v % 10
-                p += 7
-        out[p] = _NEWLINE
-        p += 1
-    return out
 
 
 class ColumnWriter:
@@ -101,6 +44,7 @@ class ColumnWriter:
             np.zeros(0, np.uint8)
         self.offsets = np.concatenate([[0], np.cumsum([len(b) for b in encoded])]).astype(
             np.int64)
+        self.names = np.array([*labels, "_"], dtype=object)
         self.n_labels = len(labels)
         self.sep = separator
         self.labels_only = labels_only
@@ -113,9 +57,20 @@ class ColumnWriter:
 
         ``q`` holds probabilities in steps of 1/10000, or -1 for a bare label.
         """
+        if not (q >= 0).any():
+            return self.label_cells(ids)
+        from crfkit.labelcells import cells_text  # Numba: only when probabilities are printed
+
         text = cells_text(self.blob, self.offsets, np.ascontiguousarray(ids, dtype=np.int64),
                           np.ascontiguousarray(q, dtype=np.int64), ord(self.sep))
         return text.tobytes().decode("utf-8").split("\n")[:-1]
+
+    def label_cells(self, ids: np.ndarray) -> list[str]:
+        """Bare-label cells: label names (``_`` for a missing rank, id -1) joined per row."""
+        names = self.names[ids]  # id -1 picks the trailing "_"
+        if names.shape[1] == 1:
+            return names[:, 0].tolist()
+        return [self.sep.join(row) for row in names.tolist()]
 
     def format(self, rows: list[list[str]], seq_ptr: np.ndarray, dec: Decoded) -> str:
         """Text of one batch: ``rows`` are the input rows, ``seq_ptr`` the sequence offsets."""

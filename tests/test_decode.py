@@ -12,7 +12,8 @@ import numpy as np
 import pytest
 
 from crfkit import kernels
-from crfkit.decode import iob_masks, nbest_viterbi
+from crfkit.constraints import iob_masks
+from crfkit.decode import nbest_viterbi
 from crfkit.errors import InputError, UsageError
 from crfkit.label import encode, label
 from crfkit.patterns import parse_patterns

@@ -1,0 +1,54 @@
+"""Decoding constraints as boolean masks: which labels and label pairs a path may use.
+
+Kept apart from :mod:`crfkit.decode` (Numba kernels) because the plain
+labelling path (:mod:`crfkit.bestpath`, numpy only) needs them too, and must
+not pay Numba's start-up cost to get them. The decoders turn a false entry
+into a ``-inf`` score; see the :mod:`crfkit.decode` docstring.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from crfkit.errors import UsageError
+
+CONSTRAINTS = ("iob",)
+
+
+def iob_masks(labels: list[str]) -> tuple[np.ndarray, np.ndarray]:
+    """IOB2 rules as (start_ok (L,), trans_ok (L, L)) boolean masks.
+
+    Forbidden: ``I-X`` at the start of a sequence, and ``I-X`` after anything
+    but ``B-X`` or ``I-X`` (so ``O -> I-X``, ``B-X -> I-Y``, ``I-X -> I-Y``).
+    Labels other than ``O``, ``B-X`` and ``I-X`` are refused: guessing what
+    ``E-X`` or ``NP`` should allow would silently decode nonsense.
+    """
+    types = []
+    for name in labels:
+        if name == "O":
+            types.append(("O", ""))
+        elif name[:2] in ("B-", "I-") and len(name) > 2:
+            types.append((name[0], name[2:]))
+        else:
+            raise UsageError(f"--constraints iob: label {name!r} is not IOB2 "
+                             f"(expected O, B-TYPE or I-TYPE)")
+    L = len(labels)
+    start_ok = np.array([prefix != "I" for prefix, _ in types], dtype=np.bool_)
+    trans_ok = np.ones((L, L), dtype=np.bool_)
+    for b, (prefix_b, type_b) in enumerate(types):
+        if prefix_b != "I":
+            continue
+        for a, (prefix_a, type_a) in enumerate(types):
+            trans_ok[a, b] = prefix_a in ("B", "I") and type_a == type_b
+    return start_ok, trans_ok
+
+
+def constraint_masks(labels: list[str], constraints: str | None
+                     ) -> tuple[np.ndarray | None, np.ndarray | None]:
+    """(start_ok, trans_ok) of a named constraint set; (None, None) for no constraints."""
+    if constraints is None:
+        return None, None
+    if constraints == "iob":
+        return iob_masks(labels)
+    raise UsageError(f"unknown constraints {constraints!r} (expected one of: "
+                     f"{', '.join(CONSTRAINTS)})")
