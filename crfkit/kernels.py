@@ -352,21 +352,40 @@ def loss_blocks(W, seq_ptr, tok_ptr, tok_obs, labels, u_ptr, u_lab, b_ptr, b_pre
 
 
 @njit(**PARALLEL_JIT)
-def reduce_gradient(G_blocks, empirical, W, rho2, g):
-    """g = sum_b G_blocks[b] - empirical + rho2 * W, summed in block order."""
-    n = W.size
-    n_blocks = G_blocks.shape[0]
+def add_blocks(G_blocks, fresh, g):
+    """g (+)= G_blocks[0] + G_blocks[1] + ..., in row order (``fresh``: g starts at row 0).
+
+    Called once per wave of blocks, in block order, so the sum of every
+    weight's gradient is taken in the same order whatever the wave size.
+    """
+    n = g.size
     chunk = 1 << 16
     n_chunks = (n + chunk - 1) // chunk
     for c in prange(n_chunks):
         lo = c * chunk
         hi = min(n, lo + chunk)
-        for i in range(lo, hi):
-            g[i] = G_blocks[0, i]
-        for b in range(1, n_blocks):
+        start = 0
+        if fresh:
+            for i in range(lo, hi):
+                g[i] = G_blocks[0, i]
+            start = 1
+        for b in range(start, G_blocks.shape[0]):
             for i in range(lo, hi):
                 g[i] += G_blocks[b, i]
-        for i in range(lo, hi):
+
+
+@njit(**PARALLEL_JIT)
+def finish_gradient(empirical, W, rho2, g):
+    """g += rho2 * W - empirical: expectations minus counts, plus the L2 term.
+
+    Fixed chunks, as in :func:`add_blocks`: a split that followed the thread
+    count would move the boundary between vectorised and scalar (differently
+    contracted) iterations, and change the last bits.
+    """
+    n = g.size
+    chunk = 1 << 16
+    for c in prange((n + chunk - 1) // chunk):
+        for i in range(c * chunk, min(n, (c + 1) * chunk)):
             g[i] += rho2 * W[i] - empirical[i]
 
 

@@ -226,11 +226,12 @@ class LocalObjective(Objective):
         self.use_prev = model_type == "memm"
         super().__init__(space, data, empirical, rho2)
 
-    def _loss_blocks(self, w: np.ndarray) -> None:
+    def _loss_blocks(self, w: np.ndarray, block_ptr: np.ndarray, G_blocks: np.ndarray,
+                     out: np.ndarray) -> None:
         s, d = self.space, self.data
         local_loss_blocks(w, d.seq_ptr, d.tok_ptr, d.tok_obs, d.labels, s.u_ptr, s.u_lab,
                           s.b_ptr, s.b_prev, s.b_cur, s.n_u, s.trans_offset, s.has_trans,
-                          self.use_prev, s.n_labels, self.block_ptr, self.G_blocks, self.out)
+                          self.use_prev, s.n_labels, block_ptr, G_blocks, out)
 
 
 def decode_local_scored(model_type: str, W: np.ndarray, data: Dataset, space: FeatureSpace
