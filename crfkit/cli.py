@@ -113,7 +113,7 @@ def train_command(pattern_file, input_file, model_file, model_type, algo, rho1, 
     Ctrl-C stops training and still writes the model trained so far.
     """
     from crfkit.errors import UsageError
-    from crfkit.memory import parse_size
+    from crfkit.memory import parse_size, return_large_frees_to_the_os
     from crfkit.model import Model
     from crfkit.patterns import read_patterns
     from crfkit.progress import Progress
@@ -130,6 +130,7 @@ def train_command(pattern_file, input_file, model_file, model_type, algo, rho1, 
              "max_memory": None if max_memory is None else parse_size(max_memory)}
     options = TrainOptions(**{k: v for k, v in given.items() if v is not None})
     options.validate()
+    return_large_frees_to_the_os()
     if pattern_file is None and init_file is None:
         raise UsageError("give a pattern file with -p/--pattern (or an initial model with -m)")
     init = Model.load(init_file) if init_file else None

@@ -53,6 +53,15 @@ class StringTable:
     def __len__(self) -> int:
         return len(self.strings)
 
+    def packed(self) -> tuple[int, str]:
+        """The strings as one (count, newline-joined) block; no value contains a newline."""
+        return len(self.strings), "\n".join(self.strings)
+
+    @classmethod
+    def unpack(cls, packed: tuple[int, str]) -> StringTable:
+        count, text = packed
+        return cls(text.split("\n") if count else [])
+
     def lookup(self, values: Seq[str], *, grow: bool) -> np.ndarray:
         index = self.index
         if grow:  # add the new distinct values first, then map everything at C speed

@@ -135,3 +135,23 @@ def check(estimate: Estimate, limit: int, *, all_features: bool, n_labels: int) 
         f"training would need about {format_size(estimate.total_bytes)} for "
         f"{estimate.n_features:,} features, over the limit of {format_size(limit)}; "
         f"largest: {share}. To fit: {', '.join(advice)}")
+
+
+def return_large_frees_to_the_os() -> None:
+    """glibc: serve every block over 128 KB by mmap, so freeing it gives the pages back.
+
+    By default glibc raises that threshold as large blocks are freed, after
+    which the numpy and Numba temporaries of feature extraction land on the
+    heap and stay in the process's footprint. A no-op elsewhere.
+    """
+    import ctypes
+    import ctypes.util
+
+    name = ctypes.util.find_library("c")
+    if not name:
+        return
+    try:
+        libc = ctypes.CDLL(name)
+        libc.mallopt(-3, 128 * 1024)  # M_MMAP_THRESHOLD (fixing it stops the adjustment)
+    except (OSError, AttributeError):
+        pass

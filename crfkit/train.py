@@ -24,6 +24,7 @@ import numpy as np
 from crfkit.corpus import Corpus, encode_devel, encode_training, model_patterns
 from crfkit.errors import UsageError
 from crfkit.evaluate import evaluate
+from crfkit.features import StringTable
 from crfkit.local import LocalObjective, decode_local
 from crfkit.memory import MemoryBudget, available_memory
 from crfkit.model import MODEL_TYPES, Model, compact
@@ -266,9 +267,19 @@ def train(patterns: list[Pattern] | None, sequences: Iterable[Sequence],
     progress = progress or Progress(quiet=True)
     _set_threads(options.nthread)
     started = time.perf_counter()
-    corpus = encode_training(patterns, list(sequences), cutoff=options.cutoff, source=source,
+    training = list(sequences)
+    corpus = encode_training(patterns, training, cutoff=options.cutoff, source=source,
                              model_type=model_type, init=init,
                              all_features=options.all_features, budget=_budget(options))
+    # The corpus's rows are no longer needed, but the string tables hold some of
+    # their strings, and those few would pin most of the rows' memory pages.
+    # Park the tables as single blocks while the rows are freed, then rebuild.
+    tables = [table.packed() for table in corpus.featurizer.tables]
+    labels = StringTable(corpus.labels).packed()
+    corpus.featurizer.tables, corpus.labels = [], []
+    del training
+    corpus.featurizer.tables = [StringTable.unpack(t) for t in tables]
+    corpus.labels = StringTable.unpack(labels).strings
     space, data = corpus.space, corpus.data
     dev_data = None if devel is None else encode_devel(corpus, list(devel), devel_source)
     progress.message(
