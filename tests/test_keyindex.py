@@ -36,3 +36,18 @@ def test_tuple_keys_differ_by_pattern_and_value():
     k0, k1 = tuple_keys(0, rows), tuple_keys(1, rows)
     assert k0[0] == k0[2] and len({*k0.tolist()}) == 3
     assert not set(k0.tolist()) & set(k1.tolist())
+
+
+@pytest.mark.parametrize("n", [2, 3, 100, 20_000])
+def test_repeated_keys_are_detected(n):
+    """A key given twice is reported wherever it sits, crowded or not; distinct keys never are."""
+    rng = np.random.default_rng(n)
+    keys = np.unique(rng.integers(0, 2**64 - 1, size=n, dtype=np.uint64, endpoint=True))
+    assert not KeyIndex(keys).repeated
+    for twice in (0, len(keys) // 2, len(keys) - 1):
+        copied = rng.permutation(np.append(keys, keys[twice]))
+        assert KeyIndex(copied).repeated
+    top = np.uint64(0xABCD) << np.uint64(48)
+    crowded = np.array([int(top) + i for i in range(30)] + [int(top) + 7], dtype=np.uint64)
+    assert KeyIndex(crowded).repeated
+    assert not KeyIndex(crowded[:-1]).repeated

@@ -17,9 +17,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
 import pytest
 from click.testing import CliRunner
 
+from crfkit import features
 from crfkit.cli import cli
 from crfkit.errors import PatternError
 from crfkit.features import Featurizer
@@ -166,9 +168,14 @@ def vectorised(patterns, sequences):
     pos, components = featurizer.components(sequences, grow=True)
     obs = featurizer.build_vocab(components)
     strings = featurizer.observation_strings()
-    # The frozen (labelling) path must give the very same ids.
+    # The frozen (labelling) path must give the very same ids, whether it looks
+    # tuples up by their mixed-radix code (small value spaces) or by hashing.
     _, frozen = featurizer.components(sequences, grow=False)
     assert (featurizer.observations(frozen) == obs).all()
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(features, "_CODE_SLOTS_PER_TOKEN", 0)
+        patch.setattr(features, "_CODE_MIN_SLOTS", 0)
+        assert (featurizer.observations(frozen) == obs).all()
     out = []
     for s in range(len(sequences)):
         start = int(pos.seq_ptr[s])
@@ -187,6 +194,30 @@ def test_observations(line, rows, expected):
     listed, got = vectorised([pattern], [sequence(rows)])
     assert listed == [0]
     assert [position[0] for position in got[0]] == expected
+
+
+def test_frozen_lookups_by_code_and_by_hash_agree_on_unseen_values():
+    """Labelling finds ids by mixed-radix code (small value spaces) or by hashed key; both
+    give the training id of every seen observation and -1 for tuples with unseen values."""
+    lines = ["u:w=%x[0,0]", "u:wp=%x[-1,0]/%x[0,1]", "u:ppp=%x[-1,1]/%x[0,1]/%x[1,1]", "U9"]
+    patterns = [parse_pattern_line(line, lineno=i) for i, line in enumerate(lines, start=1)]
+    train = [sequence([["the", "DT"], ["cat", "NN"], ["sat", "VBD"]]),
+             sequence([["a", "DT"], ["dog", "NN"]])]
+    test = [sequence([["the", "DT"], ["dog", "NN"], ["barked", "VBD"], ["a", "XX"]])]
+    featurizer = Featurizer(patterns)
+    _, components = featurizer.components(train, grow=True)
+    featurizer.build_vocab(components)
+    index = {text: i for i, text in enumerate(featurizer.observation_strings())}
+    rows = test[0].rows
+    expected = np.array([[index.get(apply_pattern(p, rows, t), -1) for p in patterns]
+                         for t in range(len(rows))])
+    assert (expected >= 0).any() and (expected < 0).any()
+    _, frozen = featurizer.components(test, grow=False)
+    assert (featurizer.observations(frozen) == expected).all()
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(features, "_CODE_SLOTS_PER_TOKEN", 0)
+        patch.setattr(features, "_CODE_MIN_SLOTS", 0)
+        assert (featurizer.observations(frozen) == expected).all()
 
 
 def test_all_cases_in_one_batch():
