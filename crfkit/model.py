@@ -255,16 +255,23 @@ class _Checker:
         return ptr
 
     def value_ids(self, values: np.ndarray, pattern: np.ndarray, featurizer: Featurizer) -> None:
-        sizes = np.array([len(t) for t in featurizer.tables] + [0], dtype=np.int64)
-        owner = np.concatenate([np.array(featurizer.command_transform[p], dtype=np.int64)
-                                for p in range(len(featurizer.patterns))] + [np.zeros(0, np.int64)])
-        starts = np.concatenate([[0], np.cumsum(featurizer.n_commands)])
-        per_obs_start = starts[pattern]
-        counts = featurizer.n_commands[pattern]
+        """Every observation value indexes the string table of its command.
+
+        One pass per command slot (patterns have a few commands), so no
+        per-value index array is built.
+        """
         if not len(values):
             return
-        which = np.repeat(per_obs_start, counts) + (
-            np.arange(len(values)) - np.repeat(np.cumsum(counts) - counts, counts))
-        limit = sizes[owner[which]]
-        if values.min() < 0 or (values >= limit).any():
+        widths = featurizer.n_commands[pattern]
+        first = np.cumsum(widths) - widths  # where each observation's values start
+        n_slots = int(featurizer.n_commands.max())
+        # limit[p, j]: size of the table read by command j of pattern p
+        limit = np.zeros((len(featurizer.patterns), n_slots), dtype=np.int64)
+        for p, transforms in enumerate(featurizer.command_transform):
+            limit[p, :len(transforms)] = [len(featurizer.tables[t]) for t in transforms]
+        bad = values.min() < 0
+        for j in range(n_slots):
+            having = np.flatnonzero(widths > j)
+            bad = bad or bool((values[first[having] + j] >= limit[pattern[having], j]).any())
+        if bad:
             raise self.fail("observation value index out of range")

@@ -470,3 +470,28 @@ def test_models_share_arrays_bitwise_after_a_save_load_cycle(trained, tmp_path):
     again = Model.load(path)
     assert again.to_bytes() == trained.to_bytes() == path.read_bytes()
     assert np.array_equal(again.weights.view(np.uint64), trained.weights.view(np.uint64))
+
+
+def test_an_observation_value_past_its_own_table_is_refused(trained):
+    """Checksummed but inconsistent: a value that fits the largest string table but not the
+    (smaller) table of its own command is caught at load, not when dump prints it."""
+    from crfkit.errors import ModelFormatError
+    from crfkit.model import Model
+
+    featurizer = trained.featurizer
+    sizes = [len(table) for table in featurizer.tables]
+    vocab = featurizer.vocab
+    first = np.cumsum(featurizer.n_commands[vocab.pattern]) - featurizer.n_commands[vocab.pattern]
+    for obs in range(len(vocab)):  # the first observation whose first table is not the largest
+        transforms = featurizer.command_transform[vocab.pattern[obs]]
+        if transforms and sizes[transforms[0]] < max(sizes):
+            break
+    else:
+        pytest.fail("the address patterns should read tables of different sizes")
+    meta, arrays = fileformat.loads(trained.to_bytes())
+    Model.from_bytes(fileformat.dumps(meta, arrays))  # re-serialised unchanged: accepted
+    values = arrays["obs_values"].copy()
+    values[first[obs]] = sizes[transforms[0]]
+    arrays["obs_values"] = values
+    with pytest.raises(ModelFormatError, match="value index out of range"):
+        Model.from_bytes(fileformat.dumps(meta, arrays))
