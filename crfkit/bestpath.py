@@ -56,7 +56,7 @@ if TYPE_CHECKING:  # crfkit.model pulls in the featurizer; only its type is need
 
 CHUNK_CELLS = 1 << 20  # floats in one (L, L, rows) block of transitions: 8 MB
 DENSE_CELLS = 1 << 22  # floats in the table of observation rows of unigram scores: 32 MB
-ROW_CHUNK = 1024  # tokens whose scores are summed at once (stays in cache)
+ROW_CHUNK = 2048  # tokens whose scores are summed at once (stays in cache)
 
 
 @dataclass
@@ -139,17 +139,19 @@ def _add_unigrams(psi: np.ndarray, W: np.ndarray, space: FeatureSpace, data: Dat
     table = _observation_rows(W, space, ids)
     row_of = np.empty(space.n_obs, dtype=np.int32)  # observation id -> row of the table
     row_of[ids] = np.arange(len(ids), dtype=np.int32)
-    rows = np.append(row_of[obs], len(ids))  # the final entry: the table's row of zeros
-    pad = len(rows) - 1
+    # slot_rows[t, k]: table row of token t's k-th observation; the zero row past its last
+    counts = np.diff(tok_ptr[t0:t1 + 1])
+    slot_rows = np.full((t1 - t0, int(counts.max(initial=0))), len(ids), dtype=np.int32,
+                        order="F")
+    token = np.repeat(np.arange(t1 - t0), counts)
+    rank = np.arange(len(obs)) - np.repeat(tok_ptr[t0:t1] - tok_ptr[t0], counts)
+    slot_rows[token, rank] = row_of[obs]
     buffer = np.empty((min(ROW_CHUNK, t1 - t0), space.n_labels))
     for c0 in range(t0, t1, ROW_CHUNK):
         c1 = min(t1, c0 + ROW_CHUNK)
-        first = tok_ptr[c0:c1] - tok_ptr[t0]
-        count = tok_ptr[c0 + 1:c1 + 1] - tok_ptr[c0:c1]
         out, buf = psi[c0:c1], buffer[:c1 - c0]
-        for slot in range(int(count.max())):
-            entry = np.where(count > slot, first + slot, pad)
-            np.take(table, rows[entry], axis=0, out=buf)
+        for column in slot_rows[c0 - t0:c1 - t0].T:
+            np.take(table, column, axis=0, out=buf)
             out += buf
 
 

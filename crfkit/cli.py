@@ -9,6 +9,7 @@ start fast.
 
 from __future__ import annotations
 
+import os
 import sys
 
 import click
@@ -221,10 +222,18 @@ def label_command(model_file, input_file, output_file, labels_only, check, nthre
     source = "<stdin>" if input_file == "-" else input_file
     sequences = read_sequences(input_file, encoding=encoding, sep=sep)
     with atomic_output(output_file, encoding=encoding) as out:
-        stats = label_stream(model, sequences, out, options, source=source)
+        stats = label_stream(model, sequences, out, options, source=source,
+                             threads=nthread or _cores())
     if check and stats.tokens:
         click.echo(f"* {stats.sequences} sequences, {stats.tokens} tokens, token accuracy "
                    f"{100.0 * stats.correct / stats.tokens:.2f}%", err=True)
+
+
+def _cores() -> int:
+    """Cores this process may run on (what Numba's default thread count also follows)."""
+    if hasattr(os, "sched_getaffinity"):
+        return len(os.sched_getaffinity(0))
+    return os.cpu_count() or 1
 
 
 @cli.command("dump")

@@ -17,7 +17,9 @@ label spelt ``_`` can therefore not be forced.)
 
 from __future__ import annotations
 
+from collections import deque
 from collections.abc import Iterable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import TextIO
 
@@ -32,7 +34,9 @@ from crfkit.model import Model
 from crfkit.reader import Sequence
 from crfkit.space import Dataset
 
-BATCH_TOKENS = 50_000
+# Tokens per batch: large enough that numpy's per-call overhead is amortised,
+# small enough that a file of sentences splits over the worker threads.
+BATCH_TOKENS = 25_000
 PLACEHOLDERS = frozenset({"_", ""})
 
 
@@ -270,9 +274,12 @@ def _as_sequence(seq: Sequence | list[list[str]]) -> Sequence:
     return Sequence(rows=rows, lines=list(range(1, len(rows) + 1)))
 
 
-def batches(sequences: Iterable[Sequence], max_tokens: int = BATCH_TOKENS
+def batches(sequences: Iterable[Sequence], max_tokens: int | None = None
             ) -> Iterator[list[Sequence]]:
-    """Group a stream of sequences into lists of about ``max_tokens`` tokens."""
+    """Group a stream of sequences into lists of about ``max_tokens`` tokens
+    (default :data:`BATCH_TOKENS`)."""
+    if max_tokens is None:
+        max_tokens = BATCH_TOKENS
     batch: list[Sequence] = []
     size = 0
     for seq in sequences:
@@ -287,12 +294,13 @@ def batches(sequences: Iterable[Sequence], max_tokens: int = BATCH_TOKENS
 
 # --- column output ---------------------------------------------------------------------------
 def label_stream(model: Model, sequences: Iterable[Sequence], out: TextIO,
-                 options: LabelOptions | None = None, *, source: str = "<input>"
-                 ) -> LabelStats:
+                 options: LabelOptions | None = None, *, source: str = "<input>",
+                 threads: int = 1) -> LabelStats:
     """Label a stream of sequences and write column output (formats: module docstring).
 
     With ``options.check`` the last input column is a gold label: it is kept,
     the prediction appended, and token accuracy (of rank 0) counted.
+    ``threads``: batches decoded at once (best-path labelling only).
     """
     opts = options or LabelOptions()
     decoder = _Decoder(model, opts, source)
@@ -300,9 +308,11 @@ def label_stream(model: Model, sequences: Iterable[Sequence], out: TextIO,
                           scores=opts.scores, marginals=opts.marginals, blocks=opts.blocks)
     names = np.array(model.labels, dtype=object)
     stats = LabelStats()
-    for batch in batches(sequences):
-        dec = decoder.decode(batch, log_z=opts.scores or opts.blocks,
-                             marginals=opts.scores or opts.marginals)
+    # The Numba decoder is parallel inside; the numpy one gets a thread per batch.
+    workers = 1 if opts.needs_kernels else threads
+    for batch, dec in decoded_batches(decoder, batches(sequences), workers,
+                                      log_z=opts.scores or opts.blocks,
+                                      marginals=opts.scores or opts.marginals):
         rows = [row for seq in batch for row in seq.rows]
         seq_ptr = np.concatenate([[0], np.cumsum([len(seq.rows) for seq in batch])])
         if opts.check:
@@ -312,6 +322,32 @@ def label_stream(model: Model, sequences: Iterable[Sequence], out: TextIO,
         stats.sequences += len(batch)
         out.write(writer.format(rows, seq_ptr, dec))
     return stats
+
+
+def decoded_batches(decoder: _Decoder, batches: Iterable[list[Sequence]], threads: int, *,
+                    log_z: bool, marginals: bool) -> Iterator[tuple[list[Sequence], Decoded]]:
+    """Each batch with its decoding, in input order, ``threads`` batches decoding at once.
+
+    numpy releases the GIL in its array loops, so batches decoded in threads
+    overlap (and overlap the reading of the next batch). At most ``threads + 1``
+    batches are in flight, so memory stays bounded; an error is raised after
+    the batches before it have been handed over, as it would be in one thread.
+    """
+    if threads <= 1:
+        for batch in batches:
+            yield batch, decoder.decode(batch, log_z=log_z, marginals=marginals)
+        return
+    with ThreadPoolExecutor(threads) as pool:
+        pending: deque = deque()
+        for batch in batches:
+            pending.append((batch, pool.submit(decoder.decode, batch, log_z=log_z,
+                                               marginals=marginals)))
+            if len(pending) > threads:
+                done, future = pending.popleft()
+                yield done, future.result()
+        while pending:
+            done, future = pending.popleft()
+            yield done, future.result()
 
 
 def check_output_encoding(model: Model, encoding: str) -> None:

@@ -253,3 +253,34 @@ def test_locally_normalised_models(setup, model_type):
     assert len(probs) == 64 and sum(probs) == pytest.approx(1.0, abs=1e-3)
     plain = run("label", "-m", str(model), "-l", input="big JJ\ncat NN\nran VBD\n")
     assert plain.stdout.split() == [line.split()[-1] for line in blocks(result.stdout)[0][1:]]
+
+
+def test_threads_keep_the_output_and_its_order(setup, monkeypatch):
+    """Batches decoded in several threads come out in input order, byte for byte as one
+    thread writes them; an error in a later batch still surfaces, naming its line."""
+    import crfkit.label as labelling
+    from crfkit.errors import InputError
+    from crfkit.label import LabelOptions, label_stream
+
+    _, _, model = setup
+    words = ["the DT", "dog NN", "ran VBD", "big JJ", "cat NN", "sat VBD", "on IN", "a DT"]
+    text = "\n\n".join("\n".join(words[(s + k) % len(words)] for k in range(1 + s % 5))
+                       for s in range(60)) + "\n"
+    monkeypatch.setattr(labelling, "BATCH_TOKENS", 7)  # about 25 batches
+
+    def output(threads: int, source: str = text, **options) -> str:
+        out = io.StringIO()
+        sequences = read_sequences(io.BytesIO(source.encode()))
+        label_stream(model, sequences, out, LabelOptions(**options), threads=threads)
+        return out.getvalue()
+
+    one = output(1)
+    assert one.count("\n\n") == 60  # a blank line after each sequence
+    assert output(2) == one and output(3) == one
+    assert label_cli(setup, "-t", "2", text=text) == label_cli(setup, "-t", "1", text=text)
+    forced = "\n".join(line + " _" if line else "" for line in text.split("\n")[:-1]) + "\n"
+    bad = forced + "\nthe DT B-XX\n"  # an unknown forced label in the last batch
+    assert output(2, forced, force=True) == output(1, forced, force=True)
+    with pytest.raises(InputError, match="unknown label 'B-XX'") as caught:
+        output(2, bad, force=True)
+    assert caught.value.line == bad.count("\n")
