@@ -81,11 +81,12 @@ def _same_row(rows, sid, vals):
 
 @njit(**JIT)
 def intern_rows(token_values, cmd_transform, cmd_offset, cmd_absolute, pad_ids, seq_ptr, radix,
-                direct):
-    """Distinct command-value tuples of one pattern: (inverse, rows, counts).
+                direct, inverse):
+    """Distinct command-value tuples of one pattern: (rows, counts), and ``inverse``.
 
-    ``inverse[t]`` (int32) is the id of token t's tuple, ids in order of first
-    appearance; ``rows[id]`` the tuple; ``counts[id]`` how often it occurs.
+    ``inverse[t]`` (int32, filled in: a column of the caller's id matrix) is
+    the id of token t's tuple, ids in order of first appearance; ``rows[id]``
+    the tuple; ``counts[id]`` how often it occurs.
     ``radix[j]`` bounds command j's values. With ``direct`` a tuple is
     addressed by its mixed-radix code (the caller checks that the product of
     ``radix`` is small); otherwise through a hash table sized for the worst
@@ -95,9 +96,6 @@ def intern_rows(token_values, cmd_transform, cmd_offset, cmd_absolute, pad_ids, 
     n_tok = seq_ptr[-1]
     w = cmd_transform.size
     vals = np.zeros(w, dtype=np.int64)
-    inverse = np.empty(n_tok, dtype=np.int32)
-    rows = np.empty((max(n_tok, 1), w), dtype=np.int32)
-    counts = np.zeros(max(n_tok, 1), dtype=np.int64)
     size = 1
     if direct:
         for j in range(w):
@@ -105,6 +103,11 @@ def intern_rows(token_values, cmd_transform, cmd_offset, cmd_absolute, pad_ids, 
     else:
         while size < 2 * n_tok:
             size *= 2
+    # At most one tuple per token, and with direct addressing one per slot: a POS
+    # pattern needs 48 rows, not one per token (these buffers are paid per pattern).
+    capacity = max(min(n_tok, size) if direct else n_tok, 1)
+    rows = np.empty((capacity, w), dtype=np.int32)
+    counts = np.zeros(capacity, dtype=np.int64)
     slots = np.full(size, -1, dtype=np.int32)
     mask = np.uint64(size - 1)
     m = 0
@@ -133,7 +136,16 @@ def intern_rows(token_values, cmd_transform, cmd_offset, cmd_absolute, pad_ids, 
                 m += 1
             counts[sid] += 1
             inverse[t0 + i] = sid
-    return inverse, rows[:m].copy(), counts[:m].copy()
+    return rows[:m].copy(), counts[:m].copy()
+
+
+@njit(**JIT)
+def renumber(obs, new_id, first):
+    """``obs[t, j] = new_id[first[j] + obs[t, j]]``: per-pattern ids to vocabulary ids."""
+    for j in range(obs.shape[1]):
+        base = first[j]
+        for t in range(obs.shape[0]):
+            obs[t, j] = new_id[base + obs[t, j]]
 
 
 @njit(**JIT)

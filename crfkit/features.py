@@ -327,20 +327,21 @@ class Featurizer:
         matrix). Ids go to the most frequent observations first, so the
         weights the kernels touch most often share cache lines.
         """
-        from crfkit.counting import intern_rows  # Numba: training only
+        from crfkit.counting import intern_rows, renumber  # Numba: training only
 
         n_tokens = components.token_values.shape[1]
         sizes = np.array([len(table) for table in self.tables], dtype=np.int64)
         direct_limit = max(1 << 20, _DIRECT_SLOTS_PER_TOKEN * n_tokens)
-        inverse, rows, counts = [], [], []
-        for p in self.listed:
+        # Each pattern's column first holds its own ids (order of first appearance).
+        obs = np.empty((n_tokens, len(self.listed)), dtype=np.int32, order="F")
+        rows, counts = [], []
+        for j, p in enumerate(self.listed):
             cmd = components.commands[p]
             radix = sizes[cmd.transform]
             direct = float(np.prod(radix.astype(np.float64))) <= direct_limit
-            inv, distinct, cnt = intern_rows(
+            distinct, cnt = intern_rows(
                 components.token_values, cmd.transform, cmd.offset, cmd.absolute, cmd.pad_ids,
-                components.positions.seq_ptr, radix, direct)
-            inverse.append(inv)
+                components.positions.seq_ptr, radix, direct, obs[:, j])
             rows.append(distinct)
             counts.append(cnt)
         sizes = np.array([len(c) for c in counts], dtype=np.int64)
@@ -355,6 +356,7 @@ class Featurizer:
         order = kept[np.argsort(rank, kind="stable")]
         new_id = np.full(len(all_counts), -1, dtype=np.int32)
         new_id[order] = np.arange(len(order), dtype=np.int32)
+        renumber(obs, new_id, offsets)
 
         listed = np.array(self.listed, dtype=np.int32)
         pattern = listed[owner[order]]
@@ -362,10 +364,8 @@ class Featurizer:
         starts = np.concatenate([[0], np.cumsum(widths)])
         values = np.empty(int(starts[-1]), dtype=np.int32)
         keys = np.empty(len(order), dtype=np.uint64)
-        obs = np.empty((n_tokens, len(counts)), dtype=np.int32, order="F")  # column writes
         for j, p in enumerate(self.listed):
             local = new_id[offsets[j]:offsets[j + 1]]
-            obs[:, j] = local[inverse[j]]
             keep = local >= 0
             ids = local[keep]
             keys[ids] = tuple_keys(p, rows[j][keep])
@@ -468,7 +468,7 @@ def _intern_column(rows: list[list[str]], column: int) -> tuple[np.ndarray, list
     """
     values = list(map(itemgetter(column), rows))
     n = len(values)
-    first_seen = np.array(list(map({}.setdefault, values, range(n))), dtype=np.int64)
+    first_seen = np.fromiter(map({}.setdefault, values, range(n)), dtype=np.int64, count=n)
     is_first = first_seen == np.arange(n)
     rank = np.cumsum(is_first) - 1
-    return rank[first_seen], [values[i] for i in np.flatnonzero(is_first).tolist()]
+    return rank[first_seen], list(map(values.__getitem__, np.flatnonzero(is_first).tolist()))
