@@ -18,6 +18,10 @@ PARALLEL_JIT = {**JIT, "parallel": True}
 # gives bit-identical weights with 1 or 64 threads.
 N_BLOCKS = 16
 
+# Training scores and accumulates the most frequent observations as dense rows
+# of L floats: this many floats (1 MB) per block in flight.
+DENSE_ROW_CELLS = 1 << 17
+
 # Gradient buffers are per block; cap their total size by using fewer blocks.
 MAX_BLOCK_BUFFER_BYTES = 1 << 30
 

@@ -245,6 +245,7 @@ def decode_blocks(W, seq_ptr, tok_ptr, tok_obs, u_ptr, u_lab, b_ptr, b_prev, b_c
         beta = np.empty((FB, L))
         scale = np.empty(FB)
         tmp = np.empty(L)
+        no_dense = np.empty((0, L))  # no dense rows (see kernels.unigram_scores)
         NB = Tmax if N > 1 else 1
         ndelta = np.empty((NB, L, N))
         nback = np.empty((NB, L, N), dtype=np.int32)
@@ -256,7 +257,7 @@ def decode_blocks(W, seq_ptr, tok_ptr, tok_obs, u_ptr, u_lab, b_ptr, b_prev, b_c
             T = seq_ptr[s + 1] - t0
             if T == 0:
                 continue
-            kernels.unigram_scores(W, tok_ptr, tok_obs, u_ptr, u_lab, t0, T, psi)
+            kernels.unigram_scores(W, tok_ptr, tok_obs, u_ptr, u_lab, t0, T, psi, no_dense)
             if per_token:
                 kernels.bigram_scores(W, tok_ptr, tok_obs, b_ptr, b_prev, b_cur, n_u,
                                       bigram_base, t0, T, phi)

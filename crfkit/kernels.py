@@ -36,14 +36,48 @@ from crfkit.config import JIT, PARALLEL_JIT
 
 # --- encoding: features -> scores ----------------------------------------------------------
 @njit(**JIT)
-def unigram_scores(W, tok_ptr, tok_obs, u_ptr, u_lab, t0, T, psi):
-    """psi[:T] = unigram scores of tokens t0 .. t0+T-1."""
+def unigram_scores(W, tok_ptr, tok_obs, u_ptr, u_lab, t0, T, psi, Wd):
+    """psi[:T] = unigram scores of tokens t0 .. t0+T-1.
+
+    ``Wd`` (K, L) holds the weights of observations 0..K-1 as dense rows
+    (see :func:`dense_rows`; K may be 0): their scores are added as whole
+    rows, which vectorises, instead of feature by feature through ``u_lab``.
+    Adding a row's zeros changes nothing, so the scores are the same bits.
+    """
     psi[:T] = 0.0
+    K = Wd.shape[0]
+    L = psi.shape[1]
     for t in range(T):
         for j in range(tok_ptr[t0 + t], tok_ptr[t0 + t + 1]):
             o = tok_obs[j]
-            for k in range(u_ptr[o], u_ptr[o + 1]):
-                psi[t, u_lab[k]] += W[k]
+            if o < K:
+                for y in range(L):
+                    psi[t, y] += Wd[o, y]
+            else:
+                for k in range(u_ptr[o], u_ptr[o + 1]):
+                    psi[t, u_lab[k]] += W[k]
+
+
+@njit(**JIT)
+def dense_rows(W, u_ptr, u_lab, K, L):
+    """The unigram weights of observations 0..K-1 as a dense (K, L) table.
+
+    Observation ids go to the most frequent first, so the first few thousand
+    cover most of the features that fire (91% on CoNLL-2000 for K=4096).
+    """
+    Wd = np.zeros((K, L))
+    for o in range(K):
+        for k in range(u_ptr[o], u_ptr[o + 1]):
+            Wd[o, u_lab[k]] = W[k]
+    return Wd
+
+
+@njit(**JIT)
+def flush_dense(G, Gd, u_ptr, u_lab):
+    """G[k] += Gd[o, label of k] for the features of observations 0..K-1 (see accumulate)."""
+    for o in range(Gd.shape[0]):
+        for k in range(u_ptr[o], u_ptr[o + 1]):
+            G[k] += Gd[o, u_lab[k]]
 
 
 @njit(**JIT)
@@ -232,11 +266,14 @@ def viterbi(psi, phi, per_token, T, L, delta, back, path):
 @njit(**JIT)
 def accumulate_expectations(G, tok_ptr, tok_obs, u_ptr, u_lab, b_ptr, b_prev, b_cur, n_u,
                             trans_offset, has_trans, per_token, t0, T, L,
-                            alpha, beta, expu, expb, scale, pair, tmp):
+                            alpha, beta, expu, expb, scale, pair, tmp, Gd):
     """Add the model's expected feature counts for one sequence to G.
 
-    Also turns alpha into the token marginals (alpha[t] * beta[t]).
+    Also turns alpha into the token marginals (alpha[t] * beta[t]). The
+    marginals of observations 0..K-1 go to the dense rows ``Gd`` (K, L)
+    instead (K may be 0), added whole; :func:`flush_dense` moves them into G.
     """
+    K = Gd.shape[0]
     if per_token:
         for t in range(1, T):
             M = expb[t]
@@ -276,8 +313,12 @@ def accumulate_expectations(G, tok_ptr, tok_obs, u_ptr, u_lab, b_ptr, b_prev, b_
             alpha[t, y] *= beta[t, y]
         for j in range(tok_ptr[t0 + t], tok_ptr[t0 + t + 1]):
             o = tok_obs[j]
-            for k in range(u_ptr[o], u_ptr[o + 1]):
-                G[k] += alpha[t, u_lab[k]]
+            if o < K:
+                for y in range(L):
+                    Gd[o, y] += alpha[t, y]
+            else:
+                for k in range(u_ptr[o], u_ptr[o + 1]):
+                    G[k] += alpha[t, u_lab[k]]
 
 
 @njit(**JIT)
@@ -292,13 +333,17 @@ def dot(a, b):
 # --- batch kernels ---------------------------------------------------------------------------
 @njit(**PARALLEL_JIT)
 def loss_blocks(W, seq_ptr, tok_ptr, tok_obs, labels, u_ptr, u_lab, b_ptr, b_prev, b_cur,
-                n_u, trans_offset, has_trans, per_token, L, block_ptr, G_blocks, out):
+                n_u, trans_offset, has_trans, per_token, L, block_ptr, G_blocks, out, n_dense):
     """Per block of sequences: sum of log Z into out[b, 0], expected counts into G_blocks[b].
 
     out[b, 1] / out[b, 2] count token / sequence errors of posterior decoding
     (argmax of marginals), a free by-product used for the progress line.
+    The ``n_dense`` most frequent observations use dense rows of weights and
+    of expectations (:func:`dense_rows`); each of their features' gradient
+    is still the same additions in the same order, from zero.
     """
     trans = transition_block(W, trans_offset, has_trans, L)
+    Wd = dense_rows(W, u_ptr, u_lab, n_dense, L)
     exp_trans = np.empty((1, L, L))
     trans_shift = _exp_shifted(trans, exp_trans[0])
     n_blocks = len(block_ptr) - 1
@@ -317,6 +362,7 @@ def loss_blocks(W, seq_ptr, tok_ptr, tok_obs, labels, u_ptr, u_lab, b_ptr, b_pre
         scale = np.empty(Tmax)
         pair = np.empty((L, L))
         tmp = np.empty(L)
+        Gd = np.zeros((n_dense, L))
         G = G_blocks[blk]
         G[:] = 0.0
         logz_sum = 0.0
@@ -327,7 +373,7 @@ def loss_blocks(W, seq_ptr, tok_ptr, tok_obs, labels, u_ptr, u_lab, b_ptr, b_pre
             T = seq_ptr[s + 1] - t0
             if T == 0:
                 continue
-            unigram_scores(W, tok_ptr, tok_obs, u_ptr, u_lab, t0, T, psi)
+            unigram_scores(W, tok_ptr, tok_obs, u_ptr, u_lab, t0, T, psi, Wd)
             if per_token:
                 bigram_scores(W, tok_ptr, tok_obs, b_ptr, b_prev, b_cur, n_u, trans, t0, T, phi)
                 logz_sum += exp_transitions_sparse(phi, T, expb, exp_trans[0], trans_shift,
@@ -338,7 +384,7 @@ def loss_blocks(W, seq_ptr, tok_ptr, tok_obs, labels, u_ptr, u_lab, b_ptr, b_pre
                                          scale, tmp)
             accumulate_expectations(G, tok_ptr, tok_obs, u_ptr, u_lab, b_ptr, b_prev, b_cur,
                                     n_u, trans_offset, has_trans, per_token, t0, T, L,
-                                    alpha, beta, expu, expb, scale, pair, tmp)
+                                    alpha, beta, expu, expb, scale, pair, tmp, Gd)
             wrong = 0
             for t in range(T):
                 if np.argmax(alpha[t]) != labels[t0 + t]:
@@ -346,6 +392,7 @@ def loss_blocks(W, seq_ptr, tok_ptr, tok_obs, labels, u_ptr, u_lab, b_ptr, b_pre
             tok_err += wrong
             if wrong:
                 seq_err += 1
+        flush_dense(G, Gd, u_ptr, u_lab)
         out[blk, 0] = logz_sum
         out[blk, 1] = tok_err
         out[blk, 2] = seq_err
@@ -406,13 +453,14 @@ def viterbi_blocks(W, seq_ptr, tok_ptr, tok_obs, u_ptr, u_lab, b_ptr, b_prev, b_
         delta = np.empty((Tmax, L))
         back = np.empty((Tmax, L), dtype=np.int32)
         path = np.empty(Tmax, dtype=np.int32)
+        no_dense = np.empty((0, L))
         for s in range(s0, s1):
             t0 = seq_ptr[s]
             T = seq_ptr[s + 1] - t0
             if T == 0:
                 out_scores[s] = 0.0
                 continue
-            unigram_scores(W, tok_ptr, tok_obs, u_ptr, u_lab, t0, T, psi)
+            unigram_scores(W, tok_ptr, tok_obs, u_ptr, u_lab, t0, T, psi, no_dense)
             if per_token:
                 bigram_scores(W, tok_ptr, tok_obs, b_ptr, b_prev, b_cur, n_u, trans, t0, T, phi)
             out_scores[s] = viterbi(psi, phi, per_token, T, L, delta, back, path)

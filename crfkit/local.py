@@ -181,6 +181,7 @@ def local_viterbi_blocks(W, seq_ptr, tok_ptr, tok_obs, u_ptr, u_lab, b_ptr, b_pr
         delta = np.empty((Tmax, L))
         back = np.empty((Tmax, L), dtype=np.int32)
         path = np.empty(Tmax, dtype=np.int32)
+        no_dense = np.empty((0, L))  # no dense rows (see kernels.unigram_scores)
         if not use_prev:
             phi[0] = 0.0
         for s in range(s0, s1):
@@ -189,7 +190,7 @@ def local_viterbi_blocks(W, seq_ptr, tok_ptr, tok_obs, u_ptr, u_lab, b_ptr, b_pr
             if T == 0:
                 out_scores[s] = 0.0
                 continue
-            kernels.unigram_scores(W, tok_ptr, tok_obs, u_ptr, u_lab, t0, T, psi)
+            kernels.unigram_scores(W, tok_ptr, tok_obs, u_ptr, u_lab, t0, T, psi, no_dense)
             if use_prev:
                 kernels.bigram_scores(W, tok_ptr, tok_obs, b_ptr, b_prev, b_cur, n_u, trans,
                                       t0, T, phi)

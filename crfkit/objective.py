@@ -60,6 +60,8 @@ class Objective:
         self.block_ptr = partition_blocks(data.lengths, min(config.N_BLOCKS, max_blocks))
         n_blocks = len(self.block_ptr) - 1
         self.wave = max(1, min(numba.get_num_threads(), n_blocks))
+        # The most frequent observations get dense rows (kernels.dense_rows).
+        self.n_dense = min(space.n_obs, config.DENSE_ROW_CELLS // max(1, space.n_labels))
         self.G_blocks = np.empty((self.wave, space.n_weights))
         self.out = np.empty((n_blocks, 3))
         self.token_errors = 0
@@ -72,7 +74,7 @@ class Objective:
         s, d = self.space, self.data
         kernels.loss_blocks(w, d.seq_ptr, d.tok_ptr, d.tok_obs, d.labels, s.u_ptr, s.u_lab,
                             s.b_ptr, s.b_prev, s.b_cur, s.n_u, s.trans_offset, s.has_trans,
-                            s.n_b > 0, s.n_labels, block_ptr, G_blocks, out)
+                            s.n_b > 0, s.n_labels, block_ptr, G_blocks, out, self.n_dense)
 
     def __call__(self, w: np.ndarray, g: np.ndarray) -> float:
         n_blocks = len(self.out)

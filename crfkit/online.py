@@ -58,14 +58,14 @@ def _exp_matrix(src, dst):
 
 @njit(**JIT)
 def _sequence_scores(W, tok_ptr, tok_obs, u_ptr, u_lab, b_ptr, b_prev, b_cur, n_u, trans_offset,
-                     has_trans, per_token, L, t0, T, trans, psi, phi):
+                     has_trans, per_token, L, t0, T, trans, psi, phi, no_dense):
     """trans, psi[:T] and phi of tokens t0 .. t0+T-1 at the current weights.
 
     With ``per_token`` phi[1:T] holds the transition scores of each token,
     else only phi[0] is used and holds the transition block.
     """
     _load_transitions(W, trans_offset, has_trans, L, trans)
-    kernels.unigram_scores(W, tok_ptr, tok_obs, u_ptr, u_lab, t0, T, psi)
+    kernels.unigram_scores(W, tok_ptr, tok_obs, u_ptr, u_lab, t0, T, psi, no_dense)
     if per_token:
         kernels.bigram_scores(W, tok_ptr, tok_obs, b_ptr, b_prev, b_cur, n_u, trans, t0, T, phi)
     else:
@@ -126,6 +126,7 @@ def sgd_epoch(W, order, seq_ptr, tok_ptr, tok_obs, labels, u_ptr, u_lab, b_ptr, 
     scale = np.empty(Tmax)
     pair = np.empty((L, L))
     tmp = np.empty(L)
+    no_dense = np.empty((0, L))  # no dense rows (see kernels.unigram_scores)
     u = state[0]
     loss = 0.0
     tok_err = 0
@@ -142,7 +143,8 @@ def sgd_epoch(W, order, seq_ptr, tok_ptr, tok_obs, labels, u_ptr, u_lab, b_ptr, 
         if T == 0:
             continue
         _sequence_scores(W, tok_ptr, tok_obs, u_ptr, u_lab, b_ptr, b_prev, b_cur, n_u,
-                         trans_offset, has_trans, per_token, L, t0, T, trans, psi, phi)
+                         trans_offset, has_trans, per_token, L, t0, T, trans, psi, phi,
+                         no_dense)
         if per_token:
             shift = kernels.exp_transitions(phi, T, expb)
         else:
@@ -161,7 +163,7 @@ def sgd_epoch(W, order, seq_ptr, tok_ptr, tok_obs, labels, u_ptr, u_lab, b_ptr, 
         loss += logz - gold
         kernels.accumulate_expectations(G, tok_ptr, tok_obs, u_ptr, u_lab, b_ptr, b_prev, b_cur,
                                         n_u, trans_offset, has_trans, per_token, t0, T, L,
-                                        alpha_, beta, expu, expb, scale, pair, tmp)
+                                        alpha_, beta, expu, expb, scale, pair, tmp, no_dense)
         wrong = 0
         for t in range(T):
             if np.argmax(alpha_[t]) != labels[t0 + t]:
@@ -245,6 +247,7 @@ def perceptron_epoch(W, U, seen, order, seq_ptr, tok_ptr, tok_obs, labels, u_ptr
     delta = np.empty((Tmax, L))
     back = np.empty((Tmax, L), dtype=np.int32)
     path = np.empty(Tmax, dtype=np.int32)
+    no_dense = np.empty((0, L))
     tok_err = 0
     seq_err = 0
     for i in range(len(order)):
@@ -255,7 +258,8 @@ def perceptron_epoch(W, U, seen, order, seq_ptr, tok_ptr, tok_obs, labels, u_ptr
         if T == 0:
             continue
         _sequence_scores(W, tok_ptr, tok_obs, u_ptr, u_lab, b_ptr, b_prev, b_cur, n_u,
-                         trans_offset, has_trans, per_token, L, t0, T, trans, psi, phi)
+                         trans_offset, has_trans, per_token, L, t0, T, trans, psi, phi,
+                         no_dense)
         kernels.viterbi(psi, phi, per_token, T, L, delta, back, path)
         wrong = 0
         for t in range(T):

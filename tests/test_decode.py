@@ -142,7 +142,8 @@ def lattice(model, seq):
     s, W = model.space, model.weights
     T, L = len(seq.rows), s.n_labels
     psi = np.empty((T, L))
-    kernels.unigram_scores(W, data.tok_ptr, data.tok_obs, s.u_ptr, s.u_lab, 0, T, psi)
+    kernels.unigram_scores(W, data.tok_ptr, data.tok_obs, s.u_ptr, s.u_lab, 0, T, psi,
+                           np.empty((0, L)))
     trans = kernels.transition_block(W, s.trans_offset, s.has_trans, L)
     phi = np.repeat(trans[None], T, axis=0)
     if s.n_b:

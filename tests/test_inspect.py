@@ -74,7 +74,8 @@ def test_dump_reproduces_the_scores(trained):
     data = encode(model, [Sequence(rows=rows, lines=[1, 2, 3])])
     s = model.space
     psi = np.empty((T, L))
-    kernels.unigram_scores(model.weights, data.tok_ptr, data.tok_obs, s.u_ptr, s.u_lab, 0, T, psi)
+    kernels.unigram_scores(model.weights, data.tok_ptr, data.tok_obs, s.u_ptr, s.u_lab, 0, T, psi,
+                           np.empty((0, L)))
     trans = kernels.transition_block(model.weights, s.trans_offset, s.has_trans, L)
     phi = np.empty((T, L, L))
     kernels.bigram_scores(model.weights, data.tok_ptr, data.tok_obs, s.b_ptr, s.b_prev, s.b_cur,

@@ -95,7 +95,7 @@ def test_pair_expectations_match_enumeration(per_token):
     G = np.zeros(L * L)
     kernels.accumulate_expectations(G, tok_ptr, tok_obs, u_ptr, empty, b_ptr, empty, empty, 0,
                                     0, True, per_token, 0, T, L, alpha, beta, expu, expb, scale,
-                                    np.empty((L, L)), np.empty(L))
+                                    np.empty((L, L)), np.empty(L), np.empty((0, L)))
     _, pair = naive.marginals(psi, phi_used)
     np.testing.assert_allclose(G.reshape(L, L), pair.sum(axis=0), atol=1e-10)
 
@@ -127,3 +127,58 @@ def test_sparse_transition_exponentials_equal_the_full_ones():
         np.testing.assert_allclose(np.log(full[t]) + phi[t].max(), phi[t], rtol=1e-12)
     assert sparse_shift == pytest.approx(trans_shift * (T - 1))
     assert full_shift == pytest.approx(sum(phi[t].max() for t in range(1, T)))
+
+
+@pytest.mark.parametrize("n_dense", [1, 3, 6])
+def test_dense_rows_give_the_same_bits_as_feature_by_feature(n_dense):
+    """Scores and expected counts through dense rows of the first observations equal, to
+    the bit, the feature-by-feature sums (the same additions in the same order)."""
+    rng = np.random.default_rng(n_dense)
+    T, L, n_obs = 7, 4, 6
+    # each observation fires for a random subset of labels (some for none)
+    u_lab = [np.sort(rng.choice(L, size=rng.integers(0, L + 1), replace=False))
+             for _ in range(n_obs)]
+    u_ptr = np.concatenate([[0], np.cumsum([len(x) for x in u_lab])]).astype(np.int64)
+    u_lab = np.concatenate(u_lab).astype(np.int32)
+    W = rng.normal(size=len(u_lab))
+    counts = rng.integers(1, 4, size=T)
+    tok_ptr = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
+    tok_obs = rng.integers(0, n_obs, size=tok_ptr[-1]).astype(np.int32)
+
+    def scores(Wd):
+        psi = np.empty((T, L))
+        kernels.unigram_scores(W, tok_ptr, tok_obs, u_ptr, u_lab, 0, T, psi, Wd)
+        return psi
+
+    dense = kernels.dense_rows(W, u_ptr, u_lab, n_dense, L)
+    psi = scores(np.empty((0, L)))
+    assert np.array_equal(scores(dense), psi)
+    expected = np.zeros((T, L))
+    for t in range(T):
+        for o in tok_obs[tok_ptr[t]:tok_ptr[t + 1]]:
+            expected[t, u_lab[u_ptr[o]:u_ptr[o + 1]]] += W[u_ptr[o]:u_ptr[o + 1]]
+    np.testing.assert_allclose(psi, expected, atol=1e-12)
+
+    phi = rng.normal(size=(T, L, L))
+    _, _, _, (expu, expb, alpha, beta, scale) = run_forward_backward(psi, phi, False)
+    empty = np.zeros(0, dtype=np.int32)
+    no_pairs = np.zeros(n_obs + 1, dtype=np.int64)
+
+    def expectations(Gd):
+        G = np.zeros(len(W))
+        kernels.accumulate_expectations(G, tok_ptr, tok_obs, u_ptr, u_lab, no_pairs, empty,
+                                        empty, len(W), 0, False, False, 0, T, L,
+                                        alpha.copy(), beta, expu, expb, scale,
+                                        np.empty((L, L)), np.empty(L), Gd)
+        kernels.flush_dense(G, Gd, u_ptr, u_lab)
+        return G
+
+    G = expectations(np.zeros((0, L)))
+    assert np.array_equal(expectations(np.zeros((n_dense, L))), G)
+    marginals = alpha * beta
+    want = np.zeros(len(W))
+    for t in range(T):
+        for o in tok_obs[tok_ptr[t]:tok_ptr[t + 1]]:
+            k = np.arange(u_ptr[o], u_ptr[o + 1])
+            want[k] += marginals[t, u_lab[k]]
+    np.testing.assert_allclose(G, want, atol=1e-12)

@@ -206,7 +206,7 @@ def reference_perceptron(space, data, orders):
             trans = kernels.transition_block(W, space.trans_offset, space.has_trans, L)
             phi[0] = trans
             kernels.unigram_scores(W, data.tok_ptr, data.tok_obs, space.u_ptr, space.u_lab,
-                                   t0, T, psi)
+                                   t0, T, psi, np.empty((0, L)))
             if per_token:
                 kernels.bigram_scores(W, data.tok_ptr, data.tok_obs, space.b_ptr, space.b_prev,
                                       space.b_cur, space.n_u, trans, t0, T, phi)
