@@ -32,12 +32,13 @@ How it is vectorised:
   token, built for a chunk of tokens at a time so that a step never holds
   more than about ``CHUNK_CELLS`` floats;
 * Viterbi runs time-major: sequences sorted by decreasing length, so those
-  still running at step ``t`` are a prefix, and each step is a loop over
-  the previous label with whole-array operations on ``[label, sequence]``
-  rows. The forward pass keeps maxima only; the backward pass recomputes,
-  at each step and for all sequences at once, the previous label that gave
-  the label their path takes (cheaper than tracking an argmax for every
-  label of every token).
+  still running at step ``t`` are a prefix, and each step adds the
+  ``[label, sequence]`` scores to the transitions as one ``(L, L, sequence)``
+  block (chunked) and takes its maximum over the previous label. The
+  forward pass keeps maxima only; the backward pass recomputes, at each
+  step and for all sequences at once, the previous label that gave the
+  label their path takes (cheaper than tracking an argmax for every label
+  of every token).
 
 One Python iteration per token of the longest sequence: fine for sentences,
 slow (seconds) for a batch made of one 50,000-token sequence.
@@ -307,9 +308,9 @@ def viterbi(lattice: Lattice, seq_ptr: np.ndarray) -> tuple[np.ndarray, np.ndarr
 
 
 def _chunks(lattice: Lattice, k: int) -> list[slice]:
-    """The running sequences a step handles at once: all k, or with per-token transitions
-    as many as keep an (L, L, chunk) block near ``CHUNK_CELLS`` floats."""
-    size = max(1, CHUNK_CELLS // lattice.L**2) if lattice.per_token else max(k, 1)
+    """The running sequences a step handles at once: as many as keep an (L, L, chunk)
+    block of sums near ``CHUNK_CELLS`` floats."""
+    size = max(1, CHUNK_CELLS // lattice.L**2)
     return [slice(r0, r0 + size) for r0 in range(0, k, size)]
 
 
@@ -317,15 +318,12 @@ def _max_plus(lattice: Lattice, previous: np.ndarray, tok: np.ndarray, out: np.n
               ) -> None:
     """out[b, r] = max over a of previous[a, r] + phi[a, b] at token tok[r].
 
-    A loop over the previous label a, each iteration whole-array.
+    All sums of a chunk at once, then one maximum over a: two numpy calls
+    per step and chunk, rather than two per previous label.
     """
     for r in _chunks(lattice, len(tok)):
-        phi, d, best = lattice.transitions(tok[r]), previous[:, r], out[:, r]
-        np.add(phi[0], d[0], out=best)
-        value = np.empty_like(best)
-        for a in range(1, lattice.L):
-            np.add(phi[a], d[a], out=value)
-            np.maximum(best, value, out=best)
+        sums = lattice.transitions(tok[r]) + previous[:, None, r]
+        np.maximum.reduce(sums, axis=0, out=out[:, r])
 
 
 def _best_previous(lattice: Lattice, previous: np.ndarray, tok: np.ndarray,

@@ -9,6 +9,7 @@ start fast.
 
 from __future__ import annotations
 
+import gc
 import os
 import sys
 
@@ -218,6 +219,9 @@ def label_command(model_file, input_file, output_file, labels_only, check, nthre
 
         _set_threads(nthread)
     model = Model.load(model_file)
+    # The model's objects live until exit: keep the cyclic collector from
+    # walking them again and again while batches come and go (~5 ms a file).
+    gc.freeze()
     check_output_encoding(model, encoding)
     source = "<stdin>" if input_file == "-" else input_file
     sequences = read_sequences(input_file, encoding=encoding, sep=sep)
