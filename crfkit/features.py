@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from collections.abc import Sequence as Seq
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from operator import itemgetter
 
 import numpy as np
@@ -115,23 +115,35 @@ class Components:
     positions: Positions
     token_values: np.ndarray  # int32 (n_transforms, n_tokens); -1: unseen when frozen
     commands: list[PatternCommands]  # per pattern
+    # (transform, offset, absolute) -> that command's value at every token: patterns
+    # share commands (%x[0,0] in several), so each is gathered once per batch
+    _columns: dict = field(default_factory=dict, repr=False)
 
     def rows(self, p: int) -> np.ndarray:
         """Pattern p's command values at every token: (n_tokens, w) int32 (numpy gather)."""
         cmd = self.commands[p]
-        pos = self.positions
-        out = np.empty((len(pos.index), len(cmd.offset)), dtype=np.int32)
+        out = np.empty((len(self.positions.index), len(cmd.offset)), dtype=np.int32)
         for j in range(len(cmd.offset)):
-            off = int(cmd.offset[j])
-            if cmd.absolute[j]:
+            out[:, j] = self._column(int(cmd.transform[j]), int(cmd.offset[j]),
+                                     bool(cmd.absolute[j]), cmd.pad_ids[j])
+        return out
+
+    def _column(self, transform: int, off: int, absolute: bool, pad_ids: np.ndarray
+                ) -> np.ndarray:
+        key = (transform, off, absolute)  # the padding values follow from these
+        column = self._columns.get(key)
+        if column is None:
+            pos = self.positions
+            if absolute:
                 where = np.full_like(pos.index, off - 1) if off > 0 else pos.length + off
             else:
                 where = pos.index + off
             inside = (where >= 0) & (where < pos.length)
-            values = self.token_values[cmd.transform[j]][pos.start + np.where(inside, where, 0)]
+            values = self.token_values[transform][pos.start + np.where(inside, where, 0)]
             distance = np.where(where < 0, -where, where - pos.length + 1)
-            out[:, j] = np.where(inside, values, cmd.pad_ids[j][np.where(inside, 0, distance)])
-        return out
+            column = np.where(inside, values, pad_ids[np.where(inside, 0, distance)])
+            self._columns[key] = column
+        return column
 
 
 def tuple_keys(pattern_index: int, rows: np.ndarray) -> np.ndarray:

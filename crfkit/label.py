@@ -21,6 +21,7 @@ from collections import deque
 from collections.abc import Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from itertools import islice
 from typing import TextIO
 
 import numpy as np
@@ -37,6 +38,7 @@ from crfkit.space import Dataset
 # Tokens per batch: large enough that numpy's per-call overhead is amortised,
 # small enough that a file of sentences splits over the worker threads.
 BATCH_TOKENS = 25_000
+SERIAL_BATCHES = 2  # decoded in the calling thread before worker threads start
 PLACEHOLDERS = frozenset({"_", ""})
 
 
@@ -332,10 +334,15 @@ def decoded_batches(decoder: _Decoder, batches: Iterable[list[Sequence]], thread
     overlap (and overlap the reading of the next batch). At most ``threads + 1``
     batches are in flight, so memory stays bounded; an error is raised after
     the batches before it have been handed over, as it would be in one thread.
+    The first :data:`SERIAL_BATCHES` are decoded in the calling thread: for a
+    short input the hand-offs cost more than the overlap gains (CoNLL-2000
+    test, 2 batches: 0.35 s serial, 0.38 s in two threads; its 9-batch
+    training file: 1.65 s serial, 1.42 s in two threads).
     """
+    batches = iter(batches)
+    for batch in islice(batches, None if threads <= 1 else SERIAL_BATCHES):
+        yield batch, decoder.decode(batch, log_z=log_z, marginals=marginals)
     if threads <= 1:
-        for batch in batches:
-            yield batch, decoder.decode(batch, log_z=log_z, marginals=marginals)
         return
     with ThreadPoolExecutor(threads) as pool:
         pending: deque = deque()

@@ -284,3 +284,38 @@ def test_threads_keep_the_output_and_its_order(setup, monkeypatch):
     with pytest.raises(InputError, match="unknown label 'B-XX'") as caught:
         output(2, bad, force=True)
     assert caught.value.line == bad.count("\n")
+
+
+@pytest.mark.parametrize("threads", [1, 2, 4])
+def test_labelling_streams_with_bounded_lookahead(setup, monkeypatch, threads):
+    """Memory stays flat however long the input: output starts before the input ends,
+    and the reader is never more than threads + 1 batches ahead of the writer."""
+    import crfkit.label as labelling
+    from crfkit.label import LabelOptions, label_stream
+    from crfkit.reader import Sequence
+
+    _, _, model = setup
+    monkeypatch.setattr(labelling, "BATCH_TOKENS", 10)
+    n_sequences, per_sequence = 400, 2  # 5 sequences a batch, 80 batches
+    consumed = 0
+
+    def sequences():
+        nonlocal consumed
+        for s in range(n_sequences):
+            consumed += 1
+            yield Sequence(rows=[["the", "DT"], ["dog", "NN"]], lines=[3 * s + 1, 3 * s + 2])
+
+    class Output:
+        written = 0
+        ahead = []
+
+        def write(self, text: str) -> None:
+            self.written += text.count("\n\n")
+            self.ahead.append(consumed - self.written)
+
+    out = Output()
+    label_stream(model, sequences(), out, LabelOptions(), threads=threads)
+    assert out.written == n_sequences
+    batch = 10 // per_sequence
+    assert len(out.ahead) == n_sequences // batch  # one write per batch, as they come
+    assert max(out.ahead) <= (threads + 2) * batch
