@@ -138,22 +138,34 @@ def _add_unigrams(psi: np.ndarray, W: np.ndarray, space: FeatureSpace, data: Dat
         _add_unigrams(psi, W, space, data, middle, t1)
         return
     table = _observation_rows(W, space, ids)
-    row_of = np.empty(space.n_obs, dtype=np.int32)  # observation id -> row of the table
+    row_of = np.empty(space.n_obs + 1, dtype=np.int32)  # observation id -> row of the table
     row_of[ids] = np.arange(len(ids), dtype=np.int32)
-    # slot_rows[t, k]: table row of token t's k-th observation; the zero row past its last
-    counts = np.diff(tok_ptr[t0:t1 + 1])
-    slot_rows = np.full((t1 - t0, int(counts.max(initial=0))), len(ids), dtype=np.int32,
-                        order="F")
-    token = np.repeat(np.arange(t1 - t0), counts)
-    rank = np.arange(len(obs)) - np.repeat(tok_ptr[t0:t1] - tok_ptr[t0], counts)
-    slot_rows[token, rank] = row_of[obs]
+    row_of[-1] = len(ids)  # no observation (-1): the row of zeros
+    columns = _slot_columns(data, t0, t1)
     buffer = np.empty((min(ROW_CHUNK, t1 - t0), space.n_labels))
-    for c0 in range(t0, t1, ROW_CHUNK):
-        c1 = min(t1, c0 + ROW_CHUNK)
-        out, buf = psi[c0:c1], buffer[:c1 - c0]
-        for column in slot_rows[c0 - t0:c1 - t0].T:
-            np.take(table, column, axis=0, out=buf)
+    for c0 in range(0, t1 - t0, ROW_CHUNK):
+        c1 = min(t1 - t0, c0 + ROW_CHUNK)
+        out, buf = psi[t0 + c0:t0 + c1], buffer[:c1 - c0]
+        for column in columns:
+            np.take(table, row_of[column[c0:c1]], axis=0, out=buf)
             out += buf
+
+
+def _slot_columns(data: Dataset, t0: int, t1: int) -> list[np.ndarray]:
+    """Observation ids of tokens t0..t1 slot by slot (-1 past a token's last): column k
+    holds each token's k-th observation, so adding the columns in order is the kernels'
+    order. The pattern columns of ``data.obs_matrix`` are such columns (with -1 holes,
+    which add zeros); without it they are built from the lists."""
+    if data.obs_matrix is not None:
+        return [data.obs_matrix[t0:t1, j] for j in range(data.obs_matrix.shape[1])]
+    tok_ptr = data.tok_ptr
+    counts = np.diff(tok_ptr[t0:t1 + 1])
+    slots = np.full((int(counts.max(initial=0)), t1 - t0), -1, dtype=np.int32)
+    token = np.repeat(np.arange(t1 - t0), counts)
+    rank = np.arange(int(tok_ptr[t1] - tok_ptr[t0])) - np.repeat(tok_ptr[t0:t1] - tok_ptr[t0],
+                                                                  counts)
+    slots[rank, token] = data.tok_obs[tok_ptr[t0]:tok_ptr[t1]]
+    return list(slots)
 
 
 def _observation_rows(W: np.ndarray, space: FeatureSpace, ids: np.ndarray) -> np.ndarray:

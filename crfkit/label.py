@@ -123,9 +123,10 @@ def encode(model: Model, sequences: list[Sequence]) -> Dataset:
     """Arrays for a batch of sequences under the model's frozen vocabulary."""
     featurizer = model.featurizer
     pos, components = featurizer.components(sequences, grow=False)
-    tok_ptr, tok_obs = token_lists(featurizer.observations(components))
+    obs = featurizer.observations(components)
+    tok_ptr, tok_obs = token_lists(obs)
     return Dataset(seq_ptr=pos.seq_ptr, tok_ptr=tok_ptr, tok_obs=tok_obs,
-                   labels=np.zeros(0, dtype=np.int32))
+                   labels=np.zeros(0, dtype=np.int32), obs_matrix=obs)
 
 
 class _Decoder:

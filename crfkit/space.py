@@ -31,12 +31,16 @@ class Dataset:
     ``tok_obs[tok_ptr[t]:tok_ptr[t+1]]`` are the observation ids firing at
     token ``t``; sequence ``s`` spans tokens ``seq_ptr[s]:seq_ptr[s+1]``.
     ``labels`` holds gold label ids (-1 where unknown), or is empty.
+    ``obs_matrix``, when kept, is the (n_tokens, n_patterns) id matrix the
+    lists were made from (-1: no observation), which the numpy labeller
+    reads a pattern column at a time.
     """
 
     seq_ptr: np.ndarray
     tok_ptr: np.ndarray
     tok_obs: np.ndarray
     labels: np.ndarray
+    obs_matrix: np.ndarray | None = None
 
     @property
     def n_seqs(self) -> int:

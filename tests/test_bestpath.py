@@ -342,3 +342,23 @@ def test_numpy_path_modules_do_not_import_numba():
     code = ("import sys, crfkit.bestpath, crfkit.constraints, crfkit.labelformat; "
             "assert 'numba' not in sys.modules, 'numba imported'")
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_pattern_columns_and_observation_lists_give_the_same_bits(trained):
+    """Unigram scores read from the encoder's id matrix (pattern columns with holes) or from
+    the per-token lists: the same additions in the same order, so the same scores."""
+    from dataclasses import replace
+
+    from crfkit.label import encode
+
+    model, _ = trained
+    unseen = Sequence(rows=[["x", "P"], ["new", "P"], ["y", "R"]], lines=[1, 2, 3])
+    data = encode(model, tiny_sequences(rng_for("columns", model.model_type), 30) + [unseen])
+    assert data.obs_matrix is not None and (data.obs_matrix < 0).any()
+    with_matrix = best_paths(model, data)
+    from_lists = best_paths(model, replace(data, obs_matrix=None))
+    assert np.array_equal(with_matrix.paths, from_lists.paths)
+    assert np.array_equal(with_matrix.scores, from_lists.scores)
+    psi = bestpath.unigram_scores(model.weights, model.space, data)
+    assert np.array_equal(psi, bestpath.unigram_scores(model.weights, model.space,
+                                                       replace(data, obs_matrix=None)))
