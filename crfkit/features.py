@@ -22,7 +22,7 @@ observations can never merge silently.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from collections.abc import Sequence as Seq
 from dataclasses import dataclass, field
 from operator import itemgetter
@@ -237,17 +237,29 @@ class ObservationVocab:
     """Observation ids: 64-bit keys plus what is needed to print each observation.
 
     ``values`` holds, per observation in id order, the table ids of its
-    command values (``pattern_commands[pattern[i]]`` of them).
+    command values (``pattern_commands[pattern[i]]`` of them). Labelling
+    never reads them (only printing and extending a vocabulary do), so a
+    loaded model defers their range check to their first use:
+    ``check_values`` runs once, before ``values`` is first returned.
     """
 
-    def __init__(self, keys: np.ndarray, pattern: np.ndarray, values: np.ndarray) -> None:
+    def __init__(self, keys: np.ndarray, pattern: np.ndarray, values: np.ndarray, *,
+                 check_values: Callable[[np.ndarray], None] | None = None) -> None:
         self.keys = np.ascontiguousarray(keys, dtype=np.uint64)
         self.pattern = np.ascontiguousarray(pattern, dtype=np.int32)
-        self.values = np.ascontiguousarray(values, dtype=np.int32)
+        self._values = np.ascontiguousarray(values, dtype=np.int32)
+        self._check_values = check_values
         self._index: KeyIndex | None = None
 
     def __len__(self) -> int:
         return len(self.keys)
+
+    @property
+    def values(self) -> np.ndarray:
+        if self._check_values is not None:
+            self._check_values(self._values)  # raises if a value is out of range
+            self._check_values = None
+        return self._values
 
     @property
     def index(self) -> KeyIndex:

@@ -149,8 +149,9 @@ class Model:
             raise ModelFormatError("observation pattern index out of range", path=name)
         n_values = int(featurizer.n_commands[obs_pattern].sum())
         obs_values = check.array("obs_values", np.int32, 1, length=n_values)
-        check.value_ids(obs_values, obs_pattern, featurizer)
-        featurizer.vocab = ObservationVocab(keys, obs_pattern, obs_values)
+        featurizer.vocab = ObservationVocab(
+            keys, obs_pattern, obs_values,
+            check_values=lambda values: check.value_ids(values, obs_pattern, featurizer))
         if featurizer.vocab.has_repeated_keys():
             raise ModelFormatError("repeated observation keys", path=name)
 

@@ -472,9 +472,10 @@ def test_models_share_arrays_bitwise_after_a_save_load_cycle(trained, tmp_path):
     assert np.array_equal(again.weights.view(np.uint64), trained.weights.view(np.uint64))
 
 
-def test_an_observation_value_past_its_own_table_is_refused(trained):
+def test_an_observation_value_past_its_own_table_is_refused(trained, tmp_path):
     """Checksummed but inconsistent: a value that fits the largest string table but not the
-    (smaller) table of its own command is caught at load, not when dump prints it."""
+    (smaller) table of its own command is refused before any use of the values (they are
+    checked on first use: labelling never reads them), and dump says so in one line."""
     from crfkit.errors import ModelFormatError
     from crfkit.model import Model
 
@@ -493,5 +494,11 @@ def test_an_observation_value_past_its_own_table_is_refused(trained):
     values = arrays["obs_values"].copy()
     values[first[obs]] = sizes[transforms[0]]
     arrays["obs_values"] = values
+    damaged = Model.from_bytes(fileformat.dumps(meta, arrays))
     with pytest.raises(ModelFormatError, match="value index out of range"):
-        Model.from_bytes(fileformat.dumps(meta, arrays))
+        damaged.featurizer.observation_strings()
+    with pytest.raises(ModelFormatError, match="value index out of range"):
+        Model.from_bytes(fileformat.dumps(meta, arrays)).featurizer.vocab.values  # noqa: B018
+    path = tmp_path / "damaged.model"
+    path.write_bytes(fileformat.dumps(meta, arrays))
+    assert "value index out of range" in one_error_line(run("dump", path), str(path))
