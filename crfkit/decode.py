@@ -222,7 +222,7 @@ def decode_blocks(W, seq_ptr, tok_ptr, tok_obs, u_ptr, u_lab, b_ptr, b_prev, b_c
     # a MEMM normalises the raw scores first and gets its penalties afterwards
     bigram_base = raw_trans if local == LOCAL_MEMM else trans
     exp_trans = np.empty((1, L, L))
-    trans_shift = kernels._exp_shifted_matrix(trans, exp_trans[0])
+    trans_shift = kernels._exp_shifted(trans, exp_trans[0])
     pen = np.empty((1, L, L))
     pen[0] = trans_pen
     need_fb = want_logz or want_marg or posterior

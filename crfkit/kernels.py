@@ -133,10 +133,6 @@ def _exp_shifted(src, dst):
     return m
 
 
-# The former name of the 2-d case, still used by crfkit/decode.py.
-_exp_shifted_matrix = _exp_shifted
-
-
 @njit(**JIT)
 def exp_transitions(phi, T, expb):
     """expb[t] = exp(phi[t] - max) for t >= 1; returns the sum of the maxima."""

@@ -162,6 +162,16 @@ CASES = [
 ]
 
 
+def frozen_observations(featurizer, components, *, by_code: bool):
+    """Labelling's ids, looking small value spaces up by code (the default) or all by hash."""
+    if by_code:
+        return featurizer.observations(components)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(features, "_CODE_SLOTS_PER_TOKEN", 0)
+        patch.setattr(features, "_CODE_MIN_SLOTS", 0)
+        return featurizer.observations(components)
+
+
 def vectorised(patterns, sequences):
     """Observation strings from the vectorised path, [seq][pos][listed pattern]."""
     featurizer = Featurizer(patterns)
@@ -171,11 +181,8 @@ def vectorised(patterns, sequences):
     # The frozen (labelling) path must give the very same ids, whether it looks
     # tuples up by their mixed-radix code (small value spaces) or by hashing.
     _, frozen = featurizer.components(sequences, grow=False)
-    assert (featurizer.observations(frozen) == obs).all()
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(features, "_CODE_SLOTS_PER_TOKEN", 0)
-        patch.setattr(features, "_CODE_MIN_SLOTS", 0)
-        assert (featurizer.observations(frozen) == obs).all()
+    for by_code in (True, False):
+        assert (frozen_observations(featurizer, frozen, by_code=by_code) == obs).all()
     out = []
     for s in range(len(sequences)):
         start = int(pos.seq_ptr[s])
@@ -213,11 +220,8 @@ def test_frozen_lookups_by_code_and_by_hash_agree_on_unseen_values():
                          for t in range(len(rows))])
     assert (expected >= 0).any() and (expected < 0).any()
     _, frozen = featurizer.components(test, grow=False)
-    assert (featurizer.observations(frozen) == expected).all()
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(features, "_CODE_SLOTS_PER_TOKEN", 0)
-        patch.setattr(features, "_CODE_MIN_SLOTS", 0)
-        assert (featurizer.observations(frozen) == expected).all()
+    for by_code in (True, False):
+        assert (frozen_observations(featurizer, frozen, by_code=by_code) == expected).all()
 
 
 def test_all_cases_in_one_batch():

@@ -9,6 +9,7 @@ from __future__ import annotations
 import io
 import itertools
 import json
+import os
 import pickle
 import pickletools
 import re
@@ -502,3 +503,35 @@ def test_an_observation_value_past_its_own_table_is_refused(trained, tmp_path):
     path = tmp_path / "damaged.model"
     path.write_bytes(fileformat.dumps(meta, arrays))
     assert "value index out of range" in one_error_line(run("dump", path), str(path))
+
+
+_GRADIENT_SCRIPT = """
+import sys
+import numpy as np
+from crfkit.corpus import encode_training
+from crfkit.objective import Objective
+from crfkit.patterns import read_patterns
+from crfkit.reader import read_sequences
+from itertools import islice
+corpus = encode_training(read_patterns(sys.argv[1]), list(islice(read_sequences(sys.argv[2]), 300)))
+objective = Objective(corpus.space, corpus.data, corpus.empirical, 1.0)
+w = np.random.default_rng(0).normal(scale=0.5, size=corpus.space.n_weights)
+g = np.empty_like(w)
+f = objective(w, g)
+sys.stdout.write(np.append(g, f).tobytes().hex())
+"""
+
+
+def test_gradient_bits_do_not_depend_on_the_numba_cache(tmp_path):
+    """The first run compiles the kernels, later runs load them from the on-disk cache; both
+    must compute the same bits (a fastmath flag set once made the cached code differ in the
+    last bit, so a model trained right after installing differed from later ones)."""
+    import subprocess
+    import sys
+
+    env = {**os.environ, "NUMBA_CACHE_DIR": str(tmp_path / "numba-cache")}
+    runs = [subprocess.run([sys.executable, "-c", _GRADIENT_SCRIPT, str(PATTERNS), str(TRAIN)],
+                           env=env, capture_output=True, text=True, check=True).stdout
+            for _ in range(2)]
+    assert any((tmp_path / "numba-cache").rglob("*.nbc"))  # the second run loaded the cache
+    assert runs[0] and runs[0] == runs[1]
