@@ -331,14 +331,17 @@ def decoded_batches(decoder: _Decoder, batches: Iterable[list[Sequence]], thread
                     log_z: bool, marginals: bool) -> Iterator[tuple[list[Sequence], Decoded]]:
     """Each batch with its decoding, in input order, ``threads`` batches decoding at once.
 
-    numpy releases the GIL in its array loops, so batches decoded in threads
-    overlap (and overlap the reading of the next batch). At most ``threads + 1``
-    batches are in flight, so memory stays bounded; an error is raised after
-    the batches before it have been handed over, as it would be in one thread.
-    The first :data:`SERIAL_BATCHES` are decoded in the calling thread: for a
-    short input the hand-offs cost more than the overlap gains (CoNLL-2000
-    test, 2 batches: 0.35 s serial, 0.38 s in two threads; its 9-batch
-    training file: 1.65 s serial, 1.42 s in two threads).
+    numpy releases the GIL in parts of its array loops, so batches decoded in
+    threads overlap somewhat (and overlap the reading of the next batch): on
+    5M tokens two threads label in 19.0-20.0 s against 20.2-20.9 s with one.
+    (Little more: ``take`` and ufuncs on arrays of a few thousand rows hold the
+    GIL much of the time; two threads doing them run no faster than one.)
+    At most ``threads + 1`` batches are in flight, so memory stays bounded; an
+    error is raised after the batches before it have been handed over, as it
+    would be in one thread. The first :data:`SERIAL_BATCHES` are decoded in
+    the calling thread: for a short input the hand-offs cost more than the
+    overlap gains (CoNLL-2000 test, 2 batches: 0.35 s serial, 0.38 s with
+    threads).
     """
     batches = iter(batches)
     for batch in islice(batches, None if threads <= 1 else SERIAL_BATCHES):
