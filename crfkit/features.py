@@ -11,7 +11,8 @@ No string is built per feature occurrence. Instead:
 4. a pattern's observation is the tuple of its command values. Training
    interns the tuples exactly (:func:`crfkit.counting.intern_rows`, Numba);
    each distinct tuple gets a 64-bit key (:func:`tuple_keys`), and labelling
-   finds a token's observation by its key in the :class:`ObservationVocab`.
+   finds a token's observation by its key in the :class:`ObservationVocab`
+   (a batch's distinct tuples once each, where their value space is small).
 
 This module is numpy only, so labelling never imports Numba: only training
 (:meth:`Featurizer.build_vocab`) loads the counting kernels. Observation
