@@ -226,10 +226,18 @@ def label_command(model_file, input_file, output_file, labels_only, check, nthre
     gc.disable()
     check_output_encoding(model, encoding)
     source = "<stdin>" if input_file == "-" else input_file
-    sequences = read_sequences(input_file, encoding=encoding, sep=sep)
+    threads = nthread or _cores()
     with atomic_output(output_file, encoding=encoding) as out:
-        stats = label_stream(model, sequences, out, options, source=source,
-                             threads=nthread or _cores())
+        stats = None
+        if threads > 1 and input_file != "-" and os.path.isfile(input_file):
+            from crfkit.forklabel import label_file_in_two
+
+            stats = label_file_in_two(model, input_file, out, options, encoding=encoding,
+                                      sep=sep)
+        if stats is None:
+            sequences = read_sequences(input_file, encoding=encoding, sep=sep)
+            stats = label_stream(model, sequences, out, options, source=source,
+                                 threads=threads)
     if check and stats.tokens:
         click.echo(f"* {stats.sequences} sequences, {stats.tokens} tokens, token accuracy "
                    f"{100.0 * stats.correct / stats.tokens:.2f}%", err=True)
