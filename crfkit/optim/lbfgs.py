@@ -138,24 +138,34 @@ def minimize(fun: Function, x0: np.ndarray, *, l1: float = 0.0, history: int = 6
     return Result(x=x, f=f, iterations=it, reason=reason)
 
 
-def _two_loop(g: np.ndarray, S: np.ndarray, Y: np.ndarray, rho: np.ndarray, stored: int,
-              newest: int, d: np.ndarray) -> None:
-    """d = -H g with the stored pairs, newest first (Nocedal & Wright, alg. 7.4)."""
-    history = len(rho)
-    np.negative(g, out=d)
+@njit(**JIT)
+def _two_loop(g, S, Y, rho, stored, newest, d):
+    """d = -H g with the stored pairs, newest first (Nocedal & Wright, alg. 7.4).
+
+    Compiled, with the vector updates done in place: in numpy each update made
+    a temporary of the size of the weights (20 ms an iteration on CoNLL-2000).
+    """
+    history = rho.size
+    n = d.size
+    for k in range(n):
+        d[k] = -g[k]
     if stored == 0:
         return
-    order = [(newest - i) % history for i in range(stored)]
     alphas = np.empty(stored)
-    for i, j in enumerate(order):
-        alphas[i] = rho[j] * dot(S[j], d)
-        d -= alphas[i] * Y[j]
-    j = order[0]
-    d *= 1.0 / (rho[j] * dot(Y[j], Y[j]))
+    for i in range(stored):
+        j = (newest - i) % history
+        a = rho[j] * dot(S[j], d)
+        alphas[i] = a
+        for k in range(n):
+            d[k] -= a * Y[j, k]
+    scale = 1.0 / (rho[newest] * dot(Y[newest], Y[newest]))
+    for k in range(n):
+        d[k] *= scale
     for i in range(stored - 1, -1, -1):
-        j = order[i]
-        beta = rho[j] * dot(Y[j], d)
-        d += (alphas[i] - beta) * S[j]
+        j = (newest - i) % history
+        c = alphas[i] - rho[j] * dot(Y[j], d)
+        for k in range(n):
+            d[k] += c * S[j, k]
 
 
 # --- OWL-QN helpers (serial loops: a fixed summation order, no temporaries) ------------------
