@@ -12,6 +12,8 @@ from __future__ import annotations
 import gc
 import os
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 import click
 
@@ -219,15 +221,10 @@ def label_command(model_file, input_file, output_file, labels_only, check, nthre
 
         _set_threads(nthread)
     model = Model.load(model_file)
-    # Labelling makes no reference cycles (batches are freed by reference
-    # counting; peak RSS stays flat over 5M tokens), so the cyclic collector
-    # would only walk the model and each batch's rows again and again.
-    gc.freeze()
-    gc.disable()
     check_output_encoding(model, encoding)
     source = "<stdin>" if input_file == "-" else input_file
     threads = nthread or _cores()
-    with atomic_output(output_file, encoding=encoding) as out:
+    with atomic_output(output_file, encoding=encoding) as out, _without_cycle_collection():
         stats = None
         if threads > 1 and input_file != "-" and os.path.isfile(input_file):
             from crfkit.forklabel import label_file_in_two
@@ -241,6 +238,23 @@ def label_command(model_file, input_file, output_file, labels_only, check, nthre
     if check and stats.tokens:
         click.echo(f"* {stats.sequences} sequences, {stats.tokens} tokens, token accuracy "
                    f"{100.0 * stats.correct / stats.tokens:.2f}%", err=True)
+
+
+@contextmanager
+def _without_cycle_collection() -> Iterator[None]:
+    """Labelling makes no reference cycles (batches are freed by reference counting;
+    peak RSS stays flat over 5M tokens), so the cyclic collector would only walk the
+    model and each batch's rows again and again. Restored afterwards, for callers that
+    run the command in their own process (tests, scripts)."""
+    was_enabled = gc.isenabled()
+    gc.freeze()
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.unfreeze()
+        if was_enabled:
+            gc.enable()
 
 
 def _cores() -> int:
