@@ -290,7 +290,7 @@ def info_command(model_file) -> None:
     from crfkit.inspect import write_info
     from crfkit.model import Model
 
-    write_info(Model.load(model_file), click.get_text_stream("stdout"))
+    write_info(Model.load(model_file), sys.stdout)
 
 
 @cli.command("eval")
@@ -322,7 +322,7 @@ def eval_command(input_file, delimiter, outside, raw, latex, fmt, tokens, scheme
         tokens=tokens,
         scheme=scheme,
         encoding=encoding,
-        out=click.get_text_stream("stdout"),
+        out=sys.stdout,
     )
 
 
