@@ -38,7 +38,7 @@ from typing import IO
 
 from crfkit.errors import CrfkitError, UsageError
 
-__all__ = ["atomic_output"]
+__all__ = ["atomic_output", "check_writable"]
 
 
 @contextmanager
@@ -117,6 +117,36 @@ def atomic_output(
         _discard(layers, temp)
         raise
     _sync_directory(directory)
+
+
+def check_writable(path: str | os.PathLike | None) -> None:
+    """Fail now, naming ``path``, if :func:`atomic_output` could not create it later.
+
+    Training for an hour and then failing to write the model loses the hour:
+    the commands call this for every output before any work starts. It makes
+    (and removes) a temporary file where :func:`atomic_output` would, so
+    a missing directory, a read-only one or a read-only target all show up;
+    nothing is left behind.
+    """
+    if path is None or path == "-":
+        return
+    target = os.path.realpath(os.fsdecode(path))
+    display = os.fsdecode(path)
+    if os.path.isdir(target):
+        raise CrfkitError("cannot write: Is a directory", path=display)
+    if _is_special(target):
+        if not os.access(target, os.W_OK):
+            raise CrfkitError("cannot write: Permission denied", path=display)
+        return
+    _new_file_mode(target, display)  # refuses a read-only target
+    directory, base = os.path.split(target)
+    try:
+        fd, temp = tempfile.mkstemp(dir=directory, prefix=f".{base}.", suffix=".tmp")
+    except OSError as err:
+        raise _write_error(display, err) from None
+    os.close(fd)
+    with suppress(OSError):
+        os.unlink(temp)
 
 
 def _discard(layers: list[IO | None], temp: str) -> None:

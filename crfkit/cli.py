@@ -51,22 +51,27 @@ def cli() -> None:
 SEPARATORS = click.Choice(["auto", "tab", "space"])
 
 
-@cli.command("train")
-@click.option("-p", "--pattern", "pattern_file", default=None,
-              type=click.Path(exists=True, dir_okay=False),
+MODEL_TYPE_NAMES = ("crf", "memm", "maxent")
+"""The names of ``train.MODEL_TYPES`` and ``train.ALGORITHMS``, spelled out here so that
+``--help`` lists them without importing the training code (a test keeps them equal)."""
+ALGORITHM_NAMES = ("l-bfgs", "sgd-l1", "ap")
+
+
+@cli.command("train", short_help="Train a model on a labelled column file.")
+@click.option("-p", "--pattern", "pattern_file", default=None, metavar="FILE",
               help="Pattern (template) file, CRF++ or Wapiti syntax (optional with -m).")
 @click.argument("input_file", metavar="[INPUT]", default="-", type=click.Path(allow_dash=True))
-@click.argument("model_file", metavar="[MODEL]", default="crfkit.model",
-                type=click.Path(dir_okay=False))
-@click.option("-T", "--type", "model_type", default=None,
-              help="Model type: crf, memm or maxent ('list' describes them)  [default: crf]")
-@click.option("-a", "--algo", default=None,
-              help="Training algorithm: l-bfgs, sgd-l1 or ap ('list' describes them)  "
-                   "[default: l-bfgs]")
+@click.argument("model_file", metavar="[MODEL]", default="crfkit.model", type=click.Path())
+@click.option("-T", "--type", "model_type", default=None, metavar="|".join(MODEL_TYPE_NAMES),
+              help="Model type; '-T list' describes them  [default: crf]")
+@click.option("-a", "--algo", default=None, metavar="|".join(ALGORITHM_NAMES),
+              help="Training algorithm; '-a list' describes them  [default: l-bfgs]")
 @click.option("-1", "--rho1", type=float, default=None,
               help="L1 regularisation strength; > 0 makes l-bfgs OWL-QN  [default: 0]")
 @click.option("-2", "--rho2", type=float, default=None,
               help="L2 regularisation strength (l-bfgs only)  [default: 1.0]")
+@click.option("--cost", type=float, default=None, metavar="C",
+              help="CRF++'s -c/--cost: the same as -2 1/C.")
 @click.option("-i", "--maxiter", type=int, default=None,
               help="Maximum number of iterations (epochs for sgd-l1 and ap), 0 for no "
                    "limit  [default: 0]")
@@ -74,19 +79,21 @@ SEPARATORS = click.Choice(["auto", "tab", "space"])
               help="Stop when the objective improves by less than this (relative) over the "
                    "window  [default: 1e-5]")
 @click.option("-w", "--stopwin", type=int, default=None,
-              help="Window (iterations) of the stopping rule; with -d, also stop when the "
-                   "development F1 has not improved for this many iterations  [default: 10]")
-@click.option("-d", "--devel", "devel_file", default=None,
-              type=click.Path(exists=True, dir_okay=False),
+              help="Window (iterations) of the stopping rule  [default: 10]")
+@click.option("-d", "--devel", "devel_file", default=None, metavar="FILE",
               help="Labelled development file: scored after every iteration; the model "
-                   "keeps the weights of its best F1.")
-@click.option("-f", "--cutoff", type=int, default=None,
-              help="Ignore observations seen fewer than N times  [default: 1]")
+                   "keeps the weights of its best F1 (training still stops on the "
+                   "objective's rule).")
+@click.option("--devel-patience", type=int, default=None, metavar="N",
+              help="With -d, also stop after N iterations without a better development "
+                   "F1; 0 never stops on it  [default: 0]")
+@click.option("-f", "--cutoff", "--freq", type=int, default=None,
+              help="Ignore observations seen fewer than N times (CRF++'s --freq)  "
+                   "[default: 1]")
 @click.option("-c", "--compact", is_flag=True,
               help="Drop zero weights and the observations left without any (small L1 "
-                   "models).")
-@click.option("-m", "--model", "init_file", default=None,
-              type=click.Path(exists=True, dir_okay=False),
+                   "models). Not CRF++'s -c: that is --cost.")
+@click.option("-m", "--model", "init_file", default=None, metavar="FILE",
               help="Start from this model's weights: continue training, or fine-tune on new "
                    "data (new labels and observations are added).")
 @click.option("--eta0", type=float, default=None,
@@ -107,55 +114,108 @@ SEPARATORS = click.Choice(["auto", "tab", "space"])
                    "[default: the memory available]")
 @click.option("--sep", type=SEPARATORS, default="auto", show_default=True,
               help="Column separator: tabs or runs of spaces (auto), tabs only, spaces only.")
-@click.option("--encoding", default="utf-8", show_default=True, help="Text encoding of INPUT.")
+@click.option("--encoding", default="utf-8", show_default=True,
+              help="Text encoding of INPUT, the -d file and the pattern file (recorded in "
+                   "the model: 'crfkit label' reads with it by default).")
 @click.option("-q", "--quiet", is_flag=True, help="No progress output.")
-def train_command(pattern_file, input_file, model_file, model_type, algo, rho1, rho2, maxiter,
-                  stopeps, stopwin, devel_file, cutoff, compact, init_file, eta0, alpha, seed,
-                  nthread, history, all_features, max_memory, sep, encoding, quiet) -> None:
-    """Train a model on a labelled column file (last column = label) and write MODEL.
+def train_command(pattern_file, input_file, model_file, model_type, algo, rho1, rho2, cost,
+                  maxiter, stopeps, stopwin, devel_file, devel_patience, cutoff, compact,
+                  init_file, eta0, alpha, seed, nthread, history, all_features, max_memory, sep,
+                  encoding, quiet) -> None:
+    """Train a model on a labelled column file (the last column is the label).
 
-    Ctrl-C stops training and still writes the model trained so far.
+    INPUT defaults to standard input (a pipe: a terminal is refused) and
+    MODEL to ./crfkit.model. Ctrl-C stops training after the last finished
+    iteration, writes the model trained so far and exits with status 130.
     """
+    from crfkit.atomic import check_writable
     from crfkit.errors import UsageError
     from crfkit.memory import parse_size, return_large_frees_to_the_os
-    from crfkit.model import Model
-    from crfkit.patterns import read_patterns
-    from crfkit.progress import Progress
-    from crfkit.reader import read_sequences
-    from crfkit.train import TrainOptions, algorithm_list, train, type_list
+    from crfkit.train import algorithm_list, type_list
 
     if algo == "list" or model_type == "list":
         click.echo(algorithm_list() if algo == "list" else type_list())
         return
+    if cost is not None:
+        if rho2 is not None:
+            raise UsageError("--cost C is CRF++'s spelling of -2 1/C: give one of them")
+        if not cost > 0:
+            raise UsageError(f"--cost must be > 0, got {cost}")
+        rho2 = 1.0 / cost
+    _existing_file(pattern_file, "-p/--pattern",
+                   "-p names the pattern file here; CRF++'s -p (threads) is -t")
+    _existing_file(init_file, "-m/--model",
+                   "-m names a model to start from here; CRF++'s -m (iterations) is -i")
+    _existing_file(devel_file, "-d/--devel", None)
+    if input_file != "-":
+        _existing_file(input_file, "INPUT", "CRF++'s '-c C' (cost) is '--cost C' here; "
+                       "crfkit's -c is --compact")
+    elif sys.stdin.isatty():
+        raise UsageError("no INPUT given and standard input is a terminal: name the training "
+                         "file (crfkit train -p PATTERNS train.txt MODEL) or pipe it in")
+    if pattern_file is None and init_file is None:
+        raise UsageError("give a pattern file with -p/--pattern (or an initial model with -m)")
     given = {"algo": algo, "model_type": model_type, "rho1": rho1, "rho2": rho2,
              "maxiter": maxiter, "stopeps": stopeps, "stopwin": stopwin, "cutoff": cutoff,
              "nthread": nthread, "history": history, "eta0": eta0, "alpha": alpha,
-             "seed": seed, "compact": compact or None, "all_features": all_features or None,
+             "seed": seed, "devel_patience": devel_patience, "compact": compact or None,
+             "all_features": all_features or None,
              "max_memory": None if max_memory is None else parse_size(max_memory)}
+    check_writable(model_file)  # before an hour of training, not after it
+    return_large_frees_to_the_os()
+    model = _train(given, pattern_file, input_file, devel_file, init_file, sep=sep,
+                   encoding=encoding, quiet=quiet)
+    model.save(model_file)
+    if model.info["stop_reason"] == "interrupted":
+        click.echo(f"* model written to {model_file} (interrupted)", err=True)
+        click.get_current_context().exit(130)
+    if not quiet:
+        click.echo(f"* model written to {model_file}", err=True)
+
+
+def _train(given: dict, pattern_file: str | None, input_file: str, devel_file: str | None,
+           init_file: str | None, *, sep: str, encoding: str, quiet: bool):
+    """Read everything the train command names and train: the library call behind it."""
+    from crfkit.model import Model
+    from crfkit.patterns import read_patterns
+    from crfkit.progress import Progress
+    from crfkit.reader import read_sequences
+    from crfkit.train import TrainOptions, train
+
     options = TrainOptions(**{k: v for k, v in given.items() if v is not None})
     options.validate()
-    return_large_frees_to_the_os()
-    if pattern_file is None and init_file is None:
-        raise UsageError("give a pattern file with -p/--pattern (or an initial model with -m)")
     init = Model.load(init_file) if init_file else None
-    patterns = read_patterns(pattern_file) if pattern_file else None
+    patterns = read_patterns(pattern_file, encoding=encoding) if pattern_file else None
     progress = Progress(quiet=quiet)
     source = "<stdin>" if input_file == "-" else input_file
     sequences = read_sequences(input_file, encoding=encoding, sep=sep, min_columns=2)
     devel = None
     if devel_file is not None:
         devel = read_sequences(devel_file, encoding=encoding, sep=sep, min_columns=2)
-    model = train(patterns, sequences, options, progress=progress, source=source, devel=devel,
-                  devel_source=devel_file or "<devel>", init=init)
+    model = train(patterns, progress.counted(sequences), options, progress=progress,
+                  source=source, devel=devel, devel_source=devel_file or "<devel>", init=init)
     model.info["pattern_file"] = pattern_file or init_file
     model.info["train_file"] = source
+    model.info["encoding"] = encoding
     if devel_file is not None:
         model.info["devel_file"] = devel_file
-    model.save(model_file)
-    progress.message(f"* model written to {model_file}")
+    return model
 
 
-@cli.command("label")
+def _existing_file(path: str | None, option: str, numeric_hint: str | None) -> None:
+    """Refuse a missing file in one line; a number where a file belongs is a CRF++ habit."""
+    from crfkit.errors import UsageError
+
+    if path is None or os.path.isfile(path):
+        return
+    problem = "is a directory" if os.path.isdir(path) else "does not exist"
+    hint = ""
+    if numeric_hint and path.replace(".", "", 1).isdigit():
+        hint = f" ({numeric_hint})"
+    raise UsageError(f"{option}: {path!r} {problem}{hint}")
+
+
+@cli.command("label", short_help="Label a column file with a trained model.")
 @click.option("-m", "--model", "model_file", required=True,
               type=click.Path(exists=True, dir_okay=False), help="Model file from 'crfkit train'.")
 @click.argument("input_file", metavar="[INPUT]", default="-", type=click.Path(allow_dash=True))
@@ -264,26 +324,28 @@ def _cores() -> int:
     return os.cpu_count() or 1
 
 
-@cli.command("dump")
+@cli.command("dump", short_help="Write a model's weights as text.")
 @click.argument("model_file", metavar="MODEL", type=click.Path(exists=True, dir_okay=False))
 @click.argument("output_file", metavar="[OUTPUT]", default="-", type=click.Path(allow_dash=True))
 @click.option("--top", type=int, default=None,
               help="Only the K strongest features (largest |weight|) of each label.")
 @click.option("--threshold", type=float, default=0.0, show_default=True,
               help="Hide features with |weight| below this.")
-def dump_command(model_file, output_file, top, threshold) -> None:
+@click.option("--encoding", default=None,
+              help="Text encoding of OUTPUT  [default: the model's training encoding]")
+def dump_command(model_file, output_file, top, threshold, encoding) -> None:
     """Write a model as text: patterns, labels, then one line per non-zero weight
-    (observation TAB label-or-prev→label TAB weight)."""
+    (observation TAB label-or-prev→label TAB weight). OUTPUT defaults to stdout."""
     from crfkit.atomic import atomic_output
     from crfkit.inspect import dump
     from crfkit.model import Model
 
     model = Model.load(model_file)
-    with atomic_output(output_file) as out:
+    with atomic_output(output_file, encoding=encoding or model.encoding) as out:
         dump(model, out, top=top, threshold=threshold)
 
 
-@cli.command("info")
+@cli.command("info", short_help="Describe a model and how it was trained.")
 @click.argument("model_file", metavar="MODEL", type=click.Path(exists=True, dir_okay=False))
 def info_command(model_file) -> None:
     """Describe a model: labels, sizes, patterns, training options and corpus."""
@@ -293,7 +355,7 @@ def info_command(model_file) -> None:
     write_info(Model.load(model_file), sys.stdout)
 
 
-@cli.command("eval")
+@cli.command("eval", short_help="Score tagged output exactly like conlleval.")
 @click.argument("input_file", metavar="[FILE]", default="-", type=click.Path(allow_dash=True))
 @click.option("-d", "--delimiter", default=None, help="Field delimiter (default: any whitespace).")
 @click.option("-o", "--outside", "outside", default="O", show_default=True,
@@ -326,14 +388,15 @@ def eval_command(input_file, delimiter, outside, raw, latex, fmt, tokens, scheme
     )
 
 
-@cli.command("patterns")
+@cli.command("patterns", short_help="Show how a pattern file compiles and what it generates.")
 @click.argument("pattern_file", metavar="PATFILE", type=click.Path(exists=True, dir_okay=False))
 @click.argument("data_file", metavar="[DATA]", required=False, type=click.Path(allow_dash=True))
 @click.option("-s", "--sequence", "sequence_number", type=click.IntRange(min=1), default=1,
               show_default=True, help="Which sequence of DATA to show (1 = the first).")
 @click.option("--sep", type=SEPARATORS, default="auto", show_default=True,
               help="Column separator of DATA (auto: tabs or runs of spaces).")
-@click.option("--encoding", default="utf-8", show_default=True, help="Text encoding of DATA.")
+@click.option("--encoding", default="utf-8", show_default=True,
+              help="Text encoding of PATFILE and DATA.")
 def patterns_command(pattern_file, data_file, sequence_number, sep, encoding) -> None:
     """Show how PATFILE compiled and, with DATA, what it generates.
 
@@ -349,7 +412,7 @@ def patterns_command(pattern_file, data_file, sequence_number, sep, encoding) ->
     from crfkit.patterns import check_columns, describe_patterns, explain_sequence, read_patterns
     from crfkit.reader import read_sequences
 
-    patterns = read_patterns(pattern_file)
+    patterns = read_patterns(pattern_file, encoding=encoding)
     for line in describe_patterns(patterns):
         click.echo(line)
     if data_file is None:

@@ -20,18 +20,19 @@ def iob_masks(labels: list[str]) -> tuple[np.ndarray, np.ndarray]:
 
     Forbidden: ``I-X`` at the start of a sequence, and ``I-X`` after anything
     but ``B-X`` or ``I-X`` (so ``O -> I-X``, ``B-X -> I-Y``, ``I-X -> I-Y``).
-    Labels other than ``O``, ``B-X`` and ``I-X`` are refused: guessing what
-    ``E-X`` or ``NP`` should allow would silently decode nonsense.
+    Untyped ``B`` and ``I`` (CRF++'s base-NP example) are chunks of one
+    unnamed type, as conlleval reads them. Other labels are refused: guessing
+    what ``E-X`` or ``NP`` should allow would silently decode nonsense.
     """
     types = []
     for name in labels:
-        if name == "O":
-            types.append(("O", ""))
+        if name in ("O", "B", "I"):
+            types.append((name, ""))
         elif name[:2] in ("B-", "I-") and len(name) > 2:
             types.append((name[0], name[2:]))
         else:
             raise UsageError(f"--constraints iob: label {name!r} is not IOB2 "
-                             f"(expected O, B-TYPE or I-TYPE)")
+                             f"(expected O, B, I, B-TYPE or I-TYPE)")
     L = len(labels)
     start_ok = np.array([prefix != "I" for prefix, _ in types], dtype=np.bool_)
     trans_ok = np.ones((L, L), dtype=np.bool_)

@@ -137,15 +137,27 @@ def encode_training(patterns: list[Pattern], sequences: list[Sequence], *, cutof
     return Corpus(featurizer, space, data, empirical, labels, n_token_columns, x0)
 
 
-def encode_devel(corpus: Corpus, sequences: list[Sequence], source: str) -> Dataset:
-    """A development corpus under the training vocabulary, with gold label ids.
+@dataclass
+class DevelSet:
+    """A development corpus encoded for scoring during training.
 
-    Its labels must be training labels: a model cannot predict the others,
-    and scoring against them would silently count them all as errors.
+    ``data.labels`` are gold label ids; ids from ``len(corpus.labels)`` on
+    name devel labels that training never saw (``label_names`` holds all):
+    the model cannot predict them, so their tokens score as errors.
     """
+
+    data: Dataset
+    label_names: list[str]
+    warnings: list[str]
+
+
+def encode_devel(corpus: Corpus, sequences: list[Sequence], source: str) -> DevelSet:
+    """A development corpus under the training vocabulary, with gold label ids."""
     if not sequences:
         raise InputError("development data is empty (no sequences)", path=source)
     index = {label: i for i, label in enumerate(corpus.labels)}
+    names = list(corpus.labels)
+    first_line: dict[str, int] = {}
     expected = corpus.n_token_columns + 1
     gold = []
     for seq in sequences:
@@ -155,14 +167,21 @@ def encode_devel(corpus: Corpus, sequences: list[Sequence], source: str) -> Data
                                  f"{len(row)}", path=source, line=line)
             y = index.get(row[-1])
             if y is None:
-                raise InputError(f"label {row[-1]!r} does not occur in the training data",
-                                 path=source, line=line)
+                y = index[row[-1]] = len(names)
+                names.append(row[-1])
+                first_line[row[-1]] = line
             gold.append(y)
+    gold_ids = np.array(gold, dtype=np.int32)
+    warnings = []
+    for label, line in first_line.items():
+        count = int(np.count_nonzero(gold_ids == index[label]))
+        warnings.append(f"{source}:{line}: label {label!r} does not occur in the training "
+                        f"data: its {count} token(s) are scored as errors")
     featurizer = corpus.featurizer
     pos, components = featurizer.components(sequences, grow=False)
     tok_ptr, tok_obs = token_lists(featurizer.observations(components))
-    return Dataset(seq_ptr=pos.seq_ptr, tok_ptr=tok_ptr, tok_obs=tok_obs,
-                   labels=np.array(gold, dtype=np.int32))
+    data = Dataset(seq_ptr=pos.seq_ptr, tok_ptr=tok_ptr, tok_obs=tok_obs, labels=gold_ids)
+    return DevelSet(data, names, warnings)
 
 
 # --- feature keys --------------------------------------------------------------------------------

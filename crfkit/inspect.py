@@ -9,6 +9,7 @@ the layout back into (observation, label or transition, weight) triples:
 * the dense transition block as ``B<TAB>PREV→LABEL<TAB>WEIGHT``, ``B``
   being the text of the model's (first) constant bigram pattern.
 
+The arrow is written ``->`` where the output encoding has no ``→``.
 Observations are in id order (most frequent in training first), then the
 transitions. Weights print with six significant digits. Zero weights (a
 feature the optimiser never moved) are left out.
@@ -25,6 +26,7 @@ from crfkit.errors import UsageError
 from crfkit.model import Model
 
 ARROW = "→"
+ASCII_ARROW = "->"  # for output encodings without "→" (Latin-1, EUC-JP, ...)
 _TYPES = {"crf": "crf (linear-chain CRF)", "memm": "memm (maximum-entropy Markov model)",
           "maxent": "maxent (per-token maximum entropy)"}
 
@@ -76,23 +78,32 @@ def dump(model: Model, out: TextIO, *, top: int | None = None, threshold: float 
     out.write("".join(p.text + "\n" for p in model.patterns))
     out.write("# labels\n")
     out.write("".join(name + "\n" for name in model.labels))
-    out.write(f"# features: observation<TAB>label or previous{ARROW}label<TAB>weight\n")
+    arrow = ARROW if _can_encode(ARROW, getattr(out, "encoding", None)) else ASCII_ARROW
+    out.write(f"# features: observation<TAB>label or previous{arrow}label<TAB>weight\n")
     names = np.array(model.labels, dtype=object)
     if top is None:
-        out.write(_lines(f, np.flatnonzero(keep), names))
+        out.write(_lines(f, np.flatnonzero(keep), names, arrow))
         return
     for y, name in enumerate(model.labels):
         mine = np.flatnonzero(keep & (f.label == y))
         # stable sort: equal strengths keep the dump order
         best = mine[np.argsort(-np.abs(f.weight[mine]), kind="stable")[:top]]
         out.write(f"# {name}\n")
-        out.write(_lines(f, best, names))
+        out.write(_lines(f, best, names, arrow))
 
 
-def _lines(f: Features, rows: np.ndarray, names: np.ndarray) -> str:
+def _can_encode(text: str, encoding: str | None) -> bool:
+    try:
+        text.encode(encoding or "utf-8")
+    except (UnicodeEncodeError, LookupError):
+        return False
+    return True
+
+
+def _lines(f: Features, rows: np.ndarray, names: np.ndarray, arrow: str) -> str:
     prev = f.prev[rows]
     label = names[f.label[rows]]
-    target = np.where(prev >= 0, names[np.maximum(prev, 0)] + ARROW + label, label)
+    target = np.where(prev >= 0, names[np.maximum(prev, 0)] + arrow + label, label)
     return "".join(f"{o}\t{t}\t{w:.6g}\n" for o, t, w in zip(
         f.observation[rows].tolist(), target.tolist(), f.weight[rows].tolist(), strict=True))
 

@@ -38,6 +38,12 @@ class Model:
     info: dict = field(default_factory=dict)
     model_type: str = "crf"
 
+    @property
+    def encoding(self) -> str:
+        """The text encoding of the training data: labelling and dumping default to it."""
+        value = self.info.get("encoding")
+        return value if isinstance(value, str) else "utf-8"
+
     # -- file format -------------------------------------------------------------------
     def _arrays_and_meta(self) -> tuple[dict, dict[str, np.ndarray]]:
         s = self.space

@@ -192,18 +192,23 @@ def read_patterns(path: str | os.PathLike, *, encoding: str = "utf-8") -> list[P
     """Read and parse a pattern file."""
     name = os.fspath(path)
     try:
-        with open(name, encoding=encoding) as handle:
-            text = handle.read()
+        with open(name, "rb") as handle:
+            data = handle.read()
     except OSError as err:
         raise PatternError(f"cannot read pattern file: {err.strerror}", path=name) from None
+    try:
+        text = data.decode(encoding)
     except UnicodeDecodeError as err:
-        raise PatternError(f"cannot decode pattern file as {encoding}: {err.reason}",
-                           path=name) from None
+        line = data.count(b"\n", 0, err.start) + 1
+        raise PatternError(f"cannot decode as {encoding} at byte offset {err.start}: "
+                           f"{err.reason} (give the file's encoding with --encoding)",
+                           path=name, line=line) from None
     except UnicodeError as err:  # a codec that decodes nothing ("undefined")
         raise PatternError(f"cannot decode pattern file as {encoding}: {err}",
                            path=name) from None
-    except (LookupError, ValueError):  # unknown, not a text encoding, or an embedded NUL
+    except (LookupError, ValueError, TypeError):  # unknown or not a text encoding
         raise UsageError(f"unknown encoding {encoding!r}") from None
+    text = text.replace("\r\n", "\n").replace("\r", "\n")  # as text mode read it
     patterns = parse_patterns(text, path=name)
     if not patterns:
         raise PatternError("pattern file has no patterns", path=name)

@@ -298,6 +298,21 @@ def test_iob_masks():
                          ("B-VP", "I-NP"), ("I-VP", "I-NP")}
 
 
+def test_iob_masks_accept_untyped_labels_as_conlleval_reads_them():
+    """CRF++'s base-NP example tags B, I and O: one chunk type without a name."""
+    labels = ["B", "I", "O"]
+    start_ok, trans_ok = iob_masks(labels)
+    assert start_ok.tolist() == [True, False, True]
+    forbidden = {(a, b) for a in labels for b in labels
+                 if not trans_ok[labels.index(a), labels.index(b)]}
+    assert forbidden == {("O", "I")}
+    mixed = ["O", "B", "I", "B-NP", "I-NP"]  # untyped and typed do not continue each other
+    start_ok, trans_ok = iob_masks(mixed)
+    assert not trans_ok[mixed.index("B"), mixed.index("I-NP")]
+    assert not trans_ok[mixed.index("B-NP"), mixed.index("I")]
+    assert trans_ok[mixed.index("I"), mixed.index("I")]
+
+
 @pytest.mark.parametrize("bad", ["NP", "E-NP", "B-", "o"])
 def test_iob_refuses_other_schemes(bad):
     with pytest.raises(UsageError, match=repr(bad)):

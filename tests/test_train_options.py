@@ -128,8 +128,8 @@ def test_cutoff_works_with_every_algorithm_and_type(corpus, algo):
                                   ["-a", "ap", "--seed", "1"]])
 def test_devel_stops_early_and_keeps_the_best_weights(corpus, algo):
     model = corpus["dir"] / "dev.model"
-    result = train_ok("-p", PAT, *algo, "-d", str(corpus["devel"]), "-w", "3", "-e", "0",
-                      str(corpus["train"]), str(model))
+    result = train_ok("-p", PAT, *algo, "-d", str(corpus["devel"]), "--devel-patience", "3",
+                      "-e", "0", str(corpus["train"]), str(model))
     lines = [line for line in result.stderr.splitlines() if line.startswith("  [")]
     assert all("dev-F1=" in line and "dev-err=" in line for line in lines)
     f1s = [float(line.split("dev-F1=")[1].split()[0]) for line in lines]
@@ -141,12 +141,40 @@ def test_devel_stops_early_and_keeps_the_best_weights(corpus, algo):
     assert test_f1(model, corpus["devel"]) == pytest.approx(f1s[best], abs=0.006)
 
 
-def test_devel_with_an_unseen_label_is_refused(corpus):
+def test_devel_does_not_stop_training_but_keeps_its_best_weights(corpus):
+    """Devel F1 plateaus early: training stops on the objective's rule, as without -d,
+    and the model keeps the weights of the best development F1 (issue #13)."""
+    args = ["-p", PAT, "-e", "1e-3", "-w", "3", str(corpus["train"])]
+    plain = train_ok(*args, str(corpus["dir"] / "plain.model"))
+    model = corpus["dir"] / "dev-all.model"
+    result = train_ok(*args[:-1], "-d", str(corpus["devel"]), args[-1], str(model))
+    iterations = [line for line in plain.stderr.splitlines() if line.startswith("  [")]
+    lines = [line for line in result.stderr.splitlines() if line.startswith("  [")]
+    assert len(lines) == len(iterations) > 3  # the same stopping point as without -d
+    assert "no development F1 improvement" not in result.stderr
+    f1s = [float(line.split("dev-F1=")[1].split()[0]) for line in lines]
+    best = int(np.argmax(f1s))
+    loaded = Model.load(model)
+    assert loaded.info["devel_best"] == {"iteration": best + 1, "f1": pytest.approx(f1s[best],
+                                                                                   abs=0.006)}
+    assert loaded.info["devel_last"]["iteration"] == len(lines)
+    assert f"best {f1s[best]:.2f} at iteration {best + 1}" in result.stderr  # both reported
+    assert f"{f1s[-1]:.2f} at the last iteration ({len(lines)})" in result.stderr
+    assert test_f1(model, corpus["devel"]) == pytest.approx(f1s[best], abs=0.006)
+
+
+def test_devel_with_an_unseen_label_warns_and_scores_it_as_wrong(corpus):
     bad = corpus["dir"] / "bad-devel.txt"
-    bad.write_text("12 d B-HOUSE\nMain Xx B-PLANET\n")
+    bad.write_text("12 d B-HOUSE\nMain Xx B-PLANET\nSt Xx B-PLANET\n")
+    model = corpus["dir"] / "x.model"
     result = run("train", "-p", PAT, "-i", "2", "-d", str(bad), str(corpus["train"]),
-                 str(corpus["dir"] / "x.model"))
-    one_error_line(result, f"{bad}:2", "B-PLANET")
+                 str(model))
+    assert result.exit_code == 0, result.stderr
+    warning = [line for line in result.stderr.splitlines() if "B-PLANET" in line]
+    assert len(warning) == 1 and f"{bad}:2" in warning[0] and "2 token(s)" in warning[0]
+    errors = [float(line.split("dev-err=")[1].split("%")[0])
+              for line in result.stderr.splitlines() if line.startswith("  [")]
+    assert errors and min(errors) >= 200 / 3 - 0.01  # 2 of 3 tokens can never be right
 
 
 def test_continue_and_fine_tune_from_a_model(corpus):
@@ -179,7 +207,7 @@ def test_ctrl_c_writes_the_model_trained_so_far(corpus, monkeypatch):
     monkeypatch.setattr(Objective, "__call__", interrupted)
     model = corpus["dir"] / "ctrl-c.model"
     result = run("train", "-p", PAT, str(corpus["train"]), str(model))
-    assert result.exit_code == 0, result.stderr
+    assert result.exit_code == 130, result.stderr  # written, then the shell's Ctrl-C status
     assert "interrupted" in result.stderr and "written" in result.stderr
     assert Model.load(model).info["stop_reason"] == "interrupted"
 
@@ -213,3 +241,91 @@ def test_missing_patterns_and_mismatched_initial_model(corpus):
                        str(tmp / "m.model")), "differs from the initial model")
     one_error_line(run("train", "-m", str(first), "-T", "maxent", str(corpus["train"]),
                        str(tmp / "m.model")), "cannot continue as a maxent")
+
+
+# --- what a new user hit (issue #13) ----------------------------------------------------------
+def test_output_path_is_checked_before_training(corpus, tmp_path):
+    for bad, reason in ((tmp_path / "missing" / "m.model", "No such file or directory"),
+                        (tmp_path, "Is a directory")):
+        result = run("train", "-p", PAT, str(corpus["train"]), str(bad))
+        line = one_error_line(result, str(bad), reason)
+        assert "[   1]" not in result.stderr and "sequences" not in result.stderr, line
+    assert list(tmp_path.iterdir()) == []  # the check leaves nothing behind
+
+
+def test_info_shows_the_settings_used_with_defaults(corpus):
+    def options(*args: str) -> dict:
+        model = corpus["dir"] / "defaults.model"
+        train_ok("-q", "-p", PAT, "-i", "2", *args, str(corpus["train"]), str(model))
+        fields = dict(line.partition(":")[::2] for line in run("info", str(model)).stdout
+                      .splitlines())
+        return dict(item.split("=", 1) for item in fields["options"].split())
+
+    plain = options()
+    assert plain["model_type"] == "crf" and plain["rho2"] == "1.0" and plain["rho1"] == "0.0"
+    assert "None" not in plain.values() and "eta0" not in plain
+    perceptron = options("-a", "ap", "-T", "maxent")
+    assert perceptron["model_type"] == "maxent" and "rho2" not in perceptron
+    assert "None" not in perceptron.values()
+
+
+def test_crfpp_option_spellings(corpus):
+    """--cost C is -2 1/C and --freq N is -f N: the same model, byte for byte."""
+    tmp = corpus["dir"]
+    pairs = [(["--cost", "4"], ["-2", "0.25"]), (["--freq", "2"], ["-f", "2"])]
+    for crfpp, ours in pairs:
+        a, b = tmp / "crfpp.model", tmp / "ours.model"
+        train_ok("-q", "-p", PAT, "-i", "3", *crfpp, str(corpus["train"]), str(a))
+        train_ok("-q", "-p", PAT, "-i", "3", *ours, str(corpus["train"]), str(b))
+        assert a.read_bytes() == b.read_bytes(), crfpp
+    one_error_line(run("train", "-p", PAT, "--cost", "4", "-2", "1", str(corpus["train"])),
+                   "--cost")
+
+
+@pytest.mark.parametrize("args,needle", [
+    (["-p", PAT, "-c", "4"], "'--cost C' here"),  # CRF++: -c 4 is the cost
+    (["-p", "2"], "CRF++'s -p (threads) is -t"),
+    (["-p", PAT, "-m", "100"], "CRF++'s -m (iterations) is -i"),
+])
+def test_crfpp_habits_get_a_one_line_hint(corpus, args, needle):
+    if "-c" in args:
+        result = run("train", *args, str(corpus["dir"] / "m.model"))
+    else:
+        result = run("train", *args, str(corpus["train"]), str(corpus["dir"] / "m.model"))
+    one_error_line(result, needle)
+
+
+def test_training_refuses_to_read_a_terminal(tmp_path):
+    """No INPUT and a terminal on stdin: one line, instead of waiting for typing."""
+    import os
+    import subprocess
+    import sys
+
+    master, slave = os.openpty()
+    try:
+        proc = subprocess.run([sys.executable, "-m", "crfkit.cli", "train", "-p", PAT],
+                              stdin=slave, capture_output=True, text=True, timeout=60,
+                              cwd=tmp_path, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    finally:
+        os.close(slave)
+        os.close(master)
+    assert proc.returncode == 1
+    assert "standard input is a terminal" in proc.stderr
+    assert len(proc.stderr.strip().splitlines()) == 1
+    assert not (tmp_path / "crfkit.model").exists()
+
+
+def test_pattern_files_and_dump_take_the_encoding(corpus, tmp_path):
+    pat = tmp_path / "latin1.pat"
+    pat.write_bytes("U00:%x[0,0]\nU01:café=%x[0,1]\nB\n".encode("latin-1"))
+    model = tmp_path / "m.model"
+    result = run("train", "-p", str(pat), "-i", "2", str(corpus["train"]), str(model))
+    one_error_line(result, f"{pat}:2", "byte offset 19", "--encoding")
+    train_ok("-q", "-p", str(pat), "--encoding", "latin-1", "-i", "2", str(corpus["train"]),
+             str(model))
+    assert Model.load(model).info["encoding"] == "latin-1"
+    dumped = tmp_path / "dump.txt"
+    assert run("dump", str(model), str(dumped)).exit_code == 0  # the model's encoding
+    assert "café=".encode("latin-1") in dumped.read_bytes()
+    assert run("dump", "--encoding", "utf-8", str(model), str(dumped)).exit_code == 0
+    assert "café=".encode() in dumped.read_bytes()
