@@ -81,12 +81,15 @@ ALGORITHM_NAMES = ("l-bfgs", "sgd-l1", "ap")
 @click.option("-w", "--stopwin", type=int, default=None,
               help="Window (iterations) of the stopping rule  [default: 10]")
 @click.option("-d", "--devel", "devel_file", default=None, metavar="FILE",
-              help="Labelled development file: scored after every iteration; the model "
-                   "keeps the weights of its best F1 (training still stops on the "
-                   "objective's rule).")
+              help="Labelled development file, scored after every iteration. By itself it "
+                   "changes nothing: training stops on the objective's rule and the model "
+                   "is the one trained without -d.")
+@click.option("--keep-best-devel", is_flag=True,
+              help="With -d, keep the weights of the iteration with the best development "
+                   "F1 instead of the last ones.")
 @click.option("--devel-patience", type=int, default=None, metavar="N",
-              help="With -d, also stop after N iterations without a better development "
-                   "F1; 0 never stops on it  [default: 0]")
+              help="With -d, stop after N iterations without a better development F1 and "
+                   "keep the best weights; 0 never stops on it  [default: 0]")
 @click.option("-f", "--cutoff", "--freq", type=int, default=None,
               help="Ignore observations seen fewer than N times (CRF++'s --freq)  "
                    "[default: 1]")
@@ -119,7 +122,8 @@ ALGORITHM_NAMES = ("l-bfgs", "sgd-l1", "ap")
                    "the model: 'crfkit label' reads with it by default).")
 @click.option("-q", "--quiet", is_flag=True, help="No progress output.")
 def train_command(pattern_file, input_file, model_file, model_type, algo, rho1, rho2, cost,
-                  maxiter, stopeps, stopwin, devel_file, devel_patience, cutoff, compact,
+                  maxiter, stopeps, stopwin, devel_file, keep_best_devel, devel_patience,
+                  cutoff, compact,
                   init_file, eta0, alpha, seed, nthread, history, all_features, max_memory, sep,
                   encoding, quiet) -> None:
     """Train a model on a labelled column file (the last column is the label).
@@ -158,7 +162,8 @@ def train_command(pattern_file, input_file, model_file, model_type, algo, rho1, 
     given = {"algo": algo, "model_type": model_type, "rho1": rho1, "rho2": rho2,
              "maxiter": maxiter, "stopeps": stopeps, "stopwin": stopwin, "cutoff": cutoff,
              "nthread": nthread, "history": history, "eta0": eta0, "alpha": alpha,
-             "seed": seed, "devel_patience": devel_patience, "compact": compact or None,
+             "seed": seed, "devel_patience": devel_patience,
+             "keep_best_devel": keep_best_devel or None, "compact": compact or None,
              "all_features": all_features or None,
              "max_memory": None if max_memory is None else parse_size(max_memory)}
     check_writable(model_file)  # before an hour of training, not after it

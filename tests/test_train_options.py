@@ -141,17 +141,21 @@ def test_devel_stops_early_and_keeps_the_best_weights(corpus, algo):
     assert test_f1(model, corpus["devel"]) == pytest.approx(f1s[best], abs=0.006)
 
 
-def test_devel_does_not_stop_training_but_keeps_its_best_weights(corpus):
-    """Devel F1 plateaus early: training stops on the objective's rule, as without -d,
-    and the model keeps the weights of the best development F1 (issue #13)."""
+def test_devel_changes_nothing_but_reports_and_can_keep_its_best_weights(corpus):
+    """Devel F1 plateaus early and its best is noisy: by default -d only reports, and the
+    model is the one trained without it (issue #13); --keep-best-devel keeps the best."""
     args = ["-p", PAT, "-e", "1e-3", "-w", "3", str(corpus["train"])]
-    plain = train_ok(*args, str(corpus["dir"] / "plain.model"))
-    model = corpus["dir"] / "dev-all.model"
-    result = train_ok(*args[:-1], "-d", str(corpus["devel"]), args[-1], str(model))
+    plain_model = corpus["dir"] / "plain.model"
+    plain = train_ok(*args, str(plain_model))
+    model, best_model = corpus["dir"] / "dev-all.model", corpus["dir"] / "dev-best.model"
+    with_devel = [*args[:-1], "-d", str(corpus["devel"]), args[-1]]
+    result = train_ok(*with_devel, str(model))
+    train_ok(*with_devel, "--keep-best-devel", str(best_model))
     iterations = [line for line in plain.stderr.splitlines() if line.startswith("  [")]
     lines = [line for line in result.stderr.splitlines() if line.startswith("  [")]
     assert len(lines) == len(iterations) > 3  # the same stopping point as without -d
     assert "no development F1 improvement" not in result.stderr
+    assert np.array_equal(Model.load(model).weights, Model.load(plain_model).weights)
     f1s = [float(line.split("dev-F1=")[1].split()[0]) for line in lines]
     best = int(np.argmax(f1s))
     loaded = Model.load(model)
@@ -160,7 +164,8 @@ def test_devel_does_not_stop_training_but_keeps_its_best_weights(corpus):
     assert loaded.info["devel_last"]["iteration"] == len(lines)
     assert f"best {f1s[best]:.2f} at iteration {best + 1}" in result.stderr  # both reported
     assert f"{f1s[-1]:.2f} at the last iteration ({len(lines)})" in result.stderr
-    assert test_f1(model, corpus["devel"]) == pytest.approx(f1s[best], abs=0.006)
+    assert test_f1(model, corpus["devel"]) == pytest.approx(f1s[-1], abs=0.006)
+    assert test_f1(best_model, corpus["devel"]) == pytest.approx(f1s[best], abs=0.006)
 
 
 def test_devel_with_an_unseen_label_warns_and_scores_it_as_wrong(corpus):
