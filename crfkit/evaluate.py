@@ -41,15 +41,28 @@ Tags and chunks
   starts a chunk through a type change, so with IOBES tags two adjacent
   same-type chunks (``S-X S-X``, ``E-X B-X``) count as one. ``--scheme iobes``
   adds the missing IOBES rules (``B``/``S`` always start a chunk, ``E``/``S``
-  always end one); without it the counts are conlleval's. Any ``--scheme``
-  also rejects tags whose prefix it does not allow (``E-NP`` under ``iob2``),
-  and cannot be combined with ``-r``.
+  always end one); without it the counts are conlleval's. ``--scheme``
+  cannot be combined with ``-r``.
+* ``--scheme`` checks the gold and the predicted column and stops at the
+  first line (``file:line``, naming the column) whose tag breaks the
+  scheme. Tags are the outside tag (``-o``, default ``O``) and ``P-TYPE``
+  with a prefix ``P`` of the scheme and a non-empty type. A sentence break
+  resets the previous tag to outside. Transitions (``X`` a type):
+
+  - ``iob1``: ``I-X`` may start a chunk anywhere; ``B-X`` only directly
+    after a token of type ``X`` (``B-X`` or ``I-X``).
+  - ``iob2``: ``B-X`` anywhere; ``I-X`` only after ``B-X`` or ``I-X``.
+  - ``iobes``: after ``B-X`` or ``I-X`` only ``I-X`` or ``E-X`` (so a
+    sentence end may not follow them); ``I-X`` and ``E-X`` only after
+    ``B-X`` or ``I-X``; ``S-X``, ``B-X`` and the outside tag elsewhere.
+
+  With a scheme the ``-o`` tag also counts as outside when scoring.
 * A predicted chunk is correct when it starts where a gold chunk starts, with
   the same type, and both end at the same place.
 * ``-r`` (raw): tags have no prefixes; every tag other than the outside tag is
   a one-word chunk (``B-`` is prepended). The outside tag (``-o``, default
-  ``O``) matters only with ``-r``, exactly as in conlleval: without ``-r`` only
-  the prefix ``O`` is outside.
+  ``O``) matters only with ``-r`` (and ``--scheme``), exactly as in conlleval:
+  without ``-r`` only the prefix ``O`` is outside.
 * Token accuracy compares prefix and type of gold and predicted tags.
 
 Scores
@@ -259,9 +272,14 @@ class EvalReport:
 # Scoring
 
 
-def _split_tag(tag: str | None, raw: bool, outside: str) -> tuple[str, str]:
-    """(prefix, type) of a tag as conlleval reads it; None is a sentence break."""
+def _split_tag(tag: str | None, raw: bool, outside: str, scheme: bool = False) -> tuple[str, str]:
+    """(prefix, type) of a tag as conlleval reads it; None is a sentence break.
+
+    With a ``scheme`` the outside tag is read as ``O`` (conlleval does that only with -r).
+    """
     if tag is None:
+        return "O", ""
+    if scheme and tag == outside:
         return "O", ""
     if raw:
         if tag == outside:
@@ -332,7 +350,8 @@ def evaluate_tags(
 
     This is the layout of a conlleval file (one entry per line), which lets the
     file reader skip building sentences. ``scheme="iobes"`` adds the IOBES
-    boundary rules; other schemes use conlleval's rules unchanged.
+    boundary rules; other schemes use conlleval's rules unchanged, except that
+    with any scheme the ``outside`` tag reads as ``O``.
     """
     if len(gold) != len(pred):
         raise ValueError(f"{len(gold)} gold tags but {len(pred)} predicted tags")
@@ -353,7 +372,7 @@ def evaluate_tags(
     if not np.array_equal(breaks, p == 0):
         raise ValueError("sentence breaks (None) differ between gold and predicted tags")
 
-    parts = [_split_tag(tag, raw, outside) for tag in vocab]
+    parts = [_split_tag(tag, raw, outside, scheme is not None) for tag in vocab]
     type_names = sorted({kind for _, kind in parts}, key=lambda s: s.encode(encoding,
                                                                           "surrogateescape"))
     type_index = {kind: i for i, kind in enumerate(type_names)}
@@ -455,28 +474,100 @@ def evaluate(
     return evaluate_tags(flat_gold, flat_pred, outside=outside, raw=raw, scheme=scheme)
 
 
-def check_scheme(data: EvalInput, scheme: str) -> None:
-    """Raise InputError at the first tag whose prefix the scheme does not allow.
+def check_scheme(data: EvalInput, scheme: str, *, outside: str = "O") -> None:
+    """Raise InputError at the first line whose gold or predicted tag breaks the scheme.
 
     Catches a file evaluated with the wrong ``--scheme`` (say IOBES tags read
-    as IOB2) instead of printing scores computed with the wrong rules.
+    as IOB2), or output a tagger made invalid, instead of printing scores
+    computed with rules that do not fit it. The rules per scheme are in the
+    module docstring; ``outside`` is the outside tag (``-o``).
     """
     if scheme not in SCHEMES:
         raise UsageError(f"unknown tagging scheme {scheme!r} (expected one of "
                          f"{', '.join(SCHEMES)})")
-    allowed = SCHEMES[scheme]
-    bad = {tag for tag in set(data.gold) | set(data.pred)
-           if tag is not None and tag != "O"
-           and (tag.partition("-")[0] not in allowed or "-" not in tag)}
-    if not bad:
-        return
-    for column in (data.gold, data.pred):
-        for index, tag in enumerate(column):
-            if tag in bad:
-                raise InputError(
-                    f"tag {tag!r} does not fit scheme {scheme} (expected O or "
-                    f"{'/'.join(sorted(allowed))}-TYPE)",
-                    path=data.path, line=data.first_line + index)
+    found = []
+    for side, column in (("gold", data.gold), ("predicted", data.pred)):
+        problem = _first_scheme_problem(column, scheme, outside)
+        if problem is not None:
+            found.append((*problem, side))
+    if found:
+        index, reason, side = min(found, key=lambda item: item[0])  # gold first on a tie
+        raise InputError(f"{side} {reason}", path=data.path, line=data.first_line + index)
+
+
+def _first_scheme_problem(tags: Sequence[str | None], scheme: str,
+                          outside: str) -> tuple[int, str] | None:
+    """(index, reason) of the first tag of one column that breaks the scheme, or None.
+
+    Every (previous tag, tag) pair is judged once, then looked up for all
+    tokens; a sentence break (None) is both the end of one sequence (a pair
+    (tag, None), reported at the tag) and an outside previous tag.
+    """
+    vocab: list[str | None] = [None, *(set(tags) - {None})]
+    index = {tag: i for i, tag in enumerate(vocab)}
+    size = len(vocab)
+    ids = np.fromiter(map(index.__getitem__, chain(tags, [None])), dtype=np.int64,
+                      count=len(tags) + 1)  # a sequence end after the last line
+    prev = np.concatenate((np.zeros(1, dtype=np.int64), ids[:-1]))
+    codes = prev * size + ids
+    pairs = _distinct(codes, size * size)
+    reasons = [_transition_problem(vocab[c // size], vocab[c % size], scheme, outside)
+               for c in pairs.tolist()]
+    bad = np.array([r is not None for r in reasons], dtype=bool)
+    if not bad.any():
+        return None
+    where = np.flatnonzero(_lookup(codes, pairs, bad, size * size))
+    # a problem found at a break (an unclosed chunk) belongs to the line before it
+    at = np.where(ids[where] == 0, where - 1, where)
+    k = int(np.argmin(at))
+    code = int(codes[where[k]])
+    return int(at[k]), str(reasons[int(np.searchsorted(pairs, code))])
+
+
+def _scheme_parts(tag: str | None, scheme: str, outside: str) -> tuple[str, str] | None:
+    """(prefix, type) of a tag under a scheme, ("O", "") outside, None if not a tag of it."""
+    if tag is None or tag == outside:
+        return "O", ""
+    prefix, hyphen, kind = tag.partition("-")
+    if not hyphen or not kind or prefix not in SCHEMES[scheme]:
+        return None
+    return prefix, kind
+
+
+def _transition_problem(prev: str | None, cur: str | None, scheme: str,
+                        outside: str) -> str | None:
+    """Why ``cur`` may not follow ``prev`` under the scheme (None: it may).
+
+    ``prev`` None is a sequence start, ``cur`` None a sequence end.
+    """
+    here = _scheme_parts(cur, scheme, outside)
+    if here is None:
+        prefixes = "/".join(sorted(SCHEMES[scheme]))
+        return (f"tag {cur!r} is not a tag of scheme {scheme} "
+                f"(expected {outside!r} or {prefixes}-TYPE)")
+    before = _scheme_parts(prev, scheme, outside)
+    if before is None:
+        return None  # already reported at the previous line
+    (p, s), (c, t) = before, here
+    after = "at the start of a sequence" if prev is None else f"after {prev!r}"
+    if scheme == "iob1" and c == "B" and not (p in ("B", "I") and s == t):
+        return (f"tag {cur!r} {after} does not fit scheme iob1: B-{t} only directly "
+                f"follows a token of type {t} (I-{t} starts a chunk)")
+    if scheme == "iob2" and c == "I" and not (p in ("B", "I") and s == t):
+        return (f"tag {cur!r} {after} does not fit scheme iob2: I-{t} only follows "
+                f"B-{t} or I-{t}")
+    if scheme == "iobes":
+        if p in ("B", "I") and not (c in ("I", "E") and s == t):
+            if cur is None:
+                single = f" (a one-token chunk is S-{s})" if p == "B" else ""
+                return (f"tag {prev!r} ends a sequence, which scheme iobes does not allow: "
+                        f"a chunk ends with E-{s}{single}")
+            return (f"tag {cur!r} {after} does not fit scheme iobes: after {prev!r} "
+                    f"only I-{s} or E-{s}")
+        if c in ("I", "E") and not (p in ("B", "I") and s == t):
+            return (f"tag {cur!r} {after} does not fit scheme iobes: {c}-{t} only follows "
+                    f"B-{t} or I-{t}")
+    return None
 
 
 # ---------------------------------------------------------------------------
@@ -710,7 +801,7 @@ def run_eval_command(
         raise UsageError("--scheme describes prefixed tags; -r reads tags without prefixes")
     data = read_eval_file(input_file, delimiter=delimiter, encoding=encoding)
     if scheme is not None:
-        check_scheme(data, scheme)
+        check_scheme(data, scheme, outside=outside)
     report = evaluate_tags(data.gold, data.pred, outside=outside, raw=raw, scheme=scheme,
                            encoding=encoding)
     if fmt == "json":

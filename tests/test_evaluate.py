@@ -23,7 +23,9 @@ from hypothesis import strategies as st
 from crfkit.cli import cli
 from crfkit.errors import InputError, UsageError
 from crfkit.evaluate import (
+    EvalInput,
     EvalReport,
+    check_scheme,
     evaluate,
     evaluate_tags,
     format_conlleval,
@@ -542,3 +544,150 @@ def test_cli_bad_file_reports_one_line(tmp_path):
                           capture_output=True, text=True, check=False)
     assert proc.returncode == 1 and "Traceback" not in proc.stderr
     assert len(proc.stderr.strip().splitlines()) == 1 and str(missing) in proc.stderr
+
+
+# ---------------------------------------------------------------------------
+# --scheme: transitions per scheme, both columns, the first bad line, -o (issue #13)
+
+
+def scheme_error(text: str, scheme: str, *, outside: str = "O") -> InputError | None:
+    """The error check_scheme raises for a conlleval file given as text, or None."""
+    data = read_eval_file(io.BytesIO(text.encode("utf-8")), encoding="utf-8")
+    try:
+        check_scheme(data, scheme, outside=outside)
+    except InputError as err:
+        return err
+    return None
+
+
+def test_iob2_rejects_i_after_outside_and_at_a_sequence_start():
+    err = scheme_error("a O O\nb I-LOC I-LOC\n", "iob2")
+    assert err is not None and err.line == 2 and "gold" in err.message
+    assert "I-LOC" in err.message
+    assert scheme_error("a I-LOC I-LOC\n", "iob2").line == 1
+    assert scheme_error("a B-PER B-PER\nb I-LOC I-LOC\n", "iob2").line == 2  # type change
+    assert scheme_error("a B-LOC B-LOC\nb I-LOC I-LOC\nc I-LOC I-LOC\n", "iob2") is None
+    # IOB1 allows all of these: I-X starts a chunk there
+    for text in ("a O O\nb I-LOC I-LOC\n", "a I-PER I-PER\nb I-LOC I-LOC\n"):
+        assert scheme_error(text, "iob1") is None
+
+
+def test_iob1_allows_b_only_directly_after_the_same_type():
+    assert scheme_error("a I-X I-X\nb B-X B-X\nc I-X I-X\n", "iob1") is None
+    for text, line in (("a O O\nb B-X B-X\n", 2), ("a B-X B-X\n", 1),
+                       ("a I-Y I-Y\nb B-X B-X\n", 2), ("a I-X I-X\n\nb B-X B-X\n", 3)):
+        err = scheme_error(text, "iob1")
+        assert err is not None and err.line == line, text
+    for text in ("a O O\nb B-X B-X\n", "a B-X B-X\n", "a B-Y B-Y\nb B-X B-X\n"):
+        assert scheme_error(text, "iob2") is None, text  # B-X after anything is IOB2
+
+
+def test_iobes_chunks_must_be_closed():
+    assert scheme_error("a B-X B-X\nb I-X I-X\nc E-X E-X\nd S-X S-X\ne O O\n", "iobes") is None
+    # after B-X / I-X only I-X or E-X: not O, not another type, not S-X or B-X
+    for text in ("a I-PER I-PER\n", "a B-PER B-PER\nb I-PER I-PER\nc O O\n",
+                 "a B-PER B-PER\nb E-LOC E-LOC\n", "a B-PER B-PER\nb S-PER S-PER\n"):
+        assert scheme_error(text, "iobes") is not None, text
+    err = scheme_error("w B-PER B-PER\nx I-PER I-PER\ny O O\n", "iobes")
+    assert err.line == 3 and "'O' after 'I-PER'" in err.message
+    # a blank line, a -X- line or the end of the file does not close B-X / I-X:
+    # the error names the line of the open tag
+    for text in ("a B-PER B-PER\n\nb O O\n", "a O O\nb B-PER B-PER\n-X- x x\n",
+                 "a O O\nb B-PER B-PER\n"):
+        err = scheme_error(text, "iobes")
+        assert err is not None and err.line == text.count("\n", 0, text.index("B-PER")) + 1
+        assert "ends a sequence" in err.message
+    # E-X / I-X only after B-X / I-X of the same type
+    for text in ("a O O\nb E-X E-X\n", "a S-X S-X\nb I-X I-X\nc E-X E-X\n"):
+        assert scheme_error(text, "iobes").line == 2, text
+
+
+def test_scheme_checks_both_columns_and_reports_the_first_bad_line():
+    text = "a B-X B-X\nb I-X O\nc O O\nd I-Y I-Y\n"
+    err = scheme_error(text, "iobes")  # predicted 'O' after 'B-X' (line 2) comes first
+    assert err.line == 2 and err.message.startswith("predicted tag 'O' after 'B-X'")
+    err = scheme_error(text, "iob2")  # gold and predicted I-Y after O, line 4
+    assert err.line == 4 and err.message.startswith("gold ")
+    err = scheme_error("a O O\nb O E-NP\nc E-NP O\n", "iob2")
+    assert err.line == 2 and err.message.startswith("predicted tag 'E-NP' is not a tag")
+
+
+def test_sentence_breaks_reset_the_previous_tag():
+    for brk in ("\n", "-X- -X- -X-\n"):
+        err = scheme_error("a B-X B-X\n" + brk + "b I-X I-X\n", "iob2")
+        assert err is not None and err.line == 3, brk
+
+
+def test_scheme_honours_the_outside_tag(tmp_path):
+    text = "a B-X B-X\nb I-X I-X\nc NONE NONE\nd B-Y NONE\n"
+    assert scheme_error(text, "iob2", outside="NONE") is None
+    assert scheme_error(text, "iob2") is not None  # NONE is no tag when O is outside
+    err = scheme_error("a O O\n", "iob2", outside="NONE")  # nor O when NONE is
+    assert err is not None and "expected 'NONE' or B/I-TYPE" in err.message
+    assert scheme_error("a NONE NONE\nb I-X I-X\n", "iob2", outside="NONE").line == 2
+    # and the -o tag is outside when scoring with a scheme: the same counts as with O
+    path, plain = tmp_path / "none.txt", tmp_path / "o.txt"
+    path.write_text(text)
+    plain.write_text(text.replace("NONE", "O"))
+    with_none = run_cli(["eval", "--scheme", "iob2", "-o", "NONE", str(path)])
+    assert with_none.exit_code == 0, with_none.output
+    assert with_none.output == run_cli(["eval", "--scheme", "iob2", str(plain)]).output
+    assert with_none.output.startswith("processed 4 tokens with 2 phrases; found: 1 phrases")
+
+
+def scheme_reference(lines: list[tuple[str, str] | None], scheme: str,
+                     outside: str) -> tuple[int, str] | None:
+    """(line, column) of the first tag breaking the scheme, token by token."""
+    prefixes = {"iob1": "BI", "iob2": "BI", "iobes": "BIES"}[scheme]
+
+    def parts(tag):
+        if tag is None or tag == outside:
+            return "O", ""
+        prefix, hyphen, kind = tag.partition("-")
+        return (prefix, kind) if hyphen and kind and prefix in prefixes else None
+
+    def allowed(prev, cur):
+        inside_same = prev[0] in ("B", "I") and prev[1] == cur[1]
+        if scheme == "iob1":
+            return cur[0] != "B" or inside_same
+        if scheme == "iob2":
+            return cur[0] != "I" or inside_same
+        if prev[0] in ("B", "I"):
+            return cur[0] in ("I", "E") and inside_same
+        return cur[0] not in ("I", "E")
+
+    found = []
+    for column, side in ((0, "gold"), (1, "predicted")):
+        prev = ("O", "")
+        for number, item in enumerate([*lines, None], 1):
+            tag = None if item is None else item[column]
+            cur = parts(tag)
+            if cur is None:
+                found.append((number, side))
+                break
+            if not allowed(prev, cur):
+                found.append((number - 1 if tag is None else number, side))
+                break
+            prev = cur
+    return min(found, key=lambda f: f[0]) if found else None
+
+
+_SCHEME_ALPHABET = ["O", "NONE", "B-A", "I-A", "E-A", "S-A", "B-B", "I-B", "E-B", "S-B",
+                    "B-", "A", "X-A"]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.one_of(st.none(), st.tuples(st.sampled_from(_SCHEME_ALPHABET),
+                                               st.sampled_from(_SCHEME_ALPHABET))),
+                max_size=12),
+       st.sampled_from(["iob1", "iob2", "iobes"]), st.sampled_from(["O", "NONE"]))
+def test_scheme_check_matches_reference(lines, scheme, outside):
+    data = EvalInput([None if x is None else x[0] for x in lines],
+                     [None if x is None else x[1] for x in lines], "f")
+    expected = scheme_reference(lines, scheme, outside)
+    try:
+        check_scheme(data, scheme, outside=outside)
+        got = None
+    except InputError as err:
+        got = (err.line, err.message.split(" ")[0])
+    assert got == expected
