@@ -308,9 +308,15 @@ def info_command(model_file) -> None:
               help="Tagging scheme: stop at the first line whose gold or predicted tag breaks "
                    "its transition rules (-o is the outside tag); iobes also adds the IOBES "
                    "chunk rules conlleval lacks (default: conlleval's rules exactly).")
-@click.option("--encoding", default="utf-8", show_default=True, help="Text encoding of FILE.")
+@click.option("--encoding", default=None,
+              help="Text encoding of FILE, decoded strictly; the report is written in it. "
+                   "Default: byte for byte as conlleval: UTF-8, or Latin-1 (any bytes) for "
+                   "input that is not valid UTF-8.")
 def eval_command(input_file, delimiter, outside, raw, latex, fmt, tokens, scheme, encoding) -> None:
-    """Score tagged output like conlleval: the last two columns are gold and predicted tags."""
+    """Score tagged output like conlleval: the last two columns are gold and predicted tags.
+
+    FILE defaults to stdin ('-'), so 'crfkit label -c ... | crfkit eval' works.
+    """
     from crfkit.evaluate import run_eval_command
 
     run_eval_command(

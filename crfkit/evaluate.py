@@ -8,10 +8,18 @@ here, quirks included, because published CoNLL scores were computed with them.
 
 Reading the input
 -----------------
-* Fields are separated by any whitespace (conlleval: a single space). ``-d``
-  sets another delimiter: one character is taken literally, anything longer is
-  a regular expression (as in conlleval, so ``-d '\\t'`` means a tab).
-  Trailing empty fields are dropped.
+* Bytes, as conlleval (Perl compares and pads bytes): without ``--encoding``
+  the input is decoded as UTF-8 or, if it is not valid UTF-8, byte for byte
+  as Latin-1, and the report is written back with the same mapping, so type
+  names come out as the same bytes and ``%17s`` pads by bytes. So
+  ``crfkit label --encoding latin-1 ... | crfkit eval`` needs no
+  ``--encoding``. With ``--encoding`` the input is decoded strictly (an
+  undecodable byte is an error naming file, line and byte offset) and the
+  report is written in that encoding. The JSON report is always UTF-8.
+* Fields are separated by any ASCII whitespace (conlleval: a single space).
+  ``-d`` sets another delimiter: one character is taken literally, anything
+  longer is a regular expression with ASCII rules for ``\\s``, ``\\w`` (as in
+  conlleval, so ``-d '\\t'`` means a tab). Trailing empty fields are dropped.
 * The first non-empty line fixes the number of fields; a later non-empty line
   with another count is an error, and so is a line with fewer than two fields
   (unless it is a sentence break).
@@ -582,6 +590,8 @@ class EvalInput:
     pred: list[str | None]
     path: str | None = None
     first_line: int = 1
+    encoding: str = "utf-8"
+    """The encoding the text was decoded with (the report is written in it)."""
 
 
 def _splitter(delimiter: str | None):
@@ -589,6 +599,8 @@ def _splitter(delimiter: str | None):
 
     By default on runs of ASCII white space only: conlleval splits bytes, so
     U+3000 or U+00A0 inside a token (kept by crfkit's reader) is not a break.
+    A regular expression matches with ASCII rules (``\\s``, ``\\w``), as Perl's
+    does on bytes.
     """
     if delimiter is None:
         ascii_space = re.compile(r"[ \t\n\r\f\v]+")
@@ -607,7 +619,7 @@ def _splitter(delimiter: str | None):
             return fields
         return split_literal
     try:
-        pattern = re.compile(delimiter)
+        pattern = re.compile(delimiter, re.ASCII)
     except re.error as err:
         raise UsageError(f"bad field delimiter (-d) {delimiter!r}: {err}") from None
     if pattern.match(""):
@@ -625,49 +637,77 @@ def read_eval_file(
     source: str | os.PathLike[str] | IO[bytes],
     *,
     delimiter: str | None = None,
-    encoding: str = "utf-8",
+    encoding: str | None = None,
 ) -> EvalInput:
     """Read gold and predicted tags (the last two fields) from a conlleval file.
 
-    ``source`` is a path, ``"-"`` for stdin, or a binary stream. Raises
-    InputError naming the file and line for unreadable or malformed input,
-    UsageError for an encoding the column reader would refuse too.
+    ``source`` is a path, ``"-"`` for stdin, or a binary stream. ``encoding``
+    None reads any bytes (UTF-8, else Latin-1; see the module docstring); a
+    named encoding is strict.
+    Raises InputError naming the file and line for unreadable or malformed
+    input, UsageError for an encoding the column reader would refuse too.
     """
-    check_encoding(encoding)  # e.g. "idna" decodes but cannot sort/pad tags by their bytes
-    if isinstance(source, (str, os.PathLike)):
-        path = os.fspath(source)
-        if path == "-":
-            name, data = "<stdin>", sys.stdin.buffer.read()
-        else:
-            name = path
-            try:
-                with open(path, "rb") as handle:
-                    data = handle.read()
-            except OSError as err:
-                raise InputError(f"cannot read: {err.strerror or err}", path=path) from None
-    else:
-        name = getattr(source, "name", None)
-        name = name if isinstance(name, str) else "<stream>"
-        data = source.read()
-    try:
-        text = data.decode(encoding)
-    except UnicodeDecodeError as err:
-        line = data.count(b"\n", 0, err.start) + 1
-        raise InputError(f"not valid {encoding} text ({err.reason}); try --encoding",
-                         path=name, line=line) from None
-    except LookupError:
-        raise UsageError(f"unknown encoding {encoding!r}") from None
-    if not text.isascii() and (found := _SURROGATE.search(text)):  # UTF-7 can spell one
-        raise InputError(f"not valid {encoding} text (a lone surrogate "
-                         f"U+{ord(found.group()):04X}); try --encoding",
-                         path=name, line=text.count("\n", 0, found.start()) + 1)
+    # e.g. "idna" decodes but cannot sort/pad tags by their bytes; "utf-8-sig" reports as utf-8
+    codec = None if encoding is None else check_encoding(encoding)
+    name, data = _read_bytes(source)
+    text, used = _decode(data, encoding, name)
+    used = codec or used
     del data
     lines = text.split("\n")
     del text
     if lines[-1] == "":
         lines.pop()
     gold, pred = _parse_lines(lines, _splitter(delimiter), name)
-    return EvalInput(gold, pred, name)
+    return EvalInput(gold, pred, name, encoding=used)
+
+
+def _read_bytes(source: str | os.PathLike[str] | IO[bytes]) -> tuple[str, bytes]:
+    """(display name, whole content) of a path, ``-`` (stdin) or a binary stream."""
+    if isinstance(source, (str, os.PathLike)):
+        path = os.fspath(source)
+        if path == "-":
+            return "<stdin>", sys.stdin.buffer.read()
+        try:
+            with open(path, "rb") as handle:
+                return path, handle.read()
+        except OSError as err:
+            raise InputError(f"cannot read: {err.strerror or err}", path=path) from None
+    name = getattr(source, "name", None)
+    return (name if isinstance(name, str) else "<stream>"), source.read()
+
+
+def _decode(data: bytes, encoding: str | None, name: str) -> tuple[str, str]:
+    """(text, encoding used): byte-transparent without ``encoding``, else strict."""
+    if encoding is None:
+        try:
+            return data.decode("utf-8"), "utf-8"
+        except UnicodeDecodeError:
+            return data.decode("latin-1"), "latin-1"  # every byte is one character
+    try:
+        text = data.decode(encoding)
+    except UnicodeDecodeError as err:
+        raise _decode_error(data, err.start, f"{err.reason}", encoding, name) from None
+    except LookupError:
+        raise UsageError(f"unknown encoding {encoding!r}") from None
+    if not text.isascii() and (found := _SURROGATE.search(text)):  # UTF-7 can spell one
+        # the encoding is ASCII-compatible: line k starts after the (k-1)th newline byte
+        line = text.count("\n", 0, found.start())
+        start = 0
+        for _ in range(line):
+            start = data.index(b"\n", start) + 1
+        raise _decode_error(data, start, f"a lone surrogate U+{ord(found.group()):04X} "
+                            "in the line starting there", encoding, name)
+    return text, encoding
+
+
+def _decode_error(data: bytes, offset: int, reason: str, encoding: str,
+                  name: str) -> InputError:
+    """The one-line error for undecodable input: file, line, byte offset, what to do."""
+    return InputError(
+        f"cannot decode the data as {encoding} at byte offset {offset} ({reason}); "
+        f"give the file's encoding with --encoding, or leave --encoding out to read "
+        f"the bytes as they are (as conlleval does)",
+        path=name, line=data.count(b"\n", 0, offset) + 1)
 
 
 def _parse_lines(lines: list[str], split, name: str) -> tuple[list[str | None], list[str | None]]:
@@ -791,10 +831,15 @@ def run_eval_command(
     fmt: str,
     tokens: bool,
     scheme: str | None,
-    encoding: str,
+    encoding: str | None,
     out: IO[str],
 ) -> None:
-    """Body of ``crfkit eval``: read, score, print. Low scores never fail it."""
+    """Body of ``crfkit eval``: read, score, print. Low scores never fail it.
+
+    ``encoding`` None reads any bytes (see the module docstring). The text
+    report goes out in the encoding the input was read with, as bytes to
+    ``out.buffer`` when there is one, so type names keep their bytes.
+    """
     if latex and fmt == "json":
         raise UsageError("--latex and --format json exclude each other")
     if raw and scheme is not None:
@@ -803,12 +848,23 @@ def run_eval_command(
     if scheme is not None:
         check_scheme(data, scheme, outside=outside)
     report = evaluate_tags(data.gold, data.pred, outside=outside, raw=raw, scheme=scheme,
-                           encoding=encoding)
+                           encoding=data.encoding)
     if fmt == "json":
-        text = format_json(report)
-    else:
-        text = format_latex(report) if latex else format_conlleval(report)
-        if tokens:
-            text += format_token_table(report, latex=latex)
-    out.write(text)
+        _write(out, format_json(report), "utf-8")  # JSON text is UTF-8 (RFC 8259)
+        return
+    text = format_latex(report) if latex else format_conlleval(report)
+    if tokens:
+        text += format_token_table(report, latex=latex)
+    _write(out, text, data.encoding)
+
+
+def _write(out: IO[str], text: str, encoding: str) -> None:
+    """Write ``text`` encoded as ``encoding`` to ``out``'s byte buffer, else as text."""
+    buffer = getattr(out, "buffer", None)
+    if buffer is None:
+        out.write(text)
+        out.flush()
+        return
     out.flush()
+    buffer.write(text.encode(encoding, "surrogateescape"))
+    buffer.flush()

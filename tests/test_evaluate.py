@@ -35,6 +35,7 @@ from crfkit.evaluate import (
     read_eval_file,
     run_eval_command,
 )
+from tests.helpers import one_error_line
 
 
 def report_of(text: str, *, delimiter: str | None = None, **options) -> EvalReport:
@@ -313,8 +314,8 @@ def test_one_field_lines_are_errors():
 def test_read_errors_name_the_file(tmp_path):
     bad = tmp_path / "bad.txt"
     bad.write_bytes(b"a B-NP B-NP\nb \xff-NP O\n")
-    with pytest.raises(InputError) as info:
-        read_eval_file(bad)
+    with pytest.raises(InputError) as info:  # strict with --encoding (the default reads bytes)
+        read_eval_file(bad, encoding="utf-8")
     assert (info.value.path, info.value.line) == (str(bad), 2)
     with pytest.raises(InputError) as info:
         read_eval_file(tmp_path / "missing.txt")
@@ -691,3 +692,94 @@ def test_scheme_check_matches_reference(lines, scheme, outside):
     except InputError as err:
         got = (err.line, err.message.split(" ")[0])
     assert got == expected
+
+
+# ---------------------------------------------------------------------------
+# Encodings: byte-transparent by default, strict with --encoding (issue #13)
+
+
+LABEL_PATTERNS = "U00:%x[0,0]\nU01:%x[-1,0]/%x[0,0]\nU02:%x[0,1]\nB\n"
+LABEL_TRAIN = ("the DT B-NP\ncat NN I-NP\nsat VBD B-VP\nin IN O\nMünchen NE B-ÖRT\n\n"
+               "a DT B-NP\ndog NN I-NP\nran VBD B-VP\n\nbig JJ B-NP\ndogs NNS I-NP\n"
+               "bark VBP B-VP\nin IN O\nWien NE B-ÖRT\n")
+LABEL_TEST = ("the DT B-NP\ndog NN I-NP\nran VBD B-VP\nin IN O\nWien NE B-ÖRT\n\n"
+              "big JJ B-NP\ncat NN I-NP\nsat VBD B-VP\n")
+
+
+@pytest.fixture(scope="module")
+def labelled(tmp_path_factory):
+    """A tiny model and its test file (UTF-8 and Latin-1): real `crfkit label` output."""
+    tmp = tmp_path_factory.mktemp("eval-label")
+    (tmp / "p.pat").write_text(LABEL_PATTERNS)
+    (tmp / "train.txt").write_text(LABEL_TRAIN, encoding="utf-8")
+    (tmp / "test.txt").write_text(LABEL_TEST, encoding="utf-8")
+    (tmp / "test-latin1.txt").write_bytes(LABEL_TEST.encode("latin-1"))
+    result = CliRunner().invoke(cli, ["train", "-q", "-p", str(tmp / "p.pat"),
+                                      str(tmp / "train.txt"), str(tmp / "m.model")])
+    assert result.exit_code == 0, result.output
+    return tmp
+
+
+def label_output(tmp, *options: str, test: str = "test.txt") -> bytes:
+    result = CliRunner().invoke(cli, ["label", "-m", str(tmp / "m.model"), "-c", *options,
+                                      str(tmp / test)])
+    assert result.exit_code == 0, result.output
+    return result.stdout_bytes
+
+
+def eval_bytes(data: bytes, *options: str):
+    return CliRunner().invoke(cli, ["eval", *options], input=data)
+
+
+LATIN1 = "Ça B-PERSÖN B-PERSÖN\nété I-PERSÖN O\nü B-ÄÖ B-ÄÖ\n".encode("latin-1")
+
+
+def test_latin1_input_is_read_and_written_back_byte_for_byte():
+    result = eval_bytes(LATIN1)
+    assert result.exit_code == 0, result.output
+    lines = result.stdout_bytes.split(b"\n")
+    assert lines[0] == b"processed 3 tokens with 2 phrases; found: 2 phrases; correct: 1."
+    # the type names are the input's bytes, padded to 17 bytes as conlleval's printf does
+    assert lines[2].startswith(b" " * 11 + "PERSÖN".encode("latin-1") + b": ")
+    assert lines[3].startswith(b" " * 15 + "ÄÖ".encode("latin-1") + b": ")
+    # the same as naming the encoding; UTF-8 input round-trips as UTF-8
+    assert eval_bytes(LATIN1, "--encoding", "latin-1").stdout_bytes == result.stdout_bytes
+    utf8 = eval_bytes(LATIN1.decode("latin-1").encode("utf-8"))
+    assert utf8.stdout_bytes.split(b"\n")[3].startswith(b" " * 13 + "ÄÖ".encode() + b": ")
+    # JSON is UTF-8 text whatever the input's bytes
+    doc = json.loads(eval_bytes(LATIN1, "--format", "json").stdout_bytes.decode("utf-8"))
+    assert list(doc["types"]) == ["PERSÖN", "ÄÖ"]
+
+
+def test_label_latin1_output_needs_no_encoding_option(labelled):
+    output = label_output(labelled, "--encoding", "latin-1", test="test-latin1.txt")
+    assert "B-ÖRT".encode("latin-1") in output
+    result = eval_bytes(output)
+    assert result.exit_code == 0, result.output
+    assert b"\n" + b" " * 14 + "ÖRT".encode("latin-1") + b": precision: 100.00%" \
+        in result.stdout_bytes
+
+
+def test_decode_errors_name_line_byte_offset_and_the_option(tmp_path):
+    bad = tmp_path / "bad.txt"
+    bad.write_bytes(b"a B-NP B-NP\nb \xff-NP O\n")
+    result = run_cli(["eval", "--encoding", "utf-8", str(bad)])
+    line = one_error_line(result, f"{bad}:2:", "byte offset 14", "--encoding")
+    assert "utf-8" in line
+    assert run_cli(["eval", str(bad)]).exit_code == 0  # without --encoding: bytes
+    # a lone surrogate (UTF-7 can spell one): the offset of its line
+    bad.write_bytes(b"w O O\nw B-+2AA- O\n")
+    one_error_line(run_cli(["eval", "--encoding", "utf-7", str(bad)]), f"{bad}:2:",
+                   "byte offset 6", "lone surrogate", "--encoding")
+
+
+def test_regex_delimiters_use_ascii_rules_as_perl_on_bytes():
+    # U+00A0 is two bytes in UTF-8 that Perl's \s does not match: part of the token
+    text = "a\u00a0b B-X B-X\nc I-X I-X\n"
+    assert counts(report_of(text, delimiter="\\s+")) == (2, 2, 1, 1, 1)
+
+
+def test_eval_help_names_the_defaults():
+    help_text = " ".join(run_cli(["eval", "--help"]).output.split())
+    assert "FILE defaults to stdin" in help_text
+    assert "Latin-1" in help_text
