@@ -315,7 +315,9 @@ def info_command(model_file) -> None:
 def eval_command(input_file, delimiter, outside, raw, latex, fmt, tokens, scheme, encoding) -> None:
     """Score tagged output like conlleval: the last two columns are gold and predicted tags.
 
-    FILE defaults to stdin ('-'), so 'crfkit label -c ... | crfkit eval' works.
+    FILE defaults to stdin ('-'), so 'crfkit label -c ... | crfkit eval' works;
+    'crfkit label -s' output is read too (its '# LOGPROB' lines and /PROB
+    suffixes are ignored).
     """
     from crfkit.evaluate import run_eval_command
 

@@ -26,6 +26,16 @@ Reading the input
 * A sentence break is an empty line or a line whose first field is ``-X-``.
   It is not counted as a token and acts as an ``O``/``O`` line (it ends open
   chunks). ``-DOCSTART-`` lines are ordinary tokens (usually tagged ``O``).
+* Output of ``crfkit label -s`` is scored as it is: when the first non-empty
+  line is a score line ``# LOGPROB`` (one number with four decimals) and
+  every token line's last field ends in ``/PROB`` (``B-NP/0.9876``), score
+  lines are read as sentence breaks and ``/PROB`` is removed from the
+  predicted tags. Otherwise nothing is removed: ``# # B-NP`` (CoNLL-2000's
+  ``#`` token) is a token and a tag may contain ``/``. Output that holds
+  more than one prediction per token (``-n N`` blocks headed
+  ``# RANK LOGPROB``, ``--marginals`` columns, ``-s`` with
+  ``--nbest-columns``) is refused with the option to drop. (Without ``-s``,
+  ``--nbest-columns`` output cannot be told from a file with more columns.)
 
 Tags and chunks
 ---------------
@@ -643,7 +653,7 @@ def read_eval_file(
 
     ``source`` is a path, ``"-"`` for stdin, or a binary stream. ``encoding``
     None reads any bytes (UTF-8, else Latin-1; see the module docstring); a
-    named encoding is strict.
+    named encoding is strict. Output of ``crfkit label -s`` is recognised.
     Raises InputError naming the file and line for unreadable or malformed
     input, UsageError for an encoding the column reader would refuse too.
     """
@@ -657,7 +667,7 @@ def read_eval_file(
     del text
     if lines[-1] == "":
         lines.pop()
-    gold, pred = _parse_lines(lines, _splitter(delimiter), name)
+    gold, pred = _read_columns(lines, _splitter(delimiter), name)
     return EvalInput(gold, pred, name, encoding=used)
 
 
@@ -710,8 +720,89 @@ def _decode_error(data: bytes, offset: int, reason: str, encoding: str,
         path=name, line=data.count(b"\n", 0, offset) + 1)
 
 
-def _parse_lines(lines: list[str], split, name: str) -> tuple[list[str | None], list[str | None]]:
-    """Gold and predicted tag per line, validating field counts as conlleval does."""
+# Output of `crfkit label` (see crfkit.labelformat): log-probabilities and
+# probabilities are written with four decimals.
+_LOGPROB = r"-?(?:\d+\.\d{4}|inf)"
+_SCORE_LINE = re.compile(rf"# {_LOGPROB}[ \t\r]*")  # -s
+_SCORES_LINE = re.compile(rf"# {_LOGPROB}(?: {_LOGPROB})+[ \t\r]*")  # -s -n N --nbest-columns
+_RANK_LINE = re.compile(rf"# \d+ {_LOGPROB}[ \t\r]*")  # -n N
+_PROB_END = re.compile(r"/(?:0\.\d{4}|1\.0000)\Z")
+
+
+def _read_columns(lines: list[str], split, name: str) -> tuple[list[str | None],
+                                                             list[str | None]]:
+    """Gold and predicted tags, recognising the output of ``crfkit label`` options.
+
+    ``-s`` output is scored without its score lines and ``/PROB`` suffixes when
+    the whole file has that shape; outputs that cannot be scored are refused.
+    """
+    first = next((number for number, line in enumerate(lines, 1) if line.strip()), 0)
+    head = lines[first - 1] if first else ""
+    if _RANK_LINE.fullmatch(head):
+        raise _label_output_error("-n N", "N blocks headed '# RANK LOGPROB'", "-n",
+                                  name, first)
+    if _SCORES_LINE.fullmatch(head):
+        raise _label_output_error("-s -n N --nbest-columns", "N label columns",
+                                  "-n and --nbest-columns", name, first)
+    scored = False
+    if _SCORE_LINE.fullmatch(head):
+        gold, pred, scored = _parse_scored(lines, split, name)
+    if not scored:
+        gold, pred = _parse_lines(lines, split, name)
+    if _all_probabilities(pred) and _all_probabilities(gold):
+        token = next((i for i, tag in enumerate(gold) if tag is not None), None)
+        if token is not None:
+            what = "-s --marginals" if scored else "--marginals"
+            raise _label_output_error(what, "LABEL/PROB columns after the prediction",
+                                      "--marginals", name, token + 1)
+    if scored:
+        stripped = {tag: tag[:tag.rindex("/")] for tag in set(pred) - {None}}
+        stripped[None] = None
+        pred = [stripped[tag] for tag in pred]
+    return gold, pred
+
+
+def _label_output_error(options: str, shape: str, drop: str, name: str,
+                        line: int) -> InputError:
+    """The one-line error for ``crfkit label`` output that is not one prediction a token."""
+    return InputError(f"this is the output of 'crfkit label {options}' ({shape}), which "
+                      f"cannot be scored: label again without {drop}", path=name, line=line)
+
+
+def _parse_scored(lines: list[str], split, name: str) -> tuple[list[str | None],
+                                                              list[str | None], bool]:
+    """Parse as ``crfkit label -s`` output: (gold, pred, whether the file is that)."""
+    try:
+        gold, pred = _parse_lines(lines, split, name, skip=_SCORE_LINE.fullmatch)
+    except InputError:
+        if _all_scored(lines, split):  # -s output with a bad line: say where
+            raise
+        return [], [], False
+    return gold, pred, _all_probabilities(pred)
+
+
+def _all_scored(lines: list[str], split) -> bool:
+    """Whether every token line's last field ends in ``/PROB`` (score lines aside)."""
+    for line in lines:
+        if not line or _SCORE_LINE.fullmatch(line):
+            continue
+        fields = split(line)
+        if fields and fields[0] != BOUNDARY and not _PROB_END.search(fields[-1]):
+            return False
+    return True
+
+
+def _all_probabilities(tags: Sequence[str | None]) -> bool:
+    """Whether every tag ends in ``/PROB`` as ``crfkit label`` writes it."""
+    return all(_PROB_END.search(tag) for tag in set(tags) - {None})
+
+
+def _parse_lines(lines: list[str], split, name: str, *,
+                 skip=None) -> tuple[list[str | None], list[str | None]]:
+    """Gold and predicted tag per line, validating field counts as conlleval does.
+
+    A line for which ``skip`` is true is read as a sentence break.
+    """
     gold: list[str | None] = []
     pred: list[str | None] = []
     add_gold, add_pred = gold.append, pred.append
@@ -719,7 +810,7 @@ def _parse_lines(lines: list[str], split, name: str) -> tuple[list[str | None], 
     width = -1  # number of fields, fixed by the first non-empty line
     width_line = 0
     for number, line in enumerate(lines, 1):
-        fields = split(line)
+        fields = split(line) if skip is None or not skip(line) else []
         n = len(fields)
         if n != width:
             if not n:

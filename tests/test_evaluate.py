@@ -782,4 +782,71 @@ def test_regex_delimiters_use_ascii_rules_as_perl_on_bytes():
 def test_eval_help_names_the_defaults():
     help_text = " ".join(run_cli(["eval", "--help"]).output.split())
     assert "FILE defaults to stdin" in help_text
-    assert "Latin-1" in help_text
+    assert "Latin-1" in help_text and "crfkit label -s" in help_text
+
+
+# ---------------------------------------------------------------------------
+# Output of `crfkit label -s` and the outputs that cannot be scored (issue #13)
+
+
+SCORED = ("# -3.1416\na NN B-NP B-NP/0.9876\nb NN I-NP O/0.5100\n\n"
+          "# -0.0012\nc VB B-VP B-VP/1.0000\n")
+UNSCORED = "a NN B-NP B-NP\nb NN I-NP O\n\nc VB B-VP B-VP\n"
+
+
+def test_score_lines_and_probabilities_are_ignored_in_label_s_output():
+    assert counts(report_of(SCORED)) == counts(report_of(UNSCORED)) == (3, 2, 2, 2, 1)
+    data = read_eval_file(io.BytesIO(SCORED.encode()))
+    assert data.pred == [None, "B-NP", "O", None, None, "B-VP"]  # one entry per line
+    # tab-separated (label --sep tab), read with -d '\t': the score line has a space
+    tabbed = "\n".join(line if line.startswith("#") else line.replace(" ", "\t")
+                       for line in SCORED.split("\n"))
+    assert "# -3.1416\na\tNN\tB-NP\tB-NP/0.9876\n" in tabbed
+    assert counts(report_of(tabbed, delimiter="\\t")) == counts(report_of(UNSCORED))
+    with pytest.raises(InputError) as info:  # -s output with a short line names that line
+        report_of(SCORED.replace("b NN I-NP", "b I-NP"))
+    assert info.value.line == 3 and "found 3 fields, expected 4" in info.value.message
+
+
+def test_hash_tokens_and_slashes_in_tags_are_kept():
+    # CoNLL-2000's '#' token, and tags with '/': no score lines, nothing removed
+    conll = "# # B-NP B-NP\n$ $ I-NP I-NP/0.5000\n"
+    assert read_eval_file(io.BytesIO(conll.encode())).pred == ["B-NP", "I-NP/0.5000"]
+    # a score-shaped first line, but not every prediction has a probability: not -s
+    # output, so nothing is removed (the '# -1.5000' line is a token of a 2-field file)
+    mixed = "# -1.5000\nB-NP B-NP/0.9000\nI-NP I-NP\n"
+    assert read_eval_file(io.BytesIO(mixed.encode())).pred == ["-1.5000", "B-NP/0.9000",
+                                                              "I-NP"]
+
+
+@pytest.mark.parametrize("text,drop", [
+    ("# 0 -0.4132\na B-NP B-NP\n\n# 1 -1.7000\na B-NP I-NP\n", "without -n"),
+    ("a B-NP B-NP B-NP/0.9000 I-NP/0.1000\n", "without --marginals"),
+    ("# -0.4132\na B-NP B-NP/0.9000 B-NP/0.9000 I-NP/0.1000\n", "without --marginals"),
+    ("# -0.4132 -1.7896\na B-NP B-NP/0.9000 I-NP/0.1000\n", "without -n and --nbest-columns"),
+])
+def test_label_outputs_that_cannot_be_scored_are_one_error(tmp_path, text, drop):
+    path = tmp_path / "out.txt"
+    path.write_text(text)
+    proc = subprocess.run([sys.executable, "-m", "crfkit.cli", "eval", str(path)],
+                          capture_output=True, text=True, check=False)
+    assert proc.returncode == 1 and proc.stdout == ""
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and "Traceback" not in proc.stderr, proc.stderr
+    assert f"{path}:" in lines[0] and "crfkit label" in lines[0] and drop in lines[0]
+
+
+def test_eval_reads_real_label_s_output(labelled):
+    plain = eval_bytes(label_output(labelled))
+    assert plain.exit_code == 0 and plain.output.startswith("processed 8 tokens")
+    scored_output = label_output(labelled, "-s")
+    assert scored_output.startswith(b"# -") and b"/" in scored_output
+    scored = eval_bytes(scored_output)
+    assert scored.exit_code == 0, scored.output
+    assert scored.stdout_bytes == plain.stdout_bytes
+    for options, drop in ((["-n", "2"], "-n"), (["--marginals"], "--marginals"),
+                          (["-s", "--marginals"], "--marginals"),
+                          (["-s", "-n", "2", "--nbest-columns"], "-n and --nbest-columns")):
+        result = eval_bytes(label_output(labelled, *options))
+        assert result.exit_code == 1, options
+        assert f"without {drop}" in one_error_line(result, "<stdin>:"), options
