@@ -317,7 +317,8 @@ def eval_command(input_file, delimiter, outside, raw, latex, fmt, tokens, scheme
 
     FILE defaults to stdin ('-'), so 'crfkit label -c ... | crfkit eval' works;
     'crfkit label -s' output is read too (its '# LOGPROB' lines and /PROB
-    suffixes are ignored).
+    suffixes are ignored). Blank lines and -X- lines end sentences; a
+    -DOCSTART- line with fewer or more fields than the others ends a document.
     """
     from crfkit.evaluate import run_eval_command
 

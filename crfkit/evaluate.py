@@ -25,7 +25,13 @@ Reading the input
   (unless it is a sentence break).
 * A sentence break is an empty line or a line whose first field is ``-X-``.
   It is not counted as a token and acts as an ``O``/``O`` line (it ends open
-  chunks). ``-DOCSTART-`` lines are ordinary tokens (usually tagged ``O``).
+  chunks).
+* ``-DOCSTART-`` lines (CoNLL-2002/2003 document markers) with the file's
+  number of fields are ordinary tokens (usually tagged ``O``), as in
+  conlleval. One with another number of fields (a bare ``-DOCSTART-`` in a
+  four-column file) is a document boundary, read as a sentence break, where
+  conlleval would stop with an error. The first line that is not a
+  ``-DOCSTART-`` line fixes the number of fields.
 * Output of ``crfkit label -s`` is scored as it is: when the first non-empty
   line is a score line ``# LOGPROB`` (one number with four decimals) and
   every token line's last field ends in ``/PROB`` (``B-NP/0.9876``), score
@@ -146,6 +152,9 @@ __all__ = [
 
 BOUNDARY = "-X-"
 """First field of a line that marks a sentence break (besides empty lines)."""
+
+DOCSTART = "-DOCSTART-"
+"""First field of a CoNLL-2002/2003 document marker line (see the module docstring)."""
 
 JSON_FORMAT = "crfkit-eval/1"
 
@@ -801,7 +810,10 @@ def _parse_lines(lines: list[str], split, name: str, *,
                  skip=None) -> tuple[list[str | None], list[str | None]]:
     """Gold and predicted tag per line, validating field counts as conlleval does.
 
-    A line for which ``skip`` is true is read as a sentence break.
+    A line for which ``skip`` is true is read as a sentence break. A
+    ``-DOCSTART-`` line whose field count differs from the file's is a document
+    boundary (a sentence break); those before the first other line wait for
+    its count.
     """
     gold: list[str | None] = []
     pred: list[str | None] = []
@@ -809,16 +821,20 @@ def _parse_lines(lines: list[str], split, name: str, *,
     intern = sys.intern  # a few distinct tags: share them (memory, faster hashing later)
     width = -1  # number of fields, fixed by the first non-empty line
     width_line = 0
+    waiting: list[tuple[int, list[str]]] = []  # -DOCSTART- lines before the width is known
     for number, line in enumerate(lines, 1):
         fields = split(line) if skip is None or not skip(line) else []
         n = len(fields)
         if n != width:
-            if not n:
+            if not n or fields[0] == DOCSTART:  # a break, or a -DOCSTART- line to settle
+                if n and width < 0:
+                    waiting.append((number, fields))
                 add_gold(None)
                 add_pred(None)
                 continue
             if width < 0:
                 width, width_line = n, number
+                _settle_docstarts(waiting, width, gold, pred, name)
             else:
                 fields_found = f"{n} field{'s' if n > 1 else ''}"
                 raise InputError(f"found {fields_found}, expected {width} like line {width_line}",
@@ -832,7 +848,22 @@ def _parse_lines(lines: list[str], split, name: str, *,
         else:
             add_gold(intern(fields[-2]))
             add_pred(intern(fields[-1]))
+    if width < 0 and waiting:  # only -DOCSTART- lines: the first fixes the count
+        _settle_docstarts(waiting, len(waiting[0][1]), gold, pred, name)
     return gold, pred
+
+
+def _settle_docstarts(waiting: list[tuple[int, list[str]]], width: int,
+                      gold: list[str | None], pred: list[str | None], name: str) -> None:
+    """Turn waiting ``-DOCSTART-`` lines with the file's field count into tokens."""
+    for number, fields in waiting:
+        if len(fields) != width:
+            continue  # a document boundary: stays a break
+        if len(fields) < 2:
+            raise InputError("need at least two fields (gold and predicted tag), found 1",
+                             path=name, line=number)
+        gold[number - 1], pred[number - 1] = fields[-2], fields[-1]
+    waiting.clear()
 
 
 # ---------------------------------------------------------------------------

@@ -782,7 +782,7 @@ def test_regex_delimiters_use_ascii_rules_as_perl_on_bytes():
 def test_eval_help_names_the_defaults():
     help_text = " ".join(run_cli(["eval", "--help"]).output.split())
     assert "FILE defaults to stdin" in help_text
-    assert "Latin-1" in help_text and "crfkit label -s" in help_text
+    assert "Latin-1" in help_text and "-DOCSTART-" in help_text
 
 
 # ---------------------------------------------------------------------------
@@ -850,3 +850,25 @@ def test_eval_reads_real_label_s_output(labelled):
         result = eval_bytes(label_output(labelled, *options))
         assert result.exit_code == 1, options
         assert f"without {drop}" in one_error_line(result, "<stdin>:"), options
+
+
+# ---------------------------------------------------------------------------
+# -DOCSTART- lines with another field count are document boundaries (issue #13)
+
+
+def test_bare_docstart_lines_are_document_boundaries():
+    text = ("-DOCSTART-\n\na NNP B-PER B-PER\nb NNP I-PER I-PER\n-DOCSTART-\n"
+            "c NNP I-PER I-PER\n")
+    # a boundary, not a token: PER(a b) ends at it, I-PER starts PER(c): 3 tokens, 2 chunks
+    assert counts(report_of(text)) == (3, 3, 2, 2, 2)
+    data = read_eval_file(io.BytesIO(text.encode()))
+    assert data.gold == [None, None, "B-PER", "I-PER", None, "I-PER"]
+    # one with the file's field count, even before the first other line, is a token
+    text = "-DOCSTART- -X- O O\n-DOCSTART-\n\na NNP B-PER B-PER\n"
+    assert counts(report_of(text)) == (2, 2, 1, 1, 1)
+    # a file of -DOCSTART- lines only: the first fixes the count, as in conlleval
+    assert counts(report_of("-DOCSTART- O O\n-DOCSTART-\n")) == (1, 1, 0, 0, 0)
+    # other lines with another count are still errors
+    with pytest.raises(InputError) as info:
+        report_of("-DOCSTART-\na NNP B-PER B-PER\nb B-PER B-PER\n")
+    assert info.value.line == 3
