@@ -364,7 +364,7 @@ def info_command(model_file) -> None:
 @click.argument("input_file", metavar="[FILE]", default="-", type=click.Path(allow_dash=True))
 @click.option("-d", "--delimiter", default=None, help="Field delimiter (default: any whitespace).")
 @click.option("-o", "--outside", "outside", default="O", show_default=True,
-              help="The tag that marks tokens outside any chunk.")
+              help="The tag that marks tokens outside any chunk (read with -r or --scheme).")
 @click.option("-r", "--raw", is_flag=True,
               help="Raw tags: every non-outside tag is a one-word chunk.")
 @click.option("-l", "--latex", is_flag=True, help="Print a LaTeX table instead of the text report.")
@@ -372,11 +372,21 @@ def info_command(model_file) -> None:
               show_default=True, help="Report format; json has stable keys (see README).")
 @click.option("--tokens", is_flag=True, help="Also print per-label token precision/recall/F1.")
 @click.option("--scheme", type=click.Choice(["iob1", "iob2", "iobes"]), default=None,
-              help="Tagging scheme: reject tags that do not fit it; iobes also adds the IOBES "
+              help="Tagging scheme: stop at the first line whose gold or predicted tag breaks "
+                   "its transition rules (-o is the outside tag); iobes also adds the IOBES "
                    "chunk rules conlleval lacks (default: conlleval's rules exactly).")
-@click.option("--encoding", default="utf-8", show_default=True, help="Text encoding of FILE.")
+@click.option("--encoding", default=None,
+              help="Text encoding of FILE, decoded strictly; the report is written in it. "
+                   "Default: byte for byte as conlleval: UTF-8, or Latin-1 (any bytes) for "
+                   "input that is not valid UTF-8.")
 def eval_command(input_file, delimiter, outside, raw, latex, fmt, tokens, scheme, encoding) -> None:
-    """Score tagged output like conlleval: the last two columns are gold and predicted tags."""
+    """Score tagged output like conlleval: the last two columns are gold and predicted tags.
+
+    FILE defaults to stdin ('-'), so 'crfkit label -c ... | crfkit eval' works;
+    'crfkit label -s' output is read too (its '# LOGPROB' lines and /PROB
+    suffixes are ignored). Blank lines and -X- lines end sentences; a
+    -DOCSTART- line with fewer or more fields than the others ends a document.
+    """
     from crfkit.evaluate import run_eval_command
 
     run_eval_command(

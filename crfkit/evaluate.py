@@ -8,16 +8,40 @@ here, quirks included, because published CoNLL scores were computed with them.
 
 Reading the input
 -----------------
-* Fields are separated by any whitespace (conlleval: a single space). ``-d``
-  sets another delimiter: one character is taken literally, anything longer is
-  a regular expression (as in conlleval, so ``-d '\\t'`` means a tab).
-  Trailing empty fields are dropped.
+* Bytes, as conlleval (Perl compares and pads bytes): without ``--encoding``
+  the input is decoded as UTF-8 or, if it is not valid UTF-8, byte for byte
+  as Latin-1, and the report is written back with the same mapping, so type
+  names come out as the same bytes and ``%17s`` pads by bytes. So
+  ``crfkit label --encoding latin-1 ... | crfkit eval`` needs no
+  ``--encoding``. With ``--encoding`` the input is decoded strictly (an
+  undecodable byte is an error naming file, line and byte offset) and the
+  report is written in that encoding. The JSON report is always UTF-8.
+* Fields are separated by any ASCII whitespace (conlleval: a single space).
+  ``-d`` sets another delimiter: one character is taken literally, anything
+  longer is a regular expression with ASCII rules for ``\\s``, ``\\w`` (as in
+  conlleval, so ``-d '\\t'`` means a tab). Trailing empty fields are dropped.
 * The first non-empty line fixes the number of fields; a later non-empty line
   with another count is an error, and so is a line with fewer than two fields
   (unless it is a sentence break).
 * A sentence break is an empty line or a line whose first field is ``-X-``.
   It is not counted as a token and acts as an ``O``/``O`` line (it ends open
-  chunks). ``-DOCSTART-`` lines are ordinary tokens (usually tagged ``O``).
+  chunks).
+* ``-DOCSTART-`` lines (CoNLL-2002/2003 document markers) with the file's
+  number of fields are ordinary tokens (usually tagged ``O``), as in
+  conlleval. One with another number of fields (a bare ``-DOCSTART-`` in a
+  four-column file) is a document boundary, read as a sentence break, where
+  conlleval would stop with an error. The first line that is not a
+  ``-DOCSTART-`` line fixes the number of fields.
+* Output of ``crfkit label -s`` is scored as it is: when the first non-empty
+  line is a score line ``# LOGPROB`` (one number with four decimals) and
+  every token line's last field ends in ``/PROB`` (``B-NP/0.9876``), score
+  lines are read as sentence breaks and ``/PROB`` is removed from the
+  predicted tags. Otherwise nothing is removed: ``# # B-NP`` (CoNLL-2000's
+  ``#`` token) is a token and a tag may contain ``/``. Output that holds
+  more than one prediction per token (``-n N`` blocks headed
+  ``# RANK LOGPROB``, ``--marginals`` columns, ``-s`` with
+  ``--nbest-columns``) is refused with the option to drop. (Without ``-s``,
+  ``--nbest-columns`` output cannot be told from a file with more columns.)
 
 Tags and chunks
 ---------------
@@ -41,15 +65,28 @@ Tags and chunks
   starts a chunk through a type change, so with IOBES tags two adjacent
   same-type chunks (``S-X S-X``, ``E-X B-X``) count as one. ``--scheme iobes``
   adds the missing IOBES rules (``B``/``S`` always start a chunk, ``E``/``S``
-  always end one); without it the counts are conlleval's. Any ``--scheme``
-  also rejects tags whose prefix it does not allow (``E-NP`` under ``iob2``),
-  and cannot be combined with ``-r``.
+  always end one); without it the counts are conlleval's. ``--scheme``
+  cannot be combined with ``-r``.
+* ``--scheme`` checks the gold and the predicted column and stops at the
+  first line (``file:line``, naming the column) whose tag breaks the
+  scheme. Tags are the outside tag (``-o``, default ``O``) and ``P-TYPE``
+  with a prefix ``P`` of the scheme and a non-empty type. A sentence break
+  resets the previous tag to outside. Transitions (``X`` a type):
+
+  - ``iob1``: ``I-X`` may start a chunk anywhere; ``B-X`` only directly
+    after a token of type ``X`` (``B-X`` or ``I-X``).
+  - ``iob2``: ``B-X`` anywhere; ``I-X`` only after ``B-X`` or ``I-X``.
+  - ``iobes``: after ``B-X`` or ``I-X`` only ``I-X`` or ``E-X`` (so a
+    sentence end may not follow them); ``I-X`` and ``E-X`` only after
+    ``B-X`` or ``I-X``; ``S-X``, ``B-X`` and the outside tag elsewhere.
+
+  With a scheme the ``-o`` tag also counts as outside when scoring.
 * A predicted chunk is correct when it starts where a gold chunk starts, with
   the same type, and both end at the same place.
 * ``-r`` (raw): tags have no prefixes; every tag other than the outside tag is
   a one-word chunk (``B-`` is prepended). The outside tag (``-o``, default
-  ``O``) matters only with ``-r``, exactly as in conlleval: without ``-r`` only
-  the prefix ``O`` is outside.
+  ``O``) matters only with ``-r`` (and ``--scheme``), exactly as in conlleval:
+  without ``-r`` only the prefix ``O`` is outside.
 * Token accuracy compares prefix and type of gold and predicted tags.
 
 Scores
@@ -115,6 +152,9 @@ __all__ = [
 
 BOUNDARY = "-X-"
 """First field of a line that marks a sentence break (besides empty lines)."""
+
+DOCSTART = "-DOCSTART-"
+"""First field of a CoNLL-2002/2003 document marker line (see the module docstring)."""
 
 JSON_FORMAT = "crfkit-eval/1"
 
@@ -259,9 +299,14 @@ class EvalReport:
 # Scoring
 
 
-def _split_tag(tag: str | None, raw: bool, outside: str) -> tuple[str, str]:
-    """(prefix, type) of a tag as conlleval reads it; None is a sentence break."""
+def _split_tag(tag: str | None, raw: bool, outside: str, scheme: bool = False) -> tuple[str, str]:
+    """(prefix, type) of a tag as conlleval reads it; None is a sentence break.
+
+    With a ``scheme`` the outside tag is read as ``O`` (conlleval does that only with -r).
+    """
     if tag is None:
+        return "O", ""
+    if scheme and tag == outside:
         return "O", ""
     if raw:
         if tag == outside:
@@ -332,7 +377,8 @@ def evaluate_tags(
 
     This is the layout of a conlleval file (one entry per line), which lets the
     file reader skip building sentences. ``scheme="iobes"`` adds the IOBES
-    boundary rules; other schemes use conlleval's rules unchanged.
+    boundary rules; other schemes use conlleval's rules unchanged, except that
+    with any scheme the ``outside`` tag reads as ``O``.
     """
     if len(gold) != len(pred):
         raise ValueError(f"{len(gold)} gold tags but {len(pred)} predicted tags")
@@ -353,7 +399,7 @@ def evaluate_tags(
     if not np.array_equal(breaks, p == 0):
         raise ValueError("sentence breaks (None) differ between gold and predicted tags")
 
-    parts = [_split_tag(tag, raw, outside) for tag in vocab]
+    parts = [_split_tag(tag, raw, outside, scheme is not None) for tag in vocab]
     type_names = sorted({kind for _, kind in parts}, key=lambda s: s.encode(encoding,
                                                                           "surrogateescape"))
     type_index = {kind: i for i, kind in enumerate(type_names)}
@@ -455,28 +501,100 @@ def evaluate(
     return evaluate_tags(flat_gold, flat_pred, outside=outside, raw=raw, scheme=scheme)
 
 
-def check_scheme(data: EvalInput, scheme: str) -> None:
-    """Raise InputError at the first tag whose prefix the scheme does not allow.
+def check_scheme(data: EvalInput, scheme: str, *, outside: str = "O") -> None:
+    """Raise InputError at the first line whose gold or predicted tag breaks the scheme.
 
     Catches a file evaluated with the wrong ``--scheme`` (say IOBES tags read
-    as IOB2) instead of printing scores computed with the wrong rules.
+    as IOB2), or output a tagger made invalid, instead of printing scores
+    computed with rules that do not fit it. The rules per scheme are in the
+    module docstring; ``outside`` is the outside tag (``-o``).
     """
     if scheme not in SCHEMES:
         raise UsageError(f"unknown tagging scheme {scheme!r} (expected one of "
                          f"{', '.join(SCHEMES)})")
-    allowed = SCHEMES[scheme]
-    bad = {tag for tag in set(data.gold) | set(data.pred)
-           if tag is not None and tag != "O"
-           and (tag.partition("-")[0] not in allowed or "-" not in tag)}
-    if not bad:
-        return
-    for column in (data.gold, data.pred):
-        for index, tag in enumerate(column):
-            if tag in bad:
-                raise InputError(
-                    f"tag {tag!r} does not fit scheme {scheme} (expected O or "
-                    f"{'/'.join(sorted(allowed))}-TYPE)",
-                    path=data.path, line=data.first_line + index)
+    found = []
+    for side, column in (("gold", data.gold), ("predicted", data.pred)):
+        problem = _first_scheme_problem(column, scheme, outside)
+        if problem is not None:
+            found.append((*problem, side))
+    if found:
+        index, reason, side = min(found, key=lambda item: item[0])  # gold first on a tie
+        raise InputError(f"{side} {reason}", path=data.path, line=data.first_line + index)
+
+
+def _first_scheme_problem(tags: Sequence[str | None], scheme: str,
+                          outside: str) -> tuple[int, str] | None:
+    """(index, reason) of the first tag of one column that breaks the scheme, or None.
+
+    Every (previous tag, tag) pair is judged once, then looked up for all
+    tokens; a sentence break (None) is both the end of one sequence (a pair
+    (tag, None), reported at the tag) and an outside previous tag.
+    """
+    vocab: list[str | None] = [None, *(set(tags) - {None})]
+    index = {tag: i for i, tag in enumerate(vocab)}
+    size = len(vocab)
+    ids = np.fromiter(map(index.__getitem__, chain(tags, [None])), dtype=np.int64,
+                      count=len(tags) + 1)  # a sequence end after the last line
+    prev = np.concatenate((np.zeros(1, dtype=np.int64), ids[:-1]))
+    codes = prev * size + ids
+    pairs = _distinct(codes, size * size)
+    reasons = [_transition_problem(vocab[c // size], vocab[c % size], scheme, outside)
+               for c in pairs.tolist()]
+    bad = np.array([r is not None for r in reasons], dtype=bool)
+    if not bad.any():
+        return None
+    where = np.flatnonzero(_lookup(codes, pairs, bad, size * size))
+    # a problem found at a break (an unclosed chunk) belongs to the line before it
+    at = np.where(ids[where] == 0, where - 1, where)
+    k = int(np.argmin(at))
+    code = int(codes[where[k]])
+    return int(at[k]), str(reasons[int(np.searchsorted(pairs, code))])
+
+
+def _scheme_parts(tag: str | None, scheme: str, outside: str) -> tuple[str, str] | None:
+    """(prefix, type) of a tag under a scheme, ("O", "") outside, None if not a tag of it."""
+    if tag is None or tag == outside:
+        return "O", ""
+    prefix, hyphen, kind = tag.partition("-")
+    if not hyphen or not kind or prefix not in SCHEMES[scheme]:
+        return None
+    return prefix, kind
+
+
+def _transition_problem(prev: str | None, cur: str | None, scheme: str,
+                        outside: str) -> str | None:
+    """Why ``cur`` may not follow ``prev`` under the scheme (None: it may).
+
+    ``prev`` None is a sequence start, ``cur`` None a sequence end.
+    """
+    here = _scheme_parts(cur, scheme, outside)
+    if here is None:
+        prefixes = "/".join(sorted(SCHEMES[scheme]))
+        return (f"tag {cur!r} is not a tag of scheme {scheme} "
+                f"(expected {outside!r} or {prefixes}-TYPE)")
+    before = _scheme_parts(prev, scheme, outside)
+    if before is None:
+        return None  # already reported at the previous line
+    (p, s), (c, t) = before, here
+    after = "at the start of a sequence" if prev is None else f"after {prev!r}"
+    if scheme == "iob1" and c == "B" and not (p in ("B", "I") and s == t):
+        return (f"tag {cur!r} {after} does not fit scheme iob1: B-{t} only directly "
+                f"follows a token of type {t} (I-{t} starts a chunk)")
+    if scheme == "iob2" and c == "I" and not (p in ("B", "I") and s == t):
+        return (f"tag {cur!r} {after} does not fit scheme iob2: I-{t} only follows "
+                f"B-{t} or I-{t}")
+    if scheme == "iobes":
+        if p in ("B", "I") and not (c in ("I", "E") and s == t):
+            if cur is None:
+                single = f" (a one-token chunk is S-{s})" if p == "B" else ""
+                return (f"tag {prev!r} ends a sequence, which scheme iobes does not allow: "
+                        f"a chunk ends with E-{s}{single}")
+            return (f"tag {cur!r} {after} does not fit scheme iobes: after {prev!r} "
+                    f"only I-{s} or E-{s}")
+        if c in ("I", "E") and not (p in ("B", "I") and s == t):
+            return (f"tag {cur!r} {after} does not fit scheme iobes: {c}-{t} only follows "
+                    f"B-{t} or I-{t}")
+    return None
 
 
 # ---------------------------------------------------------------------------
@@ -491,6 +609,8 @@ class EvalInput:
     pred: list[str | None]
     path: str | None = None
     first_line: int = 1
+    encoding: str = "utf-8"
+    """The encoding the text was decoded with (the report is written in it)."""
 
 
 def _splitter(delimiter: str | None):
@@ -498,6 +618,8 @@ def _splitter(delimiter: str | None):
 
     By default on runs of ASCII white space only: conlleval splits bytes, so
     U+3000 or U+00A0 inside a token (kept by crfkit's reader) is not a break.
+    A regular expression matches with ASCII rules (``\\s``, ``\\w``), as Perl's
+    does on bytes.
     """
     if delimiter is None:
         ascii_space = re.compile(r"[ \t\n\r\f\v]+")
@@ -516,7 +638,7 @@ def _splitter(delimiter: str | None):
             return fields
         return split_literal
     try:
-        pattern = re.compile(delimiter)
+        pattern = re.compile(delimiter, re.ASCII)
     except re.error as err:
         raise UsageError(f"bad field delimiter (-d) {delimiter!r}: {err}") from None
     if pattern.match(""):
@@ -534,69 +656,185 @@ def read_eval_file(
     source: str | os.PathLike[str] | IO[bytes],
     *,
     delimiter: str | None = None,
-    encoding: str = "utf-8",
+    encoding: str | None = None,
 ) -> EvalInput:
     """Read gold and predicted tags (the last two fields) from a conlleval file.
 
-    ``source`` is a path, ``"-"`` for stdin, or a binary stream. Raises
-    InputError naming the file and line for unreadable or malformed input,
-    UsageError for an encoding the column reader would refuse too.
+    ``source`` is a path, ``"-"`` for stdin, or a binary stream. ``encoding``
+    None reads any bytes (UTF-8, else Latin-1; see the module docstring); a
+    named encoding is strict. Output of ``crfkit label -s`` is recognised.
+    Raises InputError naming the file and line for unreadable or malformed
+    input, UsageError for an encoding the column reader would refuse too.
     """
-    check_encoding(encoding)  # e.g. "idna" decodes but cannot sort/pad tags by their bytes
-    if isinstance(source, (str, os.PathLike)):
-        path = os.fspath(source)
-        if path == "-":
-            name, data = "<stdin>", sys.stdin.buffer.read()
-        else:
-            name = path
-            try:
-                with open(path, "rb") as handle:
-                    data = handle.read()
-            except OSError as err:
-                raise InputError(f"cannot read: {err.strerror or err}", path=path) from None
-    else:
-        name = getattr(source, "name", None)
-        name = name if isinstance(name, str) else "<stream>"
-        data = source.read()
-    try:
-        text = data.decode(encoding)
-    except UnicodeDecodeError as err:
-        line = data.count(b"\n", 0, err.start) + 1
-        raise InputError(f"not valid {encoding} text ({err.reason}); try --encoding",
-                         path=name, line=line) from None
-    except LookupError:
-        raise UsageError(f"unknown encoding {encoding!r}") from None
-    if not text.isascii() and (found := _SURROGATE.search(text)):  # UTF-7 can spell one
-        raise InputError(f"not valid {encoding} text (a lone surrogate "
-                         f"U+{ord(found.group()):04X}); try --encoding",
-                         path=name, line=text.count("\n", 0, found.start()) + 1)
+    # e.g. "idna" decodes but cannot sort/pad tags by their bytes; "utf-8-sig" reports as utf-8
+    codec = None if encoding is None else check_encoding(encoding)
+    name, data = _read_bytes(source)
+    text, used = _decode(data, encoding, name)
+    used = codec or used
     del data
     lines = text.split("\n")
     del text
     if lines[-1] == "":
         lines.pop()
-    gold, pred = _parse_lines(lines, _splitter(delimiter), name)
-    return EvalInput(gold, pred, name)
+    gold, pred = _read_columns(lines, _splitter(delimiter), name)
+    return EvalInput(gold, pred, name, encoding=used)
 
 
-def _parse_lines(lines: list[str], split, name: str) -> tuple[list[str | None], list[str | None]]:
-    """Gold and predicted tag per line, validating field counts as conlleval does."""
+def _read_bytes(source: str | os.PathLike[str] | IO[bytes]) -> tuple[str, bytes]:
+    """(display name, whole content) of a path, ``-`` (stdin) or a binary stream."""
+    if isinstance(source, (str, os.PathLike)):
+        path = os.fspath(source)
+        if path == "-":
+            return "<stdin>", sys.stdin.buffer.read()
+        try:
+            with open(path, "rb") as handle:
+                return path, handle.read()
+        except OSError as err:
+            raise InputError(f"cannot read: {err.strerror or err}", path=path) from None
+    name = getattr(source, "name", None)
+    return (name if isinstance(name, str) else "<stream>"), source.read()
+
+
+def _decode(data: bytes, encoding: str | None, name: str) -> tuple[str, str]:
+    """(text, encoding used): byte-transparent without ``encoding``, else strict."""
+    if encoding is None:
+        try:
+            return data.decode("utf-8"), "utf-8"
+        except UnicodeDecodeError:
+            return data.decode("latin-1"), "latin-1"  # every byte is one character
+    try:
+        text = data.decode(encoding)
+    except UnicodeDecodeError as err:
+        raise _decode_error(data, err.start, f"{err.reason}", encoding, name) from None
+    except LookupError:
+        raise UsageError(f"unknown encoding {encoding!r}") from None
+    if not text.isascii() and (found := _SURROGATE.search(text)):  # UTF-7 can spell one
+        # the encoding is ASCII-compatible: line k starts after the (k-1)th newline byte
+        line = text.count("\n", 0, found.start())
+        start = 0
+        for _ in range(line):
+            start = data.index(b"\n", start) + 1
+        raise _decode_error(data, start, f"a lone surrogate U+{ord(found.group()):04X} "
+                            "in the line starting there", encoding, name)
+    return text, encoding
+
+
+def _decode_error(data: bytes, offset: int, reason: str, encoding: str,
+                  name: str) -> InputError:
+    """The one-line error for undecodable input: file, line, byte offset, what to do."""
+    return InputError(
+        f"cannot decode the data as {encoding} at byte offset {offset} ({reason}); "
+        f"give the file's encoding with --encoding, or leave --encoding out to read "
+        f"the bytes as they are (as conlleval does)",
+        path=name, line=data.count(b"\n", 0, offset) + 1)
+
+
+# Output of `crfkit label` (see crfkit.labelformat): log-probabilities and
+# probabilities are written with four decimals.
+_LOGPROB = r"-?(?:\d+\.\d{4}|inf)"
+_SCORE_LINE = re.compile(rf"# {_LOGPROB}[ \t\r]*")  # -s
+_SCORES_LINE = re.compile(rf"# {_LOGPROB}(?: {_LOGPROB})+[ \t\r]*")  # -s -n N --nbest-columns
+_RANK_LINE = re.compile(rf"# \d+ {_LOGPROB}[ \t\r]*")  # -n N
+_PROB_END = re.compile(r"/(?:0\.\d{4}|1\.0000)\Z")
+
+
+def _read_columns(lines: list[str], split, name: str) -> tuple[list[str | None],
+                                                             list[str | None]]:
+    """Gold and predicted tags, recognising the output of ``crfkit label`` options.
+
+    ``-s`` output is scored without its score lines and ``/PROB`` suffixes when
+    the whole file has that shape; outputs that cannot be scored are refused.
+    """
+    first = next((number for number, line in enumerate(lines, 1) if line.strip()), 0)
+    head = lines[first - 1] if first else ""
+    if _RANK_LINE.fullmatch(head):
+        raise _label_output_error("-n N", "N blocks headed '# RANK LOGPROB'", "-n",
+                                  name, first)
+    if _SCORES_LINE.fullmatch(head):
+        raise _label_output_error("-s -n N --nbest-columns", "N label columns",
+                                  "-n and --nbest-columns", name, first)
+    scored = False
+    if _SCORE_LINE.fullmatch(head):
+        gold, pred, scored = _parse_scored(lines, split, name)
+    if not scored:
+        gold, pred = _parse_lines(lines, split, name)
+    if _all_probabilities(pred) and _all_probabilities(gold):
+        token = next((i for i, tag in enumerate(gold) if tag is not None), None)
+        if token is not None:
+            what = "-s --marginals" if scored else "--marginals"
+            raise _label_output_error(what, "LABEL/PROB columns after the prediction",
+                                      "--marginals", name, token + 1)
+    if scored:
+        stripped = {tag: tag[:tag.rindex("/")] for tag in set(pred) - {None}}
+        stripped[None] = None
+        pred = [stripped[tag] for tag in pred]
+    return gold, pred
+
+
+def _label_output_error(options: str, shape: str, drop: str, name: str,
+                        line: int) -> InputError:
+    """The one-line error for ``crfkit label`` output that is not one prediction a token."""
+    return InputError(f"this is the output of 'crfkit label {options}' ({shape}), which "
+                      f"cannot be scored: label again without {drop}", path=name, line=line)
+
+
+def _parse_scored(lines: list[str], split, name: str) -> tuple[list[str | None],
+                                                              list[str | None], bool]:
+    """Parse as ``crfkit label -s`` output: (gold, pred, whether the file is that)."""
+    try:
+        gold, pred = _parse_lines(lines, split, name, skip=_SCORE_LINE.fullmatch)
+    except InputError:
+        if _all_scored(lines, split):  # -s output with a bad line: say where
+            raise
+        return [], [], False
+    return gold, pred, _all_probabilities(pred)
+
+
+def _all_scored(lines: list[str], split) -> bool:
+    """Whether every token line's last field ends in ``/PROB`` (score lines aside)."""
+    for line in lines:
+        if not line or _SCORE_LINE.fullmatch(line):
+            continue
+        fields = split(line)
+        if fields and fields[0] != BOUNDARY and not _PROB_END.search(fields[-1]):
+            return False
+    return True
+
+
+def _all_probabilities(tags: Sequence[str | None]) -> bool:
+    """Whether every tag ends in ``/PROB`` as ``crfkit label`` writes it."""
+    return all(_PROB_END.search(tag) for tag in set(tags) - {None})
+
+
+def _parse_lines(lines: list[str], split, name: str, *,
+                 skip=None) -> tuple[list[str | None], list[str | None]]:
+    """Gold and predicted tag per line, validating field counts as conlleval does.
+
+    A line for which ``skip`` is true is read as a sentence break. A
+    ``-DOCSTART-`` line whose field count differs from the file's is a document
+    boundary (a sentence break); those before the first other line wait for
+    its count.
+    """
     gold: list[str | None] = []
     pred: list[str | None] = []
     add_gold, add_pred = gold.append, pred.append
     intern = sys.intern  # a few distinct tags: share them (memory, faster hashing later)
     width = -1  # number of fields, fixed by the first non-empty line
     width_line = 0
+    waiting: list[tuple[int, list[str]]] = []  # -DOCSTART- lines before the width is known
     for number, line in enumerate(lines, 1):
-        fields = split(line)
+        fields = split(line) if skip is None or not skip(line) else []
         n = len(fields)
         if n != width:
-            if not n:
+            if not n or fields[0] == DOCSTART:  # a break, or a -DOCSTART- line to settle
+                if n and width < 0:
+                    waiting.append((number, fields))
                 add_gold(None)
                 add_pred(None)
                 continue
             if width < 0:
                 width, width_line = n, number
+                _settle_docstarts(waiting, width, gold, pred, name)
             else:
                 fields_found = f"{n} field{'s' if n > 1 else ''}"
                 raise InputError(f"found {fields_found}, expected {width} like line {width_line}",
@@ -610,7 +848,22 @@ def _parse_lines(lines: list[str], split, name: str) -> tuple[list[str | None], 
         else:
             add_gold(intern(fields[-2]))
             add_pred(intern(fields[-1]))
+    if width < 0 and waiting:  # only -DOCSTART- lines: the first fixes the count
+        _settle_docstarts(waiting, len(waiting[0][1]), gold, pred, name)
     return gold, pred
+
+
+def _settle_docstarts(waiting: list[tuple[int, list[str]]], width: int,
+                      gold: list[str | None], pred: list[str | None], name: str) -> None:
+    """Turn waiting ``-DOCSTART-`` lines with the file's field count into tokens."""
+    for number, fields in waiting:
+        if len(fields) != width:
+            continue  # a document boundary: stays a break
+        if len(fields) < 2:
+            raise InputError("need at least two fields (gold and predicted tag), found 1",
+                             path=name, line=number)
+        gold[number - 1], pred[number - 1] = fields[-2], fields[-1]
+    waiting.clear()
 
 
 # ---------------------------------------------------------------------------
@@ -700,24 +953,40 @@ def run_eval_command(
     fmt: str,
     tokens: bool,
     scheme: str | None,
-    encoding: str,
+    encoding: str | None,
     out: IO[str],
 ) -> None:
-    """Body of ``crfkit eval``: read, score, print. Low scores never fail it."""
+    """Body of ``crfkit eval``: read, score, print. Low scores never fail it.
+
+    ``encoding`` None reads any bytes (see the module docstring). The text
+    report goes out in the encoding the input was read with, as bytes to
+    ``out.buffer`` when there is one, so type names keep their bytes.
+    """
     if latex and fmt == "json":
         raise UsageError("--latex and --format json exclude each other")
     if raw and scheme is not None:
         raise UsageError("--scheme describes prefixed tags; -r reads tags without prefixes")
     data = read_eval_file(input_file, delimiter=delimiter, encoding=encoding)
     if scheme is not None:
-        check_scheme(data, scheme)
+        check_scheme(data, scheme, outside=outside)
     report = evaluate_tags(data.gold, data.pred, outside=outside, raw=raw, scheme=scheme,
-                           encoding=encoding)
+                           encoding=data.encoding)
     if fmt == "json":
-        text = format_json(report)
-    else:
-        text = format_latex(report) if latex else format_conlleval(report)
-        if tokens:
-            text += format_token_table(report, latex=latex)
-    out.write(text)
+        _write(out, format_json(report), "utf-8")  # JSON text is UTF-8 (RFC 8259)
+        return
+    text = format_latex(report) if latex else format_conlleval(report)
+    if tokens:
+        text += format_token_table(report, latex=latex)
+    _write(out, text, data.encoding)
+
+
+def _write(out: IO[str], text: str, encoding: str) -> None:
+    """Write ``text`` encoded as ``encoding`` to ``out``'s byte buffer, else as text."""
+    buffer = getattr(out, "buffer", None)
+    if buffer is None:
+        out.write(text)
+        out.flush()
+        return
     out.flush()
+    buffer.write(text.encode(encoding, "surrogateescape"))
+    buffer.flush()

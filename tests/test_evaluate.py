@@ -23,7 +23,9 @@ from hypothesis import strategies as st
 from crfkit.cli import cli
 from crfkit.errors import InputError, UsageError
 from crfkit.evaluate import (
+    EvalInput,
     EvalReport,
+    check_scheme,
     evaluate,
     evaluate_tags,
     format_conlleval,
@@ -33,6 +35,7 @@ from crfkit.evaluate import (
     read_eval_file,
     run_eval_command,
 )
+from tests.helpers import one_error_line
 
 
 def report_of(text: str, *, delimiter: str | None = None, **options) -> EvalReport:
@@ -311,8 +314,8 @@ def test_one_field_lines_are_errors():
 def test_read_errors_name_the_file(tmp_path):
     bad = tmp_path / "bad.txt"
     bad.write_bytes(b"a B-NP B-NP\nb \xff-NP O\n")
-    with pytest.raises(InputError) as info:
-        read_eval_file(bad)
+    with pytest.raises(InputError) as info:  # strict with --encoding (the default reads bytes)
+        read_eval_file(bad, encoding="utf-8")
     assert (info.value.path, info.value.line) == (str(bad), 2)
     with pytest.raises(InputError) as info:
         read_eval_file(tmp_path / "missing.txt")
@@ -542,3 +545,330 @@ def test_cli_bad_file_reports_one_line(tmp_path):
                           capture_output=True, text=True, check=False)
     assert proc.returncode == 1 and "Traceback" not in proc.stderr
     assert len(proc.stderr.strip().splitlines()) == 1 and str(missing) in proc.stderr
+
+
+# ---------------------------------------------------------------------------
+# --scheme: transitions per scheme, both columns, the first bad line, -o (issue #13)
+
+
+def scheme_error(text: str, scheme: str, *, outside: str = "O") -> InputError | None:
+    """The error check_scheme raises for a conlleval file given as text, or None."""
+    data = read_eval_file(io.BytesIO(text.encode("utf-8")), encoding="utf-8")
+    try:
+        check_scheme(data, scheme, outside=outside)
+    except InputError as err:
+        return err
+    return None
+
+
+def test_iob2_rejects_i_after_outside_and_at_a_sequence_start():
+    err = scheme_error("a O O\nb I-LOC I-LOC\n", "iob2")
+    assert err is not None and err.line == 2 and "gold" in err.message
+    assert "I-LOC" in err.message
+    assert scheme_error("a I-LOC I-LOC\n", "iob2").line == 1
+    assert scheme_error("a B-PER B-PER\nb I-LOC I-LOC\n", "iob2").line == 2  # type change
+    assert scheme_error("a B-LOC B-LOC\nb I-LOC I-LOC\nc I-LOC I-LOC\n", "iob2") is None
+    # IOB1 allows all of these: I-X starts a chunk there
+    for text in ("a O O\nb I-LOC I-LOC\n", "a I-PER I-PER\nb I-LOC I-LOC\n"):
+        assert scheme_error(text, "iob1") is None
+
+
+def test_iob1_allows_b_only_directly_after_the_same_type():
+    assert scheme_error("a I-X I-X\nb B-X B-X\nc I-X I-X\n", "iob1") is None
+    for text, line in (("a O O\nb B-X B-X\n", 2), ("a B-X B-X\n", 1),
+                       ("a I-Y I-Y\nb B-X B-X\n", 2), ("a I-X I-X\n\nb B-X B-X\n", 3)):
+        err = scheme_error(text, "iob1")
+        assert err is not None and err.line == line, text
+    for text in ("a O O\nb B-X B-X\n", "a B-X B-X\n", "a B-Y B-Y\nb B-X B-X\n"):
+        assert scheme_error(text, "iob2") is None, text  # B-X after anything is IOB2
+
+
+def test_iobes_chunks_must_be_closed():
+    assert scheme_error("a B-X B-X\nb I-X I-X\nc E-X E-X\nd S-X S-X\ne O O\n", "iobes") is None
+    # after B-X / I-X only I-X or E-X: not O, not another type, not S-X or B-X
+    for text in ("a I-PER I-PER\n", "a B-PER B-PER\nb I-PER I-PER\nc O O\n",
+                 "a B-PER B-PER\nb E-LOC E-LOC\n", "a B-PER B-PER\nb S-PER S-PER\n"):
+        assert scheme_error(text, "iobes") is not None, text
+    err = scheme_error("w B-PER B-PER\nx I-PER I-PER\ny O O\n", "iobes")
+    assert err.line == 3 and "'O' after 'I-PER'" in err.message
+    # a blank line, a -X- line or the end of the file does not close B-X / I-X:
+    # the error names the line of the open tag
+    for text in ("a B-PER B-PER\n\nb O O\n", "a O O\nb B-PER B-PER\n-X- x x\n",
+                 "a O O\nb B-PER B-PER\n"):
+        err = scheme_error(text, "iobes")
+        assert err is not None and err.line == text.count("\n", 0, text.index("B-PER")) + 1
+        assert "ends a sequence" in err.message
+    # E-X / I-X only after B-X / I-X of the same type
+    for text in ("a O O\nb E-X E-X\n", "a S-X S-X\nb I-X I-X\nc E-X E-X\n"):
+        assert scheme_error(text, "iobes").line == 2, text
+
+
+def test_scheme_checks_both_columns_and_reports_the_first_bad_line():
+    text = "a B-X B-X\nb I-X O\nc O O\nd I-Y I-Y\n"
+    err = scheme_error(text, "iobes")  # predicted 'O' after 'B-X' (line 2) comes first
+    assert err.line == 2 and err.message.startswith("predicted tag 'O' after 'B-X'")
+    err = scheme_error(text, "iob2")  # gold and predicted I-Y after O, line 4
+    assert err.line == 4 and err.message.startswith("gold ")
+    err = scheme_error("a O O\nb O E-NP\nc E-NP O\n", "iob2")
+    assert err.line == 2 and err.message.startswith("predicted tag 'E-NP' is not a tag")
+
+
+def test_sentence_breaks_reset_the_previous_tag():
+    for brk in ("\n", "-X- -X- -X-\n"):
+        err = scheme_error("a B-X B-X\n" + brk + "b I-X I-X\n", "iob2")
+        assert err is not None and err.line == 3, brk
+
+
+def test_scheme_honours_the_outside_tag(tmp_path):
+    text = "a B-X B-X\nb I-X I-X\nc NONE NONE\nd B-Y NONE\n"
+    assert scheme_error(text, "iob2", outside="NONE") is None
+    assert scheme_error(text, "iob2") is not None  # NONE is no tag when O is outside
+    err = scheme_error("a O O\n", "iob2", outside="NONE")  # nor O when NONE is
+    assert err is not None and "expected 'NONE' or B/I-TYPE" in err.message
+    assert scheme_error("a NONE NONE\nb I-X I-X\n", "iob2", outside="NONE").line == 2
+    # and the -o tag is outside when scoring with a scheme: the same counts as with O
+    path, plain = tmp_path / "none.txt", tmp_path / "o.txt"
+    path.write_text(text)
+    plain.write_text(text.replace("NONE", "O"))
+    with_none = run_cli(["eval", "--scheme", "iob2", "-o", "NONE", str(path)])
+    assert with_none.exit_code == 0, with_none.output
+    assert with_none.output == run_cli(["eval", "--scheme", "iob2", str(plain)]).output
+    assert with_none.output.startswith("processed 4 tokens with 2 phrases; found: 1 phrases")
+
+
+def scheme_reference(lines: list[tuple[str, str] | None], scheme: str,
+                     outside: str) -> tuple[int, str] | None:
+    """(line, column) of the first tag breaking the scheme, token by token."""
+    prefixes = {"iob1": "BI", "iob2": "BI", "iobes": "BIES"}[scheme]
+
+    def parts(tag):
+        if tag is None or tag == outside:
+            return "O", ""
+        prefix, hyphen, kind = tag.partition("-")
+        return (prefix, kind) if hyphen and kind and prefix in prefixes else None
+
+    def allowed(prev, cur):
+        inside_same = prev[0] in ("B", "I") and prev[1] == cur[1]
+        if scheme == "iob1":
+            return cur[0] != "B" or inside_same
+        if scheme == "iob2":
+            return cur[0] != "I" or inside_same
+        if prev[0] in ("B", "I"):
+            return cur[0] in ("I", "E") and inside_same
+        return cur[0] not in ("I", "E")
+
+    found = []
+    for column, side in ((0, "gold"), (1, "predicted")):
+        prev = ("O", "")
+        for number, item in enumerate([*lines, None], 1):
+            tag = None if item is None else item[column]
+            cur = parts(tag)
+            if cur is None:
+                found.append((number, side))
+                break
+            if not allowed(prev, cur):
+                found.append((number - 1 if tag is None else number, side))
+                break
+            prev = cur
+    return min(found, key=lambda f: f[0]) if found else None
+
+
+_SCHEME_ALPHABET = ["O", "NONE", "B-A", "I-A", "E-A", "S-A", "B-B", "I-B", "E-B", "S-B",
+                    "B-", "A", "X-A"]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.one_of(st.none(), st.tuples(st.sampled_from(_SCHEME_ALPHABET),
+                                               st.sampled_from(_SCHEME_ALPHABET))),
+                max_size=12),
+       st.sampled_from(["iob1", "iob2", "iobes"]), st.sampled_from(["O", "NONE"]))
+def test_scheme_check_matches_reference(lines, scheme, outside):
+    data = EvalInput([None if x is None else x[0] for x in lines],
+                     [None if x is None else x[1] for x in lines], "f")
+    expected = scheme_reference(lines, scheme, outside)
+    try:
+        check_scheme(data, scheme, outside=outside)
+        got = None
+    except InputError as err:
+        got = (err.line, err.message.split(" ")[0])
+    assert got == expected
+
+
+# ---------------------------------------------------------------------------
+# Encodings: byte-transparent by default, strict with --encoding (issue #13)
+
+
+LABEL_PATTERNS = "U00:%x[0,0]\nU01:%x[-1,0]/%x[0,0]\nU02:%x[0,1]\nB\n"
+LABEL_TRAIN = ("the DT B-NP\ncat NN I-NP\nsat VBD B-VP\nin IN O\nMünchen NE B-ÖRT\n\n"
+               "a DT B-NP\ndog NN I-NP\nran VBD B-VP\n\nbig JJ B-NP\ndogs NNS I-NP\n"
+               "bark VBP B-VP\nin IN O\nWien NE B-ÖRT\n")
+LABEL_TEST = ("the DT B-NP\ndog NN I-NP\nran VBD B-VP\nin IN O\nWien NE B-ÖRT\n\n"
+              "big JJ B-NP\ncat NN I-NP\nsat VBD B-VP\n")
+
+
+@pytest.fixture(scope="module")
+def labelled(tmp_path_factory):
+    """A tiny model and its test file (UTF-8 and Latin-1): real `crfkit label` output."""
+    tmp = tmp_path_factory.mktemp("eval-label")
+    (tmp / "p.pat").write_text(LABEL_PATTERNS)
+    (tmp / "train.txt").write_text(LABEL_TRAIN, encoding="utf-8")
+    (tmp / "test.txt").write_text(LABEL_TEST, encoding="utf-8")
+    (tmp / "test-latin1.txt").write_bytes(LABEL_TEST.encode("latin-1"))
+    result = CliRunner().invoke(cli, ["train", "-q", "-p", str(tmp / "p.pat"),
+                                      str(tmp / "train.txt"), str(tmp / "m.model")])
+    assert result.exit_code == 0, result.output
+    return tmp
+
+
+def label_output(tmp, *options: str, test: str = "test.txt") -> bytes:
+    result = CliRunner().invoke(cli, ["label", "-m", str(tmp / "m.model"), "-c", *options,
+                                      str(tmp / test)])
+    assert result.exit_code == 0, result.output
+    return result.stdout_bytes
+
+
+def eval_bytes(data: bytes, *options: str):
+    return CliRunner().invoke(cli, ["eval", *options], input=data)
+
+
+LATIN1 = "Ça B-PERSÖN B-PERSÖN\nété I-PERSÖN O\nü B-ÄÖ B-ÄÖ\n".encode("latin-1")
+
+
+def test_latin1_input_is_read_and_written_back_byte_for_byte():
+    result = eval_bytes(LATIN1)
+    assert result.exit_code == 0, result.output
+    lines = result.stdout_bytes.split(b"\n")
+    assert lines[0] == b"processed 3 tokens with 2 phrases; found: 2 phrases; correct: 1."
+    # the type names are the input's bytes, padded to 17 bytes as conlleval's printf does
+    assert lines[2].startswith(b" " * 11 + "PERSÖN".encode("latin-1") + b": ")
+    assert lines[3].startswith(b" " * 15 + "ÄÖ".encode("latin-1") + b": ")
+    # the same as naming the encoding; UTF-8 input round-trips as UTF-8
+    assert eval_bytes(LATIN1, "--encoding", "latin-1").stdout_bytes == result.stdout_bytes
+    utf8 = eval_bytes(LATIN1.decode("latin-1").encode("utf-8"))
+    assert utf8.stdout_bytes.split(b"\n")[3].startswith(b" " * 13 + "ÄÖ".encode() + b": ")
+    # JSON is UTF-8 text whatever the input's bytes
+    doc = json.loads(eval_bytes(LATIN1, "--format", "json").stdout_bytes.decode("utf-8"))
+    assert list(doc["types"]) == ["PERSÖN", "ÄÖ"]
+
+
+def test_label_latin1_output_needs_no_encoding_option(labelled):
+    output = label_output(labelled, "--encoding", "latin-1", test="test-latin1.txt")
+    assert "B-ÖRT".encode("latin-1") in output
+    result = eval_bytes(output)
+    assert result.exit_code == 0, result.output
+    assert b"\n" + b" " * 14 + "ÖRT".encode("latin-1") + b": precision: 100.00%" \
+        in result.stdout_bytes
+
+
+def test_decode_errors_name_line_byte_offset_and_the_option(tmp_path):
+    bad = tmp_path / "bad.txt"
+    bad.write_bytes(b"a B-NP B-NP\nb \xff-NP O\n")
+    result = run_cli(["eval", "--encoding", "utf-8", str(bad)])
+    line = one_error_line(result, f"{bad}:2:", "byte offset 14", "--encoding")
+    assert "utf-8" in line
+    assert run_cli(["eval", str(bad)]).exit_code == 0  # without --encoding: bytes
+    # a lone surrogate (UTF-7 can spell one): the offset of its line
+    bad.write_bytes(b"w O O\nw B-+2AA- O\n")
+    one_error_line(run_cli(["eval", "--encoding", "utf-7", str(bad)]), f"{bad}:2:",
+                   "byte offset 6", "lone surrogate", "--encoding")
+
+
+def test_regex_delimiters_use_ascii_rules_as_perl_on_bytes():
+    # U+00A0 is two bytes in UTF-8 that Perl's \s does not match: part of the token
+    text = "a\u00a0b B-X B-X\nc I-X I-X\n"
+    assert counts(report_of(text, delimiter="\\s+")) == (2, 2, 1, 1, 1)
+
+
+def test_eval_help_names_the_defaults():
+    help_text = " ".join(run_cli(["eval", "--help"]).output.split())
+    assert "FILE defaults to stdin" in help_text
+    assert "Latin-1" in help_text and "-DOCSTART-" in help_text
+
+
+# ---------------------------------------------------------------------------
+# Output of `crfkit label -s` and the outputs that cannot be scored (issue #13)
+
+
+SCORED = ("# -3.1416\na NN B-NP B-NP/0.9876\nb NN I-NP O/0.5100\n\n"
+          "# -0.0012\nc VB B-VP B-VP/1.0000\n")
+UNSCORED = "a NN B-NP B-NP\nb NN I-NP O\n\nc VB B-VP B-VP\n"
+
+
+def test_score_lines_and_probabilities_are_ignored_in_label_s_output():
+    assert counts(report_of(SCORED)) == counts(report_of(UNSCORED)) == (3, 2, 2, 2, 1)
+    data = read_eval_file(io.BytesIO(SCORED.encode()))
+    assert data.pred == [None, "B-NP", "O", None, None, "B-VP"]  # one entry per line
+    # tab-separated (label --sep tab), read with -d '\t': the score line has a space
+    tabbed = "\n".join(line if line.startswith("#") else line.replace(" ", "\t")
+                       for line in SCORED.split("\n"))
+    assert "# -3.1416\na\tNN\tB-NP\tB-NP/0.9876\n" in tabbed
+    assert counts(report_of(tabbed, delimiter="\\t")) == counts(report_of(UNSCORED))
+    with pytest.raises(InputError) as info:  # -s output with a short line names that line
+        report_of(SCORED.replace("b NN I-NP", "b I-NP"))
+    assert info.value.line == 3 and "found 3 fields, expected 4" in info.value.message
+
+
+def test_hash_tokens_and_slashes_in_tags_are_kept():
+    # CoNLL-2000's '#' token, and tags with '/': no score lines, nothing removed
+    conll = "# # B-NP B-NP\n$ $ I-NP I-NP/0.5000\n"
+    assert read_eval_file(io.BytesIO(conll.encode())).pred == ["B-NP", "I-NP/0.5000"]
+    # a score-shaped first line, but not every prediction has a probability: not -s
+    # output, so nothing is removed (the '# -1.5000' line is a token of a 2-field file)
+    mixed = "# -1.5000\nB-NP B-NP/0.9000\nI-NP I-NP\n"
+    assert read_eval_file(io.BytesIO(mixed.encode())).pred == ["-1.5000", "B-NP/0.9000",
+                                                              "I-NP"]
+
+
+@pytest.mark.parametrize("text,drop", [
+    ("# 0 -0.4132\na B-NP B-NP\n\n# 1 -1.7000\na B-NP I-NP\n", "without -n"),
+    ("a B-NP B-NP B-NP/0.9000 I-NP/0.1000\n", "without --marginals"),
+    ("# -0.4132\na B-NP B-NP/0.9000 B-NP/0.9000 I-NP/0.1000\n", "without --marginals"),
+    ("# -0.4132 -1.7896\na B-NP B-NP/0.9000 I-NP/0.1000\n", "without -n and --nbest-columns"),
+])
+def test_label_outputs_that_cannot_be_scored_are_one_error(tmp_path, text, drop):
+    path = tmp_path / "out.txt"
+    path.write_text(text)
+    proc = subprocess.run([sys.executable, "-m", "crfkit.cli", "eval", str(path)],
+                          capture_output=True, text=True, check=False)
+    assert proc.returncode == 1 and proc.stdout == ""
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and "Traceback" not in proc.stderr, proc.stderr
+    assert f"{path}:" in lines[0] and "crfkit label" in lines[0] and drop in lines[0]
+
+
+def test_eval_reads_real_label_s_output(labelled):
+    plain = eval_bytes(label_output(labelled))
+    assert plain.exit_code == 0 and plain.output.startswith("processed 8 tokens")
+    scored_output = label_output(labelled, "-s")
+    assert scored_output.startswith(b"# -") and b"/" in scored_output
+    scored = eval_bytes(scored_output)
+    assert scored.exit_code == 0, scored.output
+    assert scored.stdout_bytes == plain.stdout_bytes
+    for options, drop in ((["-n", "2"], "-n"), (["--marginals"], "--marginals"),
+                          (["-s", "--marginals"], "--marginals"),
+                          (["-s", "-n", "2", "--nbest-columns"], "-n and --nbest-columns")):
+        result = eval_bytes(label_output(labelled, *options))
+        assert result.exit_code == 1, options
+        assert f"without {drop}" in one_error_line(result, "<stdin>:"), options
+
+
+# ---------------------------------------------------------------------------
+# -DOCSTART- lines with another field count are document boundaries (issue #13)
+
+
+def test_bare_docstart_lines_are_document_boundaries():
+    text = ("-DOCSTART-\n\na NNP B-PER B-PER\nb NNP I-PER I-PER\n-DOCSTART-\n"
+            "c NNP I-PER I-PER\n")
+    # a boundary, not a token: PER(a b) ends at it, I-PER starts PER(c): 3 tokens, 2 chunks
+    assert counts(report_of(text)) == (3, 3, 2, 2, 2)
+    data = read_eval_file(io.BytesIO(text.encode()))
+    assert data.gold == [None, None, "B-PER", "I-PER", None, "I-PER"]
+    # one with the file's field count, even before the first other line, is a token
+    text = "-DOCSTART- -X- O O\n-DOCSTART-\n\na NNP B-PER B-PER\n"
+    assert counts(report_of(text)) == (2, 2, 1, 1, 1)
+    # a file of -DOCSTART- lines only: the first fixes the count, as in conlleval
+    assert counts(report_of("-DOCSTART- O O\n-DOCSTART-\n")) == (1, 1, 0, 0, 0)
+    # other lines with another count are still errors
+    with pytest.raises(InputError) as info:
+        report_of("-DOCSTART-\na NNP B-PER B-PER\nb B-PER B-PER\n")
+    assert info.value.line == 3
