@@ -121,7 +121,7 @@ def train_command(pattern_file, input_file, model_file, model_type, algo, rho1, 
     from crfkit.model import Model
     from crfkit.patterns import read_patterns
     from crfkit.progress import Progress
-    from crfkit.reader import read_sequences
+    from crfkit.reader import canonical_encoding, read_sequences
     from crfkit.train import TrainOptions, algorithm_list, train, type_list
 
     if algo == "list" or model_type == "list":
@@ -149,6 +149,7 @@ def train_command(pattern_file, input_file, model_file, model_type, algo, rho1, 
                   devel_source=devel_file or "<devel>", init=init)
     model.info["pattern_file"] = pattern_file or init_file
     model.info["train_file"] = source
+    model.info["encoding"] = canonical_encoding(encoding)  # crfkit label's default
     if devel_file is not None:
         model.info["devel_file"] = devel_file
     model.save(model_file)
@@ -169,8 +170,9 @@ def train_command(pattern_file, input_file, model_file, model_type, algo, rho1, 
               help="Worker threads, 0 for all cores.")
 @click.option("--sep", type=SEPARATORS, default="auto", show_default=True,
               help="Column separator of INPUT (auto: tabs or runs of spaces).")
-@click.option("--encoding", default="utf-8", show_default=True,
-              help="Text encoding of INPUT and OUTPUT.")
+@click.option("--encoding", default=None,
+              help="Text encoding of INPUT and OUTPUT  [default: the encoding the model was "
+                   "trained with (utf-8 for models that do not record it)]")
 @click.option("-n", "--nbest", type=int, default=None,
               help="The N best label sequences (exact), each as a block headed "
                    "'# RANK LOGPROB'.")
@@ -207,7 +209,7 @@ def label_command(model_file, input_file, output_file, labels_only, check, nthre
     from crfkit.atomic import atomic_output
     from crfkit.label import LabelOptions, check_output_encoding, label_stream
     from crfkit.model import Model
-    from crfkit.reader import read_sequences
+    from crfkit.reader import canonical_encoding, read_sequences
 
     if nthread < 0:
         raise click.BadParameter("must be >= 0", param_hint="-t/--nthread")
@@ -221,6 +223,9 @@ def label_command(model_file, input_file, output_file, labels_only, check, nthre
 
         _set_threads(nthread)
     model = Model.load(model_file)
+    if encoding is None:
+        encoding = model.info.get("encoding", "utf-8")
+    canonical_encoding(encoding)  # one error line for an unknown one, before any output
     check_output_encoding(model, encoding)
     source = "<stdin>" if input_file == "-" else input_file
     threads = nthread or _cores()
