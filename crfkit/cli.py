@@ -14,11 +14,15 @@ import os
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
+from typing import TYPE_CHECKING
 
 import click
 
 from crfkit import __version__
 from crfkit.errors import CrfkitError
+
+if TYPE_CHECKING:
+    from crfkit.label import TokenMeter
 
 
 class _Group(click.Group):
@@ -190,9 +194,12 @@ def train_command(pattern_file, input_file, model_file, model_type, algo, rho1, 
 @click.option("--constraints", type=click.Choice(["iob"]), default=None,
               help="Forbid label sequences invalid under IOB2 (I-X after O, B-Y, I-Y "
                    "or at the start).")
+@click.option("-q", "--quiet", is_flag=True,
+              help="No progress line (shown only when stderr is a terminal and OUTPUT "
+                   "is not).")
 def label_command(model_file, input_file, output_file, labels_only, check, nthread, sep,
                   encoding, nbest, nbest_columns, score, marginals, post, force,
-                  constraints) -> None:
+                  constraints, quiet) -> None:
     """Label a column file with a trained model; the prediction becomes the last column.
 
     Output (SEP is a space, a tab with --sep tab; a blank line ends a sequence;
@@ -205,11 +212,15 @@ def label_command(model_file, input_file, output_file, labels_only, check, nthre
       -n N         N blocks per sequence, each headed '# RANK LOGPROB' (rank 0 = best)
       -n N --nbest-columns
                    ROW SEP LABEL1 ... LABELN ('_' where fewer paths exist)
+
+    A -DOCSTART- line (CoNLL document marker) is copied with O as its label.
+    When INPUT is a pipe or terminal, each sequence is labelled and written as
+    soon as its blank line is read (crfkit can serve as a co-process).
     """
     from crfkit.atomic import atomic_output
     from crfkit.label import LabelOptions, check_output_encoding, label_stream
     from crfkit.model import Model
-    from crfkit.reader import canonical_encoding, read_sequences
+    from crfkit.reader import canonical_encoding, is_live, read_items
 
     if nthread < 0:
         raise click.BadParameter("must be >= 0", param_hint="-t/--nthread")
@@ -229,20 +240,44 @@ def label_command(model_file, input_file, output_file, labels_only, check, nthre
     check_output_encoding(model, encoding)
     source = "<stdin>" if input_file == "-" else input_file
     threads = nthread or _cores()
-    with atomic_output(output_file, encoding=encoding) as out, _without_cycle_collection():
+    meter = _label_meter(quiet, output_file)
+    with atomic_output(output_file, encoding=encoding) as out, _without_cycle_collection(), \
+            _erased_at_exit(meter):
         stats = None
         if threads > 1 and input_file != "-" and os.path.isfile(input_file):
             from crfkit.forklabel import label_file_in_two
 
             stats = label_file_in_two(model, input_file, out, options, encoding=encoding,
-                                      sep=sep)
+                                      sep=sep, meter=meter)
         if stats is None:
-            sequences = read_sequences(input_file, encoding=encoding, sep=sep)
-            stats = label_stream(model, sequences, out, options, source=source,
-                                 threads=threads)
+            if meter is not None:
+                meter.restart()
+            items = read_items(input_file, encoding=encoding, sep=sep,
+                               pauses=is_live(input_file))
+            stats = label_stream(model, items, out, options, source=source, threads=threads,
+                                 progress=meter.add if meter is not None else None)
     if check and stats.tokens:
         click.echo(f"* {stats.sequences} sequences, {stats.tokens} tokens, token accuracy "
                    f"{100.0 * stats.correct / stats.tokens:.2f}%", err=True)
+
+
+def _label_meter(quiet: bool, output_file: str) -> TokenMeter | None:
+    """A progress line on stderr if it is a terminal (and the output does not go there too)."""
+    from crfkit.label import TokenMeter
+
+    if quiet or not sys.stderr.isatty() or (output_file == "-" and sys.stdout.isatty()):
+        return None
+    return TokenMeter(sys.stderr)
+
+
+@contextmanager
+def _erased_at_exit(meter: TokenMeter | None) -> Iterator[None]:
+    """Erase the progress line however labelling ends (an error line may follow)."""
+    try:
+        yield
+    finally:
+        if meter is not None:
+            meter.close()
 
 
 @contextmanager
