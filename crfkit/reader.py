@@ -306,7 +306,7 @@ class _Parser:
     def _parse(self, text: str, done: list[Item]) -> None:
         lines = text.split("\n")
         rows = [line.split(self.sep_char) for line in lines]  # blank lines give [""]
-        marks = self._take_markers(lines, rows) if DOCSTART in text else None
+        marks = self._take_markers(text, lines, rows) if DOCSTART in text else None
         if self.marker is not None:  # a marker ended the previous block
             self._emit_marker(self.marker, lines[0] == "" and not (marks and 0 in marks), done)
             self.marker = None
@@ -318,11 +318,25 @@ class _Parser:
         if error is not None:
             raise error
 
-    def _take_markers(self, lines: list[str], rows: list[list[str]]) -> dict[int, list[str]]:
-        """Set the ``-DOCSTART-`` lines aside (index -> fields) and blank them."""
-        marks = {i: fields for i, fields in enumerate(rows) if fields[0] == DOCSTART}
-        for i in marks:
-            lines[i], rows[i] = "", [""]
+    @staticmethod
+    def _take_markers(
+        text: str, lines: list[str], rows: list[list[str]]
+    ) -> dict[int, list[str]]:
+        """Set the ``-DOCSTART-`` lines aside (index -> fields) and blank them.
+
+        The string is searched for, not every line looked at: a Python step per
+        occurrence, not per line (that cost 15% of reading CoNLL-2002).
+        """
+        marks = {}
+        index, counted = 0, 0  # line index of text[counted]
+        at = text.find(DOCSTART)
+        while at >= 0:
+            index += text.count("\n", counted, at)
+            counted = at
+            if rows[index][0] == DOCSTART:
+                marks[index] = rows[index]
+                lines[index], rows[index] = "", [""]
+            at = text.find(DOCSTART, at + len(DOCSTART))
         return marks
 
     @staticmethod
