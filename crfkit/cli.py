@@ -14,11 +14,15 @@ import os
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
+from typing import TYPE_CHECKING
 
 import click
 
 from crfkit import __version__
 from crfkit.errors import CrfkitError
+
+if TYPE_CHECKING:
+    from crfkit.label import TokenMeter
 
 
 class _Group(click.Group):
@@ -184,7 +188,7 @@ def _train(given: dict, pattern_file: str | None, input_file: str, devel_file: s
     from crfkit.model import Model
     from crfkit.patterns import read_patterns
     from crfkit.progress import Progress
-    from crfkit.reader import read_sequences
+    from crfkit.reader import canonical_encoding, read_sequences
     from crfkit.train import TrainOptions, train
 
     options = TrainOptions(**{k: v for k, v in given.items() if v is not None})
@@ -201,7 +205,7 @@ def _train(given: dict, pattern_file: str | None, input_file: str, devel_file: s
                   source=source, devel=devel, devel_source=devel_file or "<devel>", init=init)
     model.info["pattern_file"] = pattern_file or init_file
     model.info["train_file"] = source
-    model.info["encoding"] = encoding
+    model.info["encoding"] = canonical_encoding(encoding)  # crfkit label's default
     if devel_file is not None:
         model.info["devel_file"] = devel_file
     return model
@@ -234,8 +238,9 @@ def _existing_file(path: str | None, option: str, numeric_hint: str | None) -> N
               help="Worker threads, 0 for all cores.")
 @click.option("--sep", type=SEPARATORS, default="auto", show_default=True,
               help="Column separator of INPUT (auto: tabs or runs of spaces).")
-@click.option("--encoding", default="utf-8", show_default=True,
-              help="Text encoding of INPUT and OUTPUT.")
+@click.option("--encoding", default=None,
+              help="Text encoding of INPUT and OUTPUT  [default: the encoding the model was "
+                   "trained with (utf-8 for models that do not record it)]")
 @click.option("-n", "--nbest", type=int, default=None,
               help="The N best label sequences (exact), each as a block headed "
                    "'# RANK LOGPROB'.")
@@ -253,9 +258,12 @@ def _existing_file(path: str | None, option: str, numeric_hint: str | None) -> N
 @click.option("--constraints", type=click.Choice(["iob"]), default=None,
               help="Forbid label sequences invalid under IOB2 (I-X after O, B-Y, I-Y "
                    "or at the start).")
+@click.option("-q", "--quiet", is_flag=True,
+              help="No progress line (shown only when stderr is a terminal and OUTPUT "
+                   "is not).")
 def label_command(model_file, input_file, output_file, labels_only, check, nthread, sep,
                   encoding, nbest, nbest_columns, score, marginals, post, force,
-                  constraints) -> None:
+                  constraints, quiet) -> None:
     """Label a column file with a trained model; the prediction becomes the last column.
 
     Output (SEP is a space, a tab with --sep tab; a blank line ends a sequence;
@@ -268,11 +276,15 @@ def label_command(model_file, input_file, output_file, labels_only, check, nthre
       -n N         N blocks per sequence, each headed '# RANK LOGPROB' (rank 0 = best)
       -n N --nbest-columns
                    ROW SEP LABEL1 ... LABELN ('_' where fewer paths exist)
+
+    A -DOCSTART- line (CoNLL document marker) is copied with O as its label.
+    When INPUT is a pipe or terminal, each sequence is labelled and written as
+    soon as its blank line is read (crfkit can serve as a co-process).
     """
     from crfkit.atomic import atomic_output
     from crfkit.label import LabelOptions, check_output_encoding, label_stream
     from crfkit.model import Model
-    from crfkit.reader import read_sequences
+    from crfkit.reader import canonical_encoding, is_live, read_items
 
     if nthread < 0:
         raise click.BadParameter("must be >= 0", param_hint="-t/--nthread")
@@ -286,23 +298,50 @@ def label_command(model_file, input_file, output_file, labels_only, check, nthre
 
         _set_threads(nthread)
     model = Model.load(model_file)
+    if encoding is None:
+        encoding = model.encoding
+    canonical_encoding(encoding)  # one error line for an unknown one, before any output
     check_output_encoding(model, encoding)
     source = "<stdin>" if input_file == "-" else input_file
     threads = nthread or _cores()
-    with atomic_output(output_file, encoding=encoding) as out, _without_cycle_collection():
+    meter = _label_meter(quiet, output_file)
+    with atomic_output(output_file, encoding=encoding) as out, _without_cycle_collection(), \
+            _erased_at_exit(meter):
         stats = None
         if threads > 1 and input_file != "-" and os.path.isfile(input_file):
             from crfkit.forklabel import label_file_in_two
 
             stats = label_file_in_two(model, input_file, out, options, encoding=encoding,
-                                      sep=sep)
+                                      sep=sep, meter=meter)
         if stats is None:
-            sequences = read_sequences(input_file, encoding=encoding, sep=sep)
-            stats = label_stream(model, sequences, out, options, source=source,
-                                 threads=threads)
+            if meter is not None:
+                meter.restart()
+            items = read_items(input_file, encoding=encoding, sep=sep,
+                               pauses=is_live(input_file))
+            stats = label_stream(model, items, out, options, source=source, threads=threads,
+                                 progress=meter.add if meter is not None else None)
     if check and stats.tokens:
         click.echo(f"* {stats.sequences} sequences, {stats.tokens} tokens, token accuracy "
                    f"{100.0 * stats.correct / stats.tokens:.2f}%", err=True)
+
+
+def _label_meter(quiet: bool, output_file: str) -> TokenMeter | None:
+    """A progress line on stderr if it is a terminal (and the output does not go there too)."""
+    from crfkit.label import TokenMeter
+
+    if quiet or not sys.stderr.isatty() or (output_file == "-" and sys.stdout.isatty()):
+        return None
+    return TokenMeter(sys.stderr)
+
+
+@contextmanager
+def _erased_at_exit(meter: TokenMeter | None) -> Iterator[None]:
+    """Erase the progress line however labelling ends (an error line may follow)."""
+    try:
+        yield
+    finally:
+        if meter is not None:
+            meter.close()
 
 
 @contextmanager

@@ -11,6 +11,9 @@ Any failure in either half (bad input, a column count that changes at the
 cut, a crash) makes :func:`label_file_in_two` return None: the caller then
 labels the whole file in one process, which reports the first error with
 its exact position, as without the split.
+
+Progress: the child adds its token count to a shared memory word, which the
+parent's progress line (:class:`crfkit.label.TokenMeter`) reads.
 """
 
 from __future__ import annotations
@@ -18,17 +21,18 @@ from __future__ import annotations
 import codecs
 import io
 import json
+import mmap
 import os
 import shutil
 import tempfile
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import asdict
 from typing import TextIO
 
 from crfkit.errors import CrfkitError
-from crfkit.label import LabelOptions, LabelStats, label_stream
+from crfkit.label import LabelOptions, LabelStats, TokenMeter, label_stream
 from crfkit.model import Model
-from crfkit.reader import Sequence, read_sequences
+from crfkit.reader import Item, Sequence, read_items
 
 MIN_BYTES = 1 << 18  # below this, one process is as fast (fork, copies)
 _WINDOW = 1 << 16  # bytes searched for a blank line after the middle
@@ -88,34 +92,54 @@ class _ByteRange(io.RawIOBase):
 
 
 def _label_part(model: Model, path: str, start: int, stop: int, out_path: str,
-                options: LabelOptions, encoding: str, sep: str) -> tuple[LabelStats, int]:
+                options: LabelOptions, encoding: str, sep: str,
+                progress: Callable[[int], None] | None = None) -> tuple[LabelStats, int]:
     """Label bytes [start, stop) of ``path`` into ``out_path``; (stats, columns of its first
     token line)."""
     columns = [0]
 
-    def noting_columns(sequences: Iterable[Sequence]) -> Iterator[Sequence]:
-        for seq in sequences:
-            if not columns[0]:
-                columns[0] = len(seq.rows[0])
-            yield seq
+    def noting_columns(items: Iterable[Item]) -> Iterator[Item]:
+        for item in items:
+            if not columns[0] and type(item) is Sequence:
+                columns[0] = len(item.rows[0])
+            yield item
 
     with io.BufferedReader(_ByteRange(path, start, stop)) as stream, \
             open(out_path, "w", encoding=encoding, newline="") as out:
-        sequences = read_sequences(stream, encoding=encoding, sep=sep, name=path)
-        stats = label_stream(model, noting_columns(sequences), out, options, source=path)
+        items = read_items(stream, encoding=encoding, sep=sep, name=path)
+        stats = label_stream(model, noting_columns(items), out, options, source=path,
+                             progress=progress)
     return stats, columns[0]
 
 
+class _SharedCount:
+    """A token count in shared memory: written by the forked child, read by the parent."""
+
+    def __init__(self) -> None:
+        self.memory = mmap.mmap(-1, 8)  # anonymous and shared: fork keeps it shared
+
+    def add(self, tokens: int) -> None:
+        self.memory[:8] = (self.value() + tokens).to_bytes(8, "little")
+
+    def value(self) -> int:
+        return int.from_bytes(self.memory[:8], "little")
+
+
 def label_file_in_two(model: Model, path: str, out: TextIO, options: LabelOptions, *,
-                      encoding: str, sep: str) -> LabelStats | None:
+                      encoding: str, sep: str, meter: TokenMeter | None = None
+                      ) -> LabelStats | None:
     """Label ``path`` into ``out``, a forked child labelling the second half; None (and
-    nothing written) if the file cannot be split or either half fails."""
+    nothing written) if the file cannot be split or either half fails. ``meter`` shows
+    the progress of both halves."""
     if not hasattr(os, "fork") or options.needs_kernels or not splittable(encoding):
         return None
     offset = split_offset(path)
     if offset is None:
         return None
     size = os.path.getsize(path)
+    shared = _SharedCount()
+    if meter is not None:
+        meter.also = shared.value
     with tempfile.TemporaryDirectory(prefix="crfkit-label-") as tmp:
         first, second = os.path.join(tmp, "first"), os.path.join(tmp, "second")
         read_end, write_end = os.pipe()
@@ -125,7 +149,7 @@ def label_file_in_two(model: Model, path: str, out: TextIO, options: LabelOption
             try:
                 os.close(read_end)
                 stats, columns = _label_part(model, path, offset, size, second, options,
-                                             encoding, sep)
+                                             encoding, sep, shared.add)
                 os.write(write_end, json.dumps([asdict(stats), columns]).encode())
                 code = 0
             finally:
@@ -133,7 +157,7 @@ def label_file_in_two(model: Model, path: str, out: TextIO, options: LabelOption
         os.close(write_end)
         try:
             mine, my_columns = _label_part(model, path, 0, offset, first, options, encoding,
-                                           sep)
+                                           sep, meter.add if meter is not None else None)
         except CrfkitError:
             mine = None
         finally:

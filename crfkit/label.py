@@ -8,7 +8,14 @@ the best path is wanted (numpy only, so plain labelling never waits for
 Numba to load), and in :mod:`crfkit.decode` (Numba kernels, imported on
 first use) for n-best, scores, marginals and posterior decoding.
 
-Output formats are described in :mod:`crfkit.labelformat`. ``force`` reads
+Output formats are described in :mod:`crfkit.labelformat`; ``-DOCSTART-``
+lines (:class:`crfkit.reader.DocStart`) are not labelled but copied to the
+output in the same place. On live input (a pipe or terminal: the reader's
+:data:`~crfkit.reader.PAUSE` items) a batch ends wherever the input pauses and
+is written and flushed at once, so a program can use crfkit as a co-process:
+write a sentence and its blank line, read its labels, write the next.
+
+``force`` reads
 the last input column as partial labels: a model label fixes the token's
 label, ``_`` (or an empty field, with ``--sep tab``) leaves it free; that
 column is kept in the output, like the gold column of ``check``. (A model
@@ -17,10 +24,11 @@ label spelt ``_`` can therefore not be forced.)
 
 from __future__ import annotations
 
+import time
 from collections import deque
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from itertools import islice
 from typing import TextIO
 
@@ -32,7 +40,7 @@ from crfkit.errors import CrfkitError, InputError, UsageError
 from crfkit.features import token_lists
 from crfkit.labelformat import ColumnWriter
 from crfkit.model import Model
-from crfkit.reader import Sequence
+from crfkit.reader import PAUSE, DocStart, Item, Sequence
 from crfkit.space import Dataset
 
 # Tokens per batch: large enough that numpy's per-call overhead is amortised,
@@ -40,6 +48,7 @@ from crfkit.space import Dataset
 BATCH_TOKENS = 25_000
 SERIAL_BATCHES = 2  # decoded in the calling thread before worker threads start
 PLACEHOLDERS = frozenset({"_", ""})
+PROGRESS_SECONDS = 0.25  # at most four progress updates a second
 
 
 @dataclass
@@ -295,65 +304,159 @@ def batches(sequences: Iterable[Sequence], max_tokens: int | None = None
         yield batch
 
 
+@dataclass
+class Batch:
+    """Sequences decoded together, the document markers among them, and whether the
+    input paused after them (then the output is flushed: someone may be waiting)."""
+
+    sequences: list[Sequence] = field(default_factory=list)
+    markers: list[tuple[int, DocStart]] = field(default_factory=list)  # (before sequence i, m)
+    flush: bool = False
+
+    @property
+    def empty(self) -> bool:
+        return not (self.sequences or self.markers)
+
+
+def item_batches(items: Iterable[Item], max_tokens: int | None = None) -> Iterator[Batch]:
+    """Group the reader's items into batches of about ``max_tokens`` tokens (default
+    :data:`BATCH_TOKENS`), ending a batch early at every :data:`~crfkit.reader.PAUSE`."""
+    if max_tokens is None:
+        max_tokens = BATCH_TOKENS
+    batch, size = Batch(), 0
+    for item in items:
+        if item is PAUSE:  # even an empty batch: what was written before must be flushed
+            batch.flush = True
+            yield batch
+            batch, size = Batch(), 0
+        elif isinstance(item, DocStart):
+            batch.markers.append((len(batch.sequences), item))
+        else:
+            batch.sequences.append(item)
+            size += len(item.rows)
+            if size >= max_tokens:
+                yield batch
+                batch, size = Batch(), 0
+    if not batch.empty:
+        yield batch
+
+
+class TokenMeter:
+    """Labelling progress on a terminal: tokens done and tokens/s, one line rewritten in
+    place with ``\\r`` at most every :data:`PROGRESS_SECONDS`, erased by :meth:`close`.
+
+    ``also`` adds tokens counted elsewhere (the forked half of a file).
+    """
+
+    def __init__(self, stream: TextIO, *, also: Callable[[], int] | None = None,
+                 clock: Callable[[], float] = time.monotonic) -> None:
+        self.stream, self.also, self.clock = stream, also, clock
+        self.tokens = 0
+        self.start = self.last = clock()
+        self.width = 0  # of the line on screen
+
+    def add(self, tokens: int) -> None:
+        self.tokens += tokens
+        now = self.clock()
+        if now - self.last >= PROGRESS_SECONDS:
+            self.last = now
+            total = self.tokens + (self.also() if self.also else 0)
+            rate = total / max(now - self.start, 1e-9)
+            self.show(f"crfkit label: {total:,} tokens, {rate:,.0f} tokens/s")
+
+    def restart(self) -> None:
+        """Count from zero again (labelling starts over in one process)."""
+        self.tokens, self.also, self.start = 0, None, self.clock()
+
+    def show(self, text: str) -> None:
+        self.stream.write("\r" + text.ljust(self.width))
+        self.stream.flush()
+        self.width = len(text)
+
+    def close(self) -> None:
+        """Erase the line (the output or the -c summary follow on a clean screen)."""
+        if self.width:
+            self.stream.write("\r" + " " * self.width + "\r")
+            self.stream.flush()
+            self.width = 0
+
+
 # --- column output ---------------------------------------------------------------------------
-def label_stream(model: Model, sequences: Iterable[Sequence], out: TextIO,
+def label_stream(model: Model, sequences: Iterable[Item], out: TextIO,
                  options: LabelOptions | None = None, *, source: str = "<input>",
-                 threads: int = 1) -> LabelStats:
+                 threads: int = 1, progress: Callable[[int], None] | None = None
+                 ) -> LabelStats:
     """Label a stream of sequences and write column output (formats: module docstring).
 
+    ``sequences`` may hold the other items of :func:`crfkit.reader.read_items`:
+    document markers are copied, and the output is flushed at every pause.
     With ``options.check`` the last input column is a gold label: it is kept,
     the prediction appended, and token accuracy (of rank 0) counted.
     ``threads``: batches decoded at once (best-path labelling only).
+    ``progress`` is called with the number of tokens of every batch written.
     """
     opts = options or LabelOptions()
     decoder = _Decoder(model, opts, source)
     writer = ColumnWriter(model.labels, separator=opts.separator, labels_only=opts.labels_only,
-                          scores=opts.scores, marginals=opts.marginals, blocks=opts.blocks)
+                          scores=opts.scores, marginals=opts.marginals, blocks=opts.blocks,
+                          paths=1 if opts.blocks else opts.n)
     names = np.array(model.labels, dtype=object)
     stats = LabelStats()
     # The Numba decoder is parallel inside; the numpy one gets a thread per batch.
     workers = 1 if opts.needs_kernels else threads
-    for batch, dec in decoded_batches(decoder, batches(sequences), workers,
+    for batch, dec in decoded_batches(decoder, item_batches(sequences), workers,
                                       log_z=opts.scores or opts.blocks,
                                       marginals=opts.scores or opts.marginals):
-        rows = [row for seq in batch for row in seq.rows]
-        seq_ptr = np.concatenate([[0], np.cumsum([len(seq.rows) for seq in batch])])
-        if opts.check:
+        seqs = batch.sequences
+        rows = [row for seq in seqs for row in seq.rows]
+        seq_ptr = np.concatenate([[0], np.cumsum([len(seq.rows) for seq in seqs])])
+        if opts.check and rows:
             gold = np.array([row[-1] for row in rows], dtype=object)
             stats.correct += int(np.sum(gold == names[dec.paths[:, 0]]))
         stats.tokens += len(rows)
-        stats.sequences += len(batch)
-        out.write(writer.format(rows, seq_ptr, dec))
+        stats.sequences += len(seqs)
+        if not batch.empty:
+            out.write(writer.format(rows, seq_ptr, dec, batch.markers))
+        if batch.flush:
+            out.flush()
+        if progress is not None:
+            progress(len(rows))
     return stats
 
 
-def decoded_batches(decoder: _Decoder, batches: Iterable[list[Sequence]], threads: int, *,
-                    log_z: bool, marginals: bool) -> Iterator[tuple[list[Sequence], Decoded]]:
-    """Each batch with its decoding, in input order, ``threads`` batches decoding at once.
+def decoded_batches(decoder: _Decoder, batches: Iterable[Batch], threads: int, *,
+                    log_z: bool, marginals: bool) -> Iterator[tuple[Batch, Decoded | None]]:
+    """Each batch with its decoding (None without sequences), in input order, ``threads``
+    batches decoding at once.
 
     numpy releases the GIL in parts of its array loops, so batches decoded in
     threads overlap somewhat (and overlap the reading of the next batch): on
     5M tokens two threads label in 19.0-20.0 s against 20.2-20.9 s with one.
     (Little more: ``take`` and ufuncs on arrays of a few thousand rows hold the
     GIL much of the time; two threads doing them run no faster than one.)
-    At most ``threads + 1`` batches are in flight, so memory stays bounded; an
-    error is raised after the batches before it have been handed over, as it
-    would be in one thread. The first :data:`SERIAL_BATCHES` are decoded in
-    the calling thread: for a short input the hand-offs cost more than the
-    overlap gains (CoNLL-2000 test, 2 batches: 0.35 s serial, 0.38 s with
-    threads).
+    At most ``threads + 1`` batches are in flight, so memory stays bounded; a
+    batch to flush is handed over with all before it at once. An error is
+    raised after the batches before it have been handed over, as it would be
+    in one thread. The first :data:`SERIAL_BATCHES` are decoded in the calling
+    thread: for a short input the hand-offs cost more than the overlap gains
+    (CoNLL-2000 test, 2 batches: 0.35 s serial, 0.38 s with threads).
     """
+    def decode(batch: Batch) -> Decoded | None:
+        if not batch.sequences:
+            return None
+        return decoder.decode(batch.sequences, log_z=log_z, marginals=marginals)
+
     batches = iter(batches)
     for batch in islice(batches, None if threads <= 1 else SERIAL_BATCHES):
-        yield batch, decoder.decode(batch, log_z=log_z, marginals=marginals)
+        yield batch, decode(batch)
     if threads <= 1:
         return
     with ThreadPoolExecutor(threads) as pool:
         pending: deque = deque()
         for batch in batches:
-            pending.append((batch, pool.submit(decoder.decode, batch, log_z=log_z,
-                                               marginals=marginals)))
-            if len(pending) > threads:
+            pending.append((batch, pool.submit(decode, batch)))
+            keep = 0 if batch.flush else threads
+            while len(pending) > keep:
                 done, future = pending.popleft()
                 yield done, future.result()
         while pending:

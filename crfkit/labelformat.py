@@ -17,6 +17,13 @@ Formats (``SEP`` is the output column separator: a space, or a tab with
   (rank 0 first); missing ranks are ``_``, and the ``-s`` header lists N
   log-probabilities (``-inf`` for missing ones).
 
+A ``-DOCSTART-`` line (a document marker, not labelled) is written as read,
+then the outside label ``O`` in every predicted cell (``-l``: the cells
+alone), so that the output stays aligned with the input and ``crfkit eval``
+scores it as one O/O token; a marker with fewer columns than the token lines
+is padded with ``O`` to their width. Its blank line follows it only if the
+input had one. No header or block is written for it.
+
 Probabilities and log-probabilities have four decimals. ``--marginals`` on
 CoNLL-2000 writes 23 cells per token, a million for the test file: cells
 with probabilities are formatted by a Numba kernel (:mod:`crfkit.labelcells`)
@@ -27,18 +34,23 @@ and a join, done without Numba so that plain labelling never loads it.
 
 from __future__ import annotations
 
+from collections.abc import Sequence as Seq
+
 import numpy as np
 
 from crfkit.bestpath import Decoded
+from crfkit.reader import DocStart
 
 PROB_STEPS = 10_000  # four decimals
+OUTSIDE = "O"  # the cells of a document marker
 
 
 class ColumnWriter:
     """Formats decoded batches as column text (see the module docstring)."""
 
     def __init__(self, labels: list[str], *, separator: str = " ", labels_only: bool = False,
-                 scores: bool = False, marginals: bool = False, blocks: bool = False) -> None:
+                 scores: bool = False, marginals: bool = False, blocks: bool = False,
+                 paths: int = 1) -> None:
         encoded = [name.encode("utf-8") for name in labels]
         self.blob = np.frombuffer(b"".join(encoded), dtype=np.uint8) if encoded else \
             np.zeros(0, np.uint8)
@@ -51,6 +63,9 @@ class ColumnWriter:
         self.scores = scores
         self.marginals = marginals
         self.blocks = blocks
+        # Cells after the input row: ``paths`` labels (columns), then the marginals.
+        self.n_cells = paths + (len(labels) if marginals else 0)
+        self.width = 0  # columns of the input's token lines, once seen
 
     def cells(self, ids: np.ndarray, q: np.ndarray) -> list[str]:
         """One string per row of ``ids`` (n, K): its cells joined by the separator.
@@ -72,8 +87,23 @@ class ColumnWriter:
             return names[:, 0].tolist()
         return [self.sep.join(row) for row in names.tolist()]
 
-    def format(self, rows: list[list[str]], seq_ptr: np.ndarray, dec: Decoded) -> str:
-        """Text of one batch: ``rows`` are the input rows, ``seq_ptr`` the sequence offsets."""
+    def marker_lines(self, marker: DocStart) -> list[str]:
+        """A document marker's output lines (module docstring)."""
+        cells = [OUTSIDE] * self.n_cells
+        if not self.labels_only:
+            pad = [OUTSIDE] * (self.width - len(marker.fields))
+            cells = [*marker.fields, *pad, *cells]
+        line = self.sep.join(cells)
+        return [line, ""] if marker.blank_after else [line]
+
+    def format(self, rows: list[list[str]], seq_ptr: np.ndarray, dec: Decoded | None,
+               markers: Seq[tuple[int, DocStart]] = ()) -> str:
+        """Text of one batch: ``rows`` are the input rows, ``seq_ptr`` the sequence offsets,
+        ``markers`` the document markers, each before the sequence of its index."""
+        if dec is None:  # markers only
+            lines = [line for _, marker in markers for line in self.marker_lines(marker)]
+            return "\n".join(lines) + "\n" if lines else ""
+        self.width = len(rows[0])
         sep = self.sep
         paths = dec.paths  # (n_tokens, K), -1 for a missing rank
         K = paths.shape[1]
@@ -97,7 +127,11 @@ class ColumnWriter:
         want_lp = self.scores or self.blocks
         log_probs = dec.scores - dec.log_z[:, None] if want_lp else None
         lines: list[str] = []
+        m = 0  # next marker
         for s in range(len(seq_ptr) - 1):
+            while m < len(markers) and markers[m][0] == s:
+                lines.extend(self.marker_lines(markers[m][1]))
+                m += 1
             t0, t1 = int(seq_ptr[s]), int(seq_ptr[s + 1])
             if self.blocks:
                 for r in range(int(np.sum(dec.scores[s] > -np.inf))):
@@ -109,6 +143,8 @@ class ColumnWriter:
                 lines.append("# " + " ".join(f"{x:.4f}" for x in log_probs[s].tolist()))
             lines.extend(columns[0][t0:t1])
             lines.append("")
+        for _, marker in markers[m:]:
+            lines.extend(self.marker_lines(marker))
         return "\n".join(lines) + "\n" if lines else ""
 
 

@@ -22,6 +22,17 @@ Design decisions, and why:
   that an empty cell does not shift the columns after it.
 * Complete sequences before a bad line are yielded before its error is
   raised, so streaming consumers behave as if reading line by line.
+* A line whose first field is ``-DOCSTART-`` (the document marker of the
+  CoNLL-2002/2003 corpora) is a document boundary, not a token: it ends the
+  current sequence.  :func:`read_sequences` drops it, so nothing trains on
+  it; :func:`read_items` yields it as a :class:`DocStart`, so that
+  ``crfkit label`` can copy it to its output and document-level models can
+  group sequences into documents.  It is exempt from the column-count check.
+* With ``pauses=True`` (``crfkit label`` on a pipe or terminal),
+  :func:`read_items` yields :data:`PAUSE` whenever it has handed over every
+  complete sequence and the next read may wait for the writer, so a
+  co-process gets each sequence labelled as soon as its blank line arrives.
+  A read returns what is available (``read1``), never waiting to fill a block.
 * The cyclic garbage collector is paused while one block (at most 64 KiB of
   text, no caller code) is parsed: the block allocates thousands of small
   lists that can never form cycles, and collections triggered every 700 of
@@ -36,6 +47,8 @@ import gzip
 import io
 import os
 import re
+import select
+import stat
 import sys
 import zlib
 from collections.abc import Iterator
@@ -45,7 +58,8 @@ from typing import BinaryIO
 
 from crfkit.errors import InputError, UsageError
 
-__all__ = ["Sequence", "open_binary", "read_sequences"]
+__all__ = ["DOCSTART", "PAUSE", "DocStart", "Pause", "Sequence", "canonical_encoding",
+           "is_live", "open_binary", "read_items", "read_sequences"]
 
 _GZIP_MAGIC = b"\x1f\x8b"
 _UTF8_BOM = b"\xef\xbb\xbf"
@@ -55,6 +69,8 @@ _SPACE_RUN = re.compile(r"  +")
 _EDGE_SPACE = re.compile(r"^ | $", re.MULTILINE)  # after squeezing runs of spaces
 _BLANK_LINE = re.compile(r"^[ \t]+$", re.MULTILINE)
 _SURROGATE = re.compile("[\ud800-\udfff]")
+DOCSTART = "-DOCSTART-"
+_ENCODING_HINT = "(is the file in another encoding? give it with --encoding)"
 
 
 @dataclass(slots=True)
@@ -68,6 +84,34 @@ class Sequence:
 
     rows: list[list[str]]
     lines: list[int]
+
+
+@dataclass(slots=True)
+class DocStart:
+    """A ``-DOCSTART-`` line: the start of a document, yielded by :func:`read_items`.
+
+    ``fields`` are the line's columns, ``line`` its 1-based number and
+    ``blank_after`` whether a blank line followed it (CoNLL-2003 has one,
+    CoNLL-2002 not), so that output can reproduce the input's layout.
+    """
+
+    fields: list[str]
+    line: int
+    blank_after: bool = False
+
+
+class Pause:
+    """The type of :data:`PAUSE`: everything complete so far has been yielded and the
+    next read may wait for the writer (only with ``read_items(..., pauses=True)``)."""
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "PAUSE"
+
+
+PAUSE = Pause()
+Item = Sequence | DocStart | Pause
 
 
 def open_binary(source: str | os.PathLike | None) -> tuple[BinaryIO, str]:
@@ -102,18 +146,65 @@ def read_sequences(
     stream (which is read but not closed).  ``name`` overrides the file name
     used in error messages.  Every token line must have as many columns as the
     first one, and at least ``min_columns`` (the trainer asks for 2: tokens
-    and a label).
+    and a label).  ``-DOCSTART-`` lines end a sequence and are dropped
+    (:func:`read_items` keeps them).
 
     Raises :class:`InputError` for unreadable or malformed data and
     :class:`UsageError` for a bad ``encoding``, ``sep`` or ``min_columns``; the
     options are checked when the generator is created, before any reading.
     """
+    codec = _check_options(encoding, sep, min_columns)
+    return _read(source, codec, encoding, sep, name, min_columns)  # type: ignore[return-value]
+
+
+def read_items(
+    source: str | os.PathLike | BinaryIO | None,
+    *,
+    encoding: str = "utf-8",
+    sep: str = "auto",
+    name: str | None = None,
+    min_columns: int = 1,
+    pauses: bool = False,
+) -> Iterator[Item]:
+    """Like :func:`read_sequences`, but also yield a :class:`DocStart` for each
+    ``-DOCSTART-`` line, in file order, and with ``pauses`` :data:`PAUSE` before
+    every read that may wait (for input that :func:`is_live`)."""
+    codec = _check_options(encoding, sep, min_columns)
+    return _read(source, codec, encoding, sep, name, min_columns, markers=True, pauses=pauses)
+
+
+def is_live(source: str | os.PathLike | BinaryIO | None) -> bool:
+    """Whether reading ``source`` may wait for a writer: a pipe, terminal, socket or FIFO.
+
+    A regular file (also as redirected standard input) and an in-memory stream
+    are not live: all their data is there, so it can be read in large blocks.
+    """
+    try:
+        if source is None or source == "-":
+            mode = os.fstat(sys.stdin.fileno()).st_mode
+        elif isinstance(source, (str, bytes, os.PathLike)):
+            mode = os.stat(source).st_mode
+        else:
+            mode = os.fstat(source.fileno()).st_mode
+    except (OSError, ValueError, AttributeError, io.UnsupportedOperation):
+        return False  # no file descriptor (in-memory), or not there: the reader will say
+    return not stat.S_ISREG(mode)
+
+
+def canonical_encoding(encoding: str) -> str:
+    """The codec name the reader decodes ``encoding`` with (``latin-1`` -> ``iso8859-1``;
+    any UTF-8 spelling -> ``utf-8``); :class:`UsageError` if it cannot read column files."""
+    return _check_encoding(encoding)
+
+
+def _check_options(encoding: str, sep: str, min_columns: int) -> str:
+    """Check the reading options up front; return the codec name to decode with."""
     codec = _check_encoding(encoding)
     if sep not in _SEPARATORS:
         raise UsageError(f"unknown column separator {sep!r} (expected auto, tab or space)")
     if min_columns < 1:
         raise UsageError(f"min_columns must be at least 1, got {min_columns}")
-    return _read(source, codec, encoding, sep, name, min_columns)
+    return codec
 
 
 def _read(
@@ -123,14 +214,20 @@ def _read(
     sep: str,
     name: str | None,
     min_columns: int,
-) -> Iterator[Sequence]:
-    """The generator behind :func:`read_sequences` (options already checked)."""
+    *,
+    markers: bool = False,
+    pauses: bool = False,
+) -> Iterator[Item]:
+    """The generator behind :func:`read_sequences` and :func:`read_items`."""
     stream, display, close = _open_source(source)
     display = name or display
     try:
-        parser = _Parser(display, sep, min_columns)
-        for text in _text_blocks(stream, display, codec, encoding):
-            yield from parser.feed(text)
+        parser = _Parser(display, sep, min_columns, markers)
+        for text in _text_blocks(stream, display, codec, encoding, pauses):
+            if text is None:
+                yield PAUSE
+            else:
+                yield from parser.feed(text)
         yield from parser.finish()
     finally:
         if close:
@@ -146,22 +243,27 @@ class _Parser:
     afterwards a blank line is exactly an empty line.  The block's rows come
     from one list comprehension, column counts are checked with
     ``list.count`` and sequence ends found with ``list.index``: the only
-    Python-level loop runs once per sequence, not once per token.
+    Python-level loop runs once per sequence, not once per token.  A
+    ``-DOCSTART-`` line is turned into a blank line (so it ends a sequence
+    and escapes the column check) after its fields are set aside; only
+    blocks that contain the string pay for looking at every line.
     """
 
-    def __init__(self, name: str, sep: str, min_columns: int) -> None:
+    def __init__(self, name: str, sep: str, min_columns: int, markers: bool = False) -> None:
         self.name = name
         self.sep = sep
         self.sep_char = "\t" if sep == "tab" else " "
         self.min_columns = min_columns
+        self.markers = markers  # yield DocStart items (else drop them)
         self.ncols = 0  # set by the first token line of the file
         self.lineno = 0  # lines before the current block
         self.rows: list[list[str]] = []  # a sequence that may go on in the next block
         self.lines: list[int] = []
+        self.marker: DocStart | None = None  # the block's last line: blank_after unknown
 
-    def feed(self, text: str) -> Iterator[Sequence]:
-        """Parse one block; yield the sequences it completes, then raise its error."""
-        done: list[Sequence] = []
+    def feed(self, text: str) -> Iterator[Item]:
+        """Parse one block; yield the items it completes, then raise its error."""
+        done: list[Item] = []
         error: InputError | None = None
         with _gc_paused():
             try:
@@ -172,13 +274,17 @@ class _Parser:
         if error is not None:
             raise error
 
-    def finish(self) -> list[Sequence]:
-        """Return the last sequence when the file does not end with a blank line."""
-        if not self.rows:
-            return []
-        last = Sequence(self.rows, self.lines)
-        self.rows, self.lines = [], []
-        return [last]
+    def finish(self) -> list[Item]:
+        """Return what is left at the end of the file: a last sequence without a
+        blank line after it, or a marker on the last line."""
+        last: list[Item] = []
+        if self.rows:
+            last.append(Sequence(self.rows, self.lines))
+            self.rows, self.lines = [], []
+        if self.marker is not None:
+            last.append(self.marker)
+            self.marker = None
+        return last
 
     def _normalize(self, text: str) -> str:
         """Rewrite a block so that fields are split by exactly one ``sep_char``."""
@@ -197,16 +303,46 @@ class _Parser:
             text = _EDGE_SPACE.sub("", text)
         return text
 
-    def _parse(self, text: str, done: list[Sequence]) -> None:
+    def _parse(self, text: str, done: list[Item]) -> None:
         lines = text.split("\n")
         rows = [line.split(self.sep_char) for line in lines]  # blank lines give [""]
+        marks = self._take_markers(text, lines, rows) if DOCSTART in text else None
+        if self.marker is not None:  # a marker ended the previous block
+            self._emit_marker(self.marker, lines[0] == "" and not (marks and 0 in marks), done)
+            self.marker = None
         stop, error = len(lines), None
         if not self.ncols or not self._columns_agree(lines, rows):
             stop, error = self._first_column_error(lines, rows)
-        self._collect(lines, rows, stop, done)
+        self._collect(lines, rows, stop, done, marks)
         self.lineno += len(lines)
         if error is not None:
             raise error
+
+    @staticmethod
+    def _take_markers(
+        text: str, lines: list[str], rows: list[list[str]]
+    ) -> dict[int, list[str]]:
+        """Set the ``-DOCSTART-`` lines aside (index -> fields) and blank them.
+
+        The string is searched for, not every line looked at: a Python step per
+        occurrence, not per line (that cost 15% of reading CoNLL-2002).
+        """
+        marks = {}
+        index, counted = 0, 0  # line index of text[counted]
+        at = text.find(DOCSTART)
+        while at >= 0:
+            index += text.count("\n", counted, at)
+            counted = at
+            if rows[index][0] == DOCSTART:
+                marks[index] = rows[index]
+                lines[index], rows[index] = "", [""]
+            at = text.find(DOCSTART, at + len(DOCSTART))
+        return marks
+
+    @staticmethod
+    def _emit_marker(marker: DocStart, blank_after: bool, done: list[Item]) -> None:
+        marker.blank_after = blank_after
+        done.append(marker)
 
     def _columns_agree(self, lines: list[str], rows: list[list[str]]) -> bool:
         """Whether every token line has ``ncols`` fields, counted in C, not per line."""
@@ -237,9 +373,15 @@ class _Parser:
         return len(rows), None
 
     def _collect(
-        self, lines: list[str], rows: list[list[str]], stop: int, done: list[Sequence]
+        self,
+        lines: list[str],
+        rows: list[list[str]],
+        stop: int,
+        done: list[Item],
+        marks: dict[int, list[str]] | None,
     ) -> None:
-        """Group ``rows[:stop]`` into sequences at blank lines, found by ``list.index``."""
+        """Group ``rows[:stop]`` into sequences at blank lines, found by ``list.index``;
+        a marker (a blank line in ``marks``) follows the sequence it ends."""
         first = self.lineno + 1  # line number of lines[0]
         start = 0
         while True:
@@ -259,6 +401,13 @@ class _Parser:
             if self.rows:
                 done.append(Sequence(self.rows, self.lines))
                 self.rows, self.lines = [], []
+            if marks and self.markers and blank in marks:
+                marker = DocStart(marks[blank], first + blank)
+                if blank + 1 == len(lines):  # the next line is in the next block
+                    self.marker = marker
+                else:
+                    after = blank + 1
+                    self._emit_marker(marker, lines[after] == "" and after not in marks, done)
             start = blank + 1
 
 
@@ -353,24 +502,29 @@ class _GzipReader(gzip.GzipFile):
                 self._owned_stream.close()
 
 
-def _text_blocks(stream: BinaryIO, name: str, codec: str, encoding: str) -> Iterator[str]:
+def _text_blocks(
+    stream: BinaryIO, name: str, codec: str, encoding: str, pauses: bool = False
+) -> Iterator[str | None]:
     """Yield decoded text in blocks of whole lines, without the block's last newline.
 
     ``codec`` is the normalised codec name; ``encoding`` the user's spelling,
     for messages.  A UTF-8 byte order mark at the start of the file is skipped
-    (but counted in byte offsets).
+    (but counted in byte offsets).  With ``pauses``, ``None`` is yielded
+    before a read that may wait (no data is ready on the file descriptor).
 
     The parser splits each block on ``\\n`` (``\\r\\n`` is already ``\\n``).
     Cutting blocks after a newline byte is safe because the encoding is
     ASCII-compatible.  On an undecodable byte the lines before the bad one
     are yielded first, then :class:`InputError` is raised.
     """
-    read = getattr(stream, "read1", None) or stream.read
+    read = getattr(stream, "read1", None) or stream.read  # read1: what is there, up to a block
     skip_bom = codec == "utf-8"
     offset = 0  # absolute byte offset of the block being decoded
     lineno = 0  # number of lines before that block
     pending: list[bytes] = []  # start of a line longer than one chunk
     while True:
+        if pauses and not _input_ready(stream):
+            yield None
         chunk = _read_chunk(read, stream, name, lineno)
         if chunk:
             end = chunk.rfind(b"\n") + 1
@@ -392,6 +546,17 @@ def _text_blocks(stream: BinaryIO, name: str, codec: str, encoding: str) -> Iter
         lineno += data.count(b"\n")
 
 
+def _input_ready(stream: BinaryIO) -> bool:
+    """Whether the stream's file descriptor has data to read now (False if unknown).
+
+    Data buffered inside ``stream`` is not seen, which only costs an extra pause.
+    """
+    try:
+        return bool(select.select([stream.fileno()], [], [], 0)[0])
+    except (OSError, ValueError, AttributeError, io.UnsupportedOperation):
+        return False
+
+
 def _read_chunk(read, stream: BinaryIO, name: str, lineno: int) -> bytes:
     """Read the next chunk, turning I/O and gzip failures into InputError."""
     try:
@@ -410,32 +575,42 @@ def _decode(
     except UnicodeDecodeError as err:
         last_good = data.rfind(b"\n", 0, err.start)
         if last_good >= 0:
-            yield from _valid(data[:last_good].decode(codec), encoding, name, lineno)
+            yield from _valid(data[:last_good].decode(codec), data, encoding, name, offset,
+                              lineno)
         raise InputError(
-            f"cannot decode the data as {encoding} at byte offset {offset + err.start}",
+            f"cannot decode the data as {encoding} at byte offset {offset + err.start} "
+            f"{_ENCODING_HINT}",
             path=name,
             line=lineno + data.count(b"\n", 0, err.start) + 1,
         ) from None
     if text.endswith("\n"):
         text = text[:-1]
-    yield from _valid(text, encoding, name, lineno)
+    yield from _valid(text, data, encoding, name, offset, lineno)
 
 
-def _valid(text: str, encoding: str, name: str, lineno: int) -> Iterator[str]:
+def _valid(
+    text: str, data: bytes, encoding: str, name: str, offset: int, lineno: int
+) -> Iterator[str]:
     """Yield decoded text, or its lines before a lone surrogate and then raise InputError.
 
     UTF-7 and raw_unicode_escape can spell lone surrogates, which no model file
-    or UTF-8 output can hold: undecodable data like any other.
+    or UTF-8 output can hold: undecodable data like any other.  ``data`` is the
+    block's bytes (starting at ``offset``), to place the error.
     """
     if not text.isascii() and (found := _SURROGATE.search(text)):
         last_good = text.rfind("\n", 0, found.start())
         if last_good >= 0:
             yield _normalize(text[:last_good])
+        bad = text.count("\n", 0, found.start())  # lines of the block before the bad one
+        start = 0
+        for _ in range(bad):  # a line break is the byte \n: find the bad line's first byte
+            start = data.index(b"\n", start) + 1
         raise InputError(
             f"cannot decode the data as {encoding}: it encodes a lone surrogate "
-            f"U+{ord(found.group()):04X}",
+            f"U+{ord(found.group()):04X} in the line at byte offset {offset + start} "
+            f"{_ENCODING_HINT}",
             path=name,
-            line=lineno + text.count("\n", 0, found.start()) + 1,
+            line=lineno + bad + 1,
         )
     yield _normalize(text)
 

@@ -5,7 +5,9 @@ from __future__ import annotations
 import gc
 import gzip
 import io
+import os
 import sys
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 from hypothesis import given, settings
@@ -13,7 +15,17 @@ from hypothesis import strategies as st
 
 from crfkit import reader
 from crfkit.errors import InputError, UsageError
-from crfkit.reader import Sequence, open_binary, read_sequences
+from crfkit.reader import (
+    PAUSE,
+    DocStart,
+    Sequence,
+    is_live,
+    open_binary,
+    read_items,
+    read_sequences,
+)
+
+HINT = "(is the file in another encoding? give it with --encoding)"
 
 
 def read_bytes(data: bytes, **options) -> list[tuple[list[list[str]], list[int]]]:
@@ -231,12 +243,12 @@ def test_invalid_utf8_reports_line_and_absolute_byte_offset():
     with pytest.raises(InputError) as info:
         read_bytes(data, name="x.txt")
     assert info.value.line == 30002
-    assert info.value.message == "cannot decode the data as utf-8 at byte offset 120003"
+    assert info.value.message == f"cannot decode the data as utf-8 at byte offset 120003 {HINT}"
 
 
 def test_decode_offset_counts_the_bom():
     data = b"\xef\xbb\xbfab \xc3\n"
-    with pytest.raises(InputError, match="at byte offset 6$") as info:
+    with pytest.raises(InputError, match="at byte offset 6 ") as info:
         read_bytes(data)
     assert info.value.line == 1
 
@@ -244,7 +256,7 @@ def test_decode_offset_counts_the_bom():
 def test_latin1_file():
     data = "café NN\nnaïve JJ\n".encode("latin-1")
     assert read_bytes(data, encoding="latin-1")[0][0] == [["café", "NN"], ["naïve", "JJ"]]
-    with pytest.raises(InputError, match="at byte offset 3$"):
+    with pytest.raises(InputError, match="at byte offset 3 "):
         read_bytes(data)  # not UTF-8
 
 
@@ -263,8 +275,26 @@ def test_decode_errors_name_the_encoding_as_the_user_spelled_it():
     data = "東京 名詞\n".encode("euc_jp") + b"x \xa4\n"
     with pytest.raises(InputError) as info:
         read_bytes(data, encoding="EUC-JP")
-    assert info.value.message == "cannot decode the data as EUC-JP at byte offset 12"
+    assert info.value.message == f"cannot decode the data as EUC-JP at byte offset 12 {HINT}"
     assert info.value.line == 2
+
+
+def test_decode_errors_name_file_line_offset_and_the_option():
+    data = b"a b\n\nc \xe9t\xe9\n"  # latin-1, read as UTF-8
+    with pytest.raises(InputError) as info:
+        read_bytes(data, name="corpus.txt")
+    assert str(info.value) == ("corpus.txt:3: cannot decode the data as utf-8 at byte offset 7 "
+                               + HINT)
+
+
+def test_lone_surrogate_error_names_the_line_offset_and_the_option(monkeypatch):
+    data = b"a b\n\nc +2D0-\n"  # UTF-7 for U+D83D alone
+    for block_size in (1, 65536):
+        monkeypatch.setattr(reader, "_BLOCK_SIZE", block_size)
+        with pytest.raises(InputError) as info:
+            read_bytes(data, encoding="utf-7", name="c.txt")
+        assert str(info.value) == ("c.txt:3: cannot decode the data as utf-7: it encodes a lone "
+                                   f"surrogate U+D83D in the line at byte offset 5 {HINT}")
 
 
 def test_unknown_and_ascii_incompatible_encodings_are_refused_up_front():
@@ -382,3 +412,134 @@ def test_garbage_collector_state_is_restored():
         assert not gc.isenabled()
     finally:
         gc.enable()
+
+
+# -- document markers ---------------------------------------------------------------
+
+
+def items_of(data: bytes, **options) -> list:
+    return list(read_items(io.BytesIO(data), **options))
+
+
+def test_docstart_lines_are_document_markers_not_tokens():
+    conll02 = b"-DOCSTART- -DOCSTART- O\nDe Art O\ntekst N O\n\nx Y O\n"
+    conll03 = b"-DOCSTART- -X- -X- O\n\nEU NNP B-NP B-ORG\n\n-DOCSTART- -X- -X- O\n\n"
+    assert items_of(conll02) == [
+        DocStart(["-DOCSTART-", "-DOCSTART-", "O"], 1, blank_after=False),
+        Sequence([["De", "Art", "O"], ["tekst", "N", "O"]], [2, 3]),
+        Sequence([["x", "Y", "O"]], [5]),
+    ]
+    assert items_of(conll03) == [
+        DocStart(["-DOCSTART-", "-X-", "-X-", "O"], 1, blank_after=True),
+        Sequence([["EU", "NNP", "B-NP", "B-ORG"]], [3]),
+        DocStart(["-DOCSTART-", "-X-", "-X-", "O"], 5, blank_after=True),
+    ]
+    # read_sequences (training, devel) drops them: no one-token -DOCSTART- sequences
+    assert read_bytes(conll02) == [([["De", "Art", "O"], ["tekst", "N", "O"]], [2, 3]),
+                                   ([["x", "Y", "O"]], [5])]
+    assert read_bytes(conll03) == [([["EU", "NNP", "B-NP", "B-ORG"]], [3])]
+
+
+def test_docstart_ends_a_sequence_and_escapes_the_column_check():
+    data = b"a A\nb B\n-DOCSTART-\nc C\n-DOCSTART- x y z\n"
+    assert items_of(data, min_columns=2) == [
+        Sequence([["a", "A"], ["b", "B"]], [1, 2]),
+        DocStart(["-DOCSTART-"], 3),
+        Sequence([["c", "C"]], [4]),
+        DocStart(["-DOCSTART-", "x", "y", "z"], 5),
+    ]
+    assert items_of(b"-DOCSTART-\n\na b\n", min_columns=2)[1] == Sequence([["a", "b"]], [3])
+    assert items_of(b"-DOCSTART-\tO\n", sep="tab") == [DocStart(["-DOCSTART-", "O"], 1)]
+    assert read_bytes(b"x-DOCSTART- O\n-DOCSTART-x O\n") == [
+        ([["x-DOCSTART-", "O"], ["-DOCSTART-x", "O"]], [1, 2])]  # only a whole first field
+
+
+def naive_items(data: bytes) -> list:
+    """Line-by-line reference for read_items (auto separator, well-formed input)."""
+    lines = data.decode().split("\n")
+    if lines[-1] == "":
+        lines.pop()
+    out, rows, numbers = [], [], []
+    for number, line in enumerate(lines, 1):
+        fields = line.split()
+        if (not fields or fields[0] == "-DOCSTART-") and rows:
+            out.append(Sequence(rows, numbers))
+            rows, numbers = [], []
+        if fields and fields[0] == "-DOCSTART-":
+            blank = number < len(lines) and not lines[number].split()
+            out.append(DocStart(fields, number, blank_after=blank))
+        elif fields:
+            rows.append(fields)
+            numbers.append(number)
+    if rows:
+        out.append(Sequence(rows, numbers))
+    return out
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    lines=st.lists(st.sampled_from(["a A", "b  B", "", " ", "-DOCSTART- -X- O",
+                                    "-DOCSTART-", "\t-DOCSTART- O"]), max_size=25),
+    end=st.sampled_from(["", "\n"]),
+    block_size=st.sampled_from([1, 3, 8, 65536]),
+)
+def test_markers_match_a_line_by_line_reference(lines, end, block_size):
+    data = ("\n".join(lines) + end).encode()
+    original = reader._BLOCK_SIZE
+    reader._BLOCK_SIZE = block_size
+    try:
+        assert items_of(data) == naive_items(data)
+        assert read_bytes(data) == [(i.rows, i.lines) for i in naive_items(data)
+                                    if isinstance(i, Sequence)]
+    finally:
+        reader._BLOCK_SIZE = original
+
+
+# -- live input ---------------------------------------------------------------------
+
+
+def test_is_live(tmp_path, monkeypatch):
+    path = tmp_path / "f.txt"
+    path.write_bytes(b"a b\n")
+    read_end, write_end = os.pipe()
+    try:
+        with open(path, "rb") as regular, os.fdopen(os.dup(read_end), "rb") as pipe:
+            assert not is_live(path) and not is_live(regular)
+            assert not is_live(io.BytesIO(b""))  # in memory: nothing to wait for
+            assert is_live(pipe)
+            monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(pipe))
+            assert is_live("-")
+            monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(regular))
+            assert not is_live("-")
+    finally:
+        os.close(read_end)
+        os.close(write_end)
+
+
+def test_pipe_input_pauses_instead_of_waiting_for_a_full_block():
+    """Every complete sequence comes out before the reader waits for more input.
+
+    (An unbuffered pipe: a buffered one may show one extra pause after the
+    gzip check has buffered the first bytes.)
+    """
+    read_end, write_end = os.pipe()
+    with os.fdopen(read_end, "rb", buffering=0) as stream, ThreadPoolExecutor(1) as pool:
+        items = read_items(stream, pauses=True)
+
+        def until_pause(timeout: float = 30) -> list:
+            got = []
+            while (item := pool.submit(next, items).result(timeout=timeout)) is not PAUSE:
+                got.append(item)
+            return got
+
+        try:
+            assert until_pause() == []  # nothing written yet: a pause before the first read
+            os.write(write_end, b"a A\nb B\n\nc C\n")
+            assert until_pause() == [Sequence([["a", "A"], ["b", "B"]], [1, 2])]
+            os.write(write_end, b"\n-DOCSTART- O\n\n")
+            assert until_pause() == [Sequence([["c", "C"]], [4]),
+                                     DocStart(["-DOCSTART-", "O"], 6, blank_after=True)]
+            os.write(write_end, b"d D\n")
+        finally:
+            os.close(write_end)
+        assert [item for item in items if item is not PAUSE] == [Sequence([["d", "D"]], [8])]
