@@ -266,6 +266,8 @@ def label_command(model_file, input_file, output_file, labels_only, check, nthre
                   constraints, quiet) -> None:
     """Label a column file with a trained model; the prediction becomes the last column.
 
+    INPUT and OUTPUT default to standard input and output ('-').
+
     Output (SEP is a space, a tab with --sep tab; a blank line ends a sequence;
     probabilities with four decimals):
 

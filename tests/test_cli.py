@@ -173,3 +173,5 @@ def test_help_lists_choices_and_never_truncates():
     assert "crf|memm|maxent" in train and "l-bfgs|sgd-l1|ap" in train
     assert "standard input" in train and "crfkit.model" in train
     assert "the -d file and the pattern file" in train
+    label = " ".join(run("label", "--help").stdout.split())
+    assert "INPUT and OUTPUT default to standard input and output" in label
