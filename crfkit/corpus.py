@@ -26,7 +26,7 @@ import numpy as np
 
 from crfkit.errors import InputError, UsageError
 from crfkit.features import Featurizer, ObservationVocab, StringTable, token_lists
-from crfkit.memory import MemoryBudget, check, estimate_training
+from crfkit.memory import INDEX_BYTES, MemoryBudget, check, dense_costs, estimate_training
 from crfkit.model import Model
 from crfkit.patterns import Pattern, check_columns
 from crfkit.reader import Sequence
@@ -71,8 +71,10 @@ def encode_training(patterns: list[Pattern], sequences: list[Sequence], *, cutof
     ``init`` the corpus extends that model (module docstring); observations
     of the new corpus below ``cutoff`` are dropped, the model's are kept.
     ``all_features``: every observation x label (pair), not only those seen.
-    ``budget``: refuse (:mod:`crfkit.memory`) before the weights are allocated
-    if training would not fit.
+    ``budget``: with ``all_features``, refuse (:mod:`crfkit.memory`) before the
+    dense feature space is built if training would not fit. (Without it the
+    space is linear in the corpus; :func:`crfkit.train.train` checks the
+    exact space before the optimiser allocates its vectors.)
     """
     if not sequences:
         raise InputError("training data is empty (no sequences)", path=source)
@@ -113,19 +115,17 @@ def encode_training(patterns: list[Pattern], sequences: list[Sequence], *, cutof
                       dtype=bool)
     has_trans = not no_pairs and any(p.is_constant and p.has_bigram for p in patterns)
     per_obs = None
-    if all_features or budget is not None:
+    if all_features:
+        vocab_pattern = featurizer.vocab.pattern
+        if budget is not None:  # refuse before the dense space is built
+            counts = np.bincount(vocab_pattern, minlength=len(patterns))[featurizer.listed]
+            costs = dense_costs(listed, counts, unigram, bigram, len(labels))
+            estimate = estimate_training(costs, len(labels), has_trans, budget,
+                                         unbuilt_bytes_per_weight=8 + INDEX_BYTES)
+            check(estimate, budget.limit, all_features=True, n_labels=len(labels))
         flags = np.zeros((2, len(patterns)), dtype=bool)
         flags[0, featurizer.listed], flags[1, featurizer.listed] = unigram, bigram
-        vocab_pattern = featurizer.vocab.pattern
-        if budget is not None:
-            counts = np.bincount(vocab_pattern, minlength=len(patterns))[featurizer.listed]
-            estimate = estimate_training(
-                listed, counts, unigram, bigram, len(labels), n_tokens=len(y),
-                n_sequences=len(sequences), has_trans=has_trans, all_features=all_features,
-                vectors=budget.vectors, data_bytes=2 * obs.nbytes)
-            check(estimate, budget.limit, all_features=all_features, n_labels=len(labels))
-        if all_features:
-            per_obs = flags[:, vocab_pattern]
+        per_obs = flags[:, vocab_pattern]
     space, empirical = FeatureSpace.from_training(
         obs, unigram, bigram, pos.index == 0, y, len(featurizer.vocab), len(labels), has_trans,
         all_features=per_obs)

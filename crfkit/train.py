@@ -30,12 +30,22 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
+from crfkit.config import N_BLOCKS
 from crfkit.corpus import Corpus, DevelSet, encode_devel, encode_training, model_patterns
 from crfkit.errors import UsageError
 from crfkit.evaluate import evaluate
 from crfkit.features import StringTable
 from crfkit.local import LocalObjective, decode_local
-from crfkit.memory import MemoryBudget, available_memory
+from crfkit.memory import (
+    Estimate,
+    MemoryBudget,
+    available_memory,
+    check,
+    estimate_training,
+    format_size,
+    process_memory,
+    seen_costs,
+)
 from crfkit.model import MODEL_TYPES, Model, compact
 from crfkit.objective import Objective
 from crfkit.optim import INTERRUPTED, Iteration, IterationHook, Result, lbfgs, perceptron, sgd
@@ -283,12 +293,13 @@ def train(patterns: list[Pattern] | None, sequences: Iterable[Sequence],
     patterns = _resolve_patterns(patterns, model_type, init)
     progress = progress or Progress(quiet=True)
     _set_threads(options.nthread)
+    budget = _budget(options, devel=devel is not None)
     started = time.perf_counter()
     training = list(sequences)
     progress.status(f"* extracting and counting features of {len(training):,} sequences")
     corpus = encode_training(patterns, training, cutoff=options.cutoff, source=source,
                              model_type=model_type, init=init,
-                             all_features=options.all_features, budget=_budget(options))
+                             all_features=options.all_features, budget=budget)
     # The corpus's rows are no longer needed, but the string tables hold some of
     # their strings, and those few would pin most of the rows' memory pages.
     # Park the tables as single blocks while the rows are freed, then rebuild.
@@ -303,10 +314,12 @@ def train(patterns: list[Pattern] | None, sequences: Iterable[Sequence],
     if dev_set is not None:
         for warning in dev_set.warnings:
             progress.message(f"* warning: {warning}")
+    estimate = _check_memory(corpus, budget, options.all_features)
     progress.message(
         f"* {model_type}, {options.algo}: {data.n_seqs} sequences, {data.n_tokens} tokens, "
         f"{len(corpus.labels)} labels, {len(corpus.featurizer.vocab)} observations, "
-        f"{space.n_weights} features ({time.perf_counter() - started:.2f}s to encode)")
+        f"{space.n_weights} features ({time.perf_counter() - started:.2f}s to encode), "
+        f"about {format_size(estimate.total_bytes)} of memory at the peak")
 
     problem = Problem(model_type, corpus, options)
     monitor = Monitor(progress, data, model_type=model_type, corpus=corpus, devel=dev_set,
@@ -377,12 +390,36 @@ def _recorded_options(options: TrainOptions, model_type: str, *, devel: bool) ->
     return recorded
 
 
-def _budget(options: TrainOptions) -> MemoryBudget:
-    """The memory limit and the weight-sized vectors the algorithm keeps (memory.py)."""
+def _budget(options: TrainOptions, *, devel: bool = False) -> MemoryBudget:
+    """The memory limit, and what the algorithm allocates per weight (memory.py).
+
+    l-bfgs: x, g, x_new, g_new, d (and the pseudo-gradient with L1), 2 x
+    history for its pairs, and a gradient row per thread; sgd-l1 and ap three
+    vectors each. A development set adds the best weights and their next copy.
+    Call after the thread count is set, before the corpus is read.
+    """
+    import numba
+
     limit = options.max_memory if options.max_memory is not None else available_memory()
-    # weights, gradient, empirical counts, start; L-BFGS adds 2 x history and its own 4
-    vectors = 8 + 2 * options.history if options.algo == "l-bfgs" else 6
-    return MemoryBudget(limit, vectors)
+    if options.algo == "l-bfgs":
+        vectors = 5 + 2 * options.history + (1 if options.rho1 > 0 else 0)
+        rows = min(numba.get_num_threads(), N_BLOCKS)
+    else:
+        vectors, rows = 3, 0
+    return MemoryBudget(limit, vectors + (2 if devel else 0), rows, process_memory()[1])
+
+
+def _check_memory(corpus: Corpus, budget: MemoryBudget, all_features: bool) -> Estimate:
+    """Refuse, before the optimiser allocates, if training would exceed the limit.
+
+    Runs on the exact feature space (the combinations seen, or all of them
+    with ``all_features``), once the corpus rows are freed.
+    """
+    f = corpus.featurizer
+    costs = seen_costs(f.patterns, f.listed, f.vocab.pattern, corpus.space)
+    estimate = estimate_training(costs, len(corpus.labels), corpus.space.has_trans, budget)
+    check(estimate, budget.limit, all_features=all_features, n_labels=len(corpus.labels))
+    return estimate
 
 
 def _resolve_type(options: TrainOptions, init: Model | None) -> str:

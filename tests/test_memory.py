@@ -2,18 +2,22 @@
 
 from __future__ import annotations
 
+import re
+import subprocess
+import sys
 import time
 from pathlib import Path
 
 import numpy as np
 import pytest
 
+from crfkit import memory
 from crfkit.corpus import encode_training
 from crfkit.errors import UsageError
 from crfkit.memory import (
-    INDEX_BYTES,
     MemoryBudget,
     available_memory,
+    dense_costs,
     estimate_training,
     parse_size,
 )
@@ -44,28 +48,38 @@ def test_default_limit_is_the_available_memory():
     options = TrainOptions()
     budget = _budget(options)
     assert abs(budget.limit - available_memory()) < (256 << 20)
-    assert budget.vectors == 8 + 2 * options.history
+    # x, g, x_new, g_new, d and the 2 x history pairs; a gradient row per thread
+    assert budget.vectors == 5 + 2 * options.history
+    assert budget.gradient_rows >= 1
     assert _budget(TrainOptions(max_memory=12345)).limit == 12345
+    assert _budget(TrainOptions(rho1=0.5)).vectors == 6 + 2 * options.history
+    assert _budget(TrainOptions(), devel=True).vectors == 7 + 2 * options.history
+    assert (_budget(TrainOptions(algo="sgd-l1")).vectors,
+            _budget(TrainOptions(algo="sgd-l1")).gradient_rows) == (3, 0)
 
 
-def test_estimate_by_hand():
-    """Counts worked out on paper: L = 3, 10 tokens in 2 sequences, 4 vectors."""
+def test_estimate_by_hand(monkeypatch):
+    """Counts worked out on paper: L = 3, 4 vectors, 2 gradient rows."""
     patterns = parse_patterns("u:a=%x[0,0]\nb:b=%x[0,0]\n*:c=%x[-1,0]/%x[0,0]\nB\n")
     listed = patterns[:3]
     obs = np.array([2, 5, 4])
     uni = np.array([True, False, True])
     bi = np.array([False, True, True])
-    kwargs = dict(n_tokens=10, n_sequences=2, has_trans=True, vectors=4, data_bytes=100)
-    dense = estimate_training(listed, obs, uni, bi, 3, all_features=True, **kwargs)
-    # a: 2*3; b: 5*9; c: 4*3 + 4*9; transitions 9
-    assert [c.features for c in dense.patterns] == [6, 45, 48]
-    assert dense.n_features == 6 + 45 + 48 + 9
-    per_weight = 8 * 4 + INDEX_BYTES
-    assert dense.total_bytes == 108 * per_weight + 16 * 8 * 108 + 100
-    sparse = estimate_training(listed, obs, uni, bi, 3, all_features=False, **kwargs)
-    # seen combinations: at most one per occurrence (10 tokens, 8 token pairs)
-    assert [c.features for c in sparse.patterns] == [6, 8, 10 + 8]
-    assert sparse.n_features == 6 + 8 + 18 + 9
+    dense = dense_costs(listed, obs, uni, bi, 3)
+    # a: 2*3; b: 5*9; c: 4*3 + 4*9
+    assert [c.features for c in dense] == [6, 45, 48]
+    budget = MemoryBudget(1 << 40, 4, 2)
+    now, peak = 100 << 20, 105 << 20
+    monkeypatch.setattr(memory, "process_memory", lambda: (now, peak))
+    estimate = estimate_training(dense, 3, True, budget, unbuilt_bytes_per_weight=16)
+    assert estimate.n_features == 6 + 45 + 48 + 9  # and the transitions
+    coming = 108 * (8 * (4 + 2) + 16) + memory.RUNTIME_BYTES + 2 * memory.THREAD_BYTES
+    assert estimate.total_bytes == max(peak, now + coming) == now + coming
+    # the peak so far counts when training will need less, unless it came before training
+    peak = 1 << 30
+    assert estimate_training(dense, 3, True, budget).total_bytes == peak
+    budget.peak_before = peak
+    assert estimate_training(dense, 3, True, budget).total_bytes == now + coming - 16 * 108
 
 
 def _sequences(path: Path, n: int) -> list[Sequence]:
@@ -153,3 +167,129 @@ def test_explosive_pattern_file_is_refused_within_seconds(tmp_path):
     assert not model.exists()
     needed = float(line.split("about ")[1].split(" GB")[0])
     assert needed > 16
+
+
+@pytest.mark.parametrize("dense", [False, True], ids=["seen", "all-features"])
+def test_guard_counts_the_features_training_creates(tmp_path, dense):
+    """The count the guard refuses with is the trained model's, exactly, pattern by pattern
+    (it was an upper bound: one feature per occurrence)."""
+    flags = ["--all-features"] if dense else []
+    train = str(ROOT / "data/address-train.txt")
+    model = tmp_path / "m.model"
+    assert run("train", "-q", "-i", "1", *flags, "-p", PAT, train, str(model)).exit_code == 0
+    line = one_error_line(run("train", "-q", "--max-memory", "1M", *flags, "-p", PAT, train,
+                              str(tmp_path / "refused.model")), "training would need about")
+    from crfkit.model import Model
+    m = Model.load(model)
+    assert f" for {m.space.n_weights:,} features," in line
+    per_obs = np.diff(m.space.u_ptr) + np.diff(m.space.b_ptr)
+    owner = m.featurizer.vocab.pattern
+    named = 0
+    for i, p in enumerate(m.patterns):
+        if f"{p.text!r} (line {p.line}): " in line:
+            named += 1
+            n_obs, n_features = int((owner == i).sum()), int(per_obs[owner == i].sum())
+            assert (f"{p.text!r} (line {p.line}): {n_obs:,} observations -> "
+                    f"{n_features:,} features") in line
+    assert named == 3
+
+
+# --- the estimate against the measured peak of a real run ----------------------------------------
+_ESTIMATE = re.compile(r"about ([\d.]+) (KB|MB|GB) of memory at the peak")
+_UNIT = {"KB": 1 << 10, "MB": 1 << 20, "GB": 1 << 30}
+linux_only = pytest.mark.skipif(not sys.platform.startswith("linux"),
+                                reason="peak RSS from /proc/self/status")
+
+
+# The CLI's entry point in a child that reports its own VmHWM (wait4's peak would
+# start from this large process's size at fork).
+_CHILD = """import sys
+from crfkit.cli import main
+try:
+    main()
+finally:
+    with open("/proc/self/status") as f:
+        peak = [line.split()[1] for line in f if line.startswith("VmHWM:")][0]
+    print(f"child peak {peak} kB", file=sys.stderr)
+"""
+
+
+def _train_child(*args: str) -> tuple[int, str, int]:
+    """``crfkit train ARGS`` in a child: exit status, stderr, the child's peak RSS in bytes."""
+    child = subprocess.run([sys.executable, "-c", _CHILD, "train", *args], cwd=ROOT,
+                           stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    peak = re.search(r"^child peak (\d+) kB$", child.stderr, re.MULTILINE)
+    assert peak, child.stderr
+    return child.returncode, child.stderr, int(peak.group(1)) * 1024
+
+
+def _estimate(stderr: str) -> int:
+    m = _ESTIMATE.search(stderr)
+    assert m, stderr
+    return int(float(m.group(1)) * _UNIT[m.group(2)])
+
+
+@pytest.fixture(scope="module")
+def warm(tmp_path_factory):
+    """One short run first: a cold Numba cache would compile in the measured runs."""
+    where = tmp_path_factory.mktemp("warm")
+    text = (ROOT / "data/address-train.txt").read_text(encoding="utf-8")
+    (where / "part.txt").write_text("\n\n".join(text.split("\n\n")[:50]) + "\n",
+                                    encoding="utf-8")
+    status, stderr, _ = _train_child("-q", "-i", "1", "-p", PAT, str(where / "part.txt"),
+                                     str(where / "m.model"))
+    assert status == 0, stderr
+
+
+@pytest.fixture(scope="module")
+def conll_part(tmp_path_factory) -> Path:
+    """The first 2,000 sentences of CoNLL-2000 (47k tokens)."""
+    if not CONLL_TRAIN.exists():
+        pytest.skip("needs ../shared/data/conll2000")
+    text = CONLL_TRAIN.read_text(encoding="utf-8")
+    path = tmp_path_factory.mktemp("conll") / "part.txt"
+    path.write_text("\n\n".join(text.split("\n\n")[:2000]) + "\n", encoding="utf-8")
+    return path
+
+
+@pytest.fixture(scope="module")
+def rich_run(warm, conll_part, tmp_path_factory) -> tuple[str, int]:
+    """(stderr, measured peak) of chunking-rich.pat on the CoNLL-2000 part (391k features).
+
+    Three iterations: the footprint grows a little more until the L-BFGS history
+    is full (six), which the estimate counts; the tolerance covers that.
+    """
+    model = tmp_path_factory.mktemp("rich") / "m.model"
+    status, stderr, peak = _train_child("-i", "3", "-p", str(ROOT / "patterns/chunking-rich.pat"),
+                                        str(conll_part), str(model))
+    assert status == 0, stderr
+    return stderr, peak
+
+
+@linux_only
+def test_estimate_is_within_a_quarter_of_the_measured_peak(rich_run):
+    estimate, peak = _estimate(rich_run[0]), rich_run[1]
+    assert 0.75 * peak <= estimate <= 1.25 * peak, (estimate >> 20, peak >> 20)
+
+
+@linux_only
+def test_estimate_with_all_features_is_within_a_quarter_of_the_peak(warm, tmp_path):
+    """Dense features (279k): the optimiser's vectors are a fifth of the footprint."""
+    status, stderr, peak = _train_child("-i", "3", "--all-features", "-p", PAT,
+                                        str(ROOT / "data/address-train.txt"),
+                                        str(tmp_path / "m.model"))
+    assert status == 0, stderr
+    estimate = _estimate(stderr)
+    assert 0.75 * peak <= estimate <= 1.25 * peak, (estimate >> 20, peak >> 20)
+
+
+@linux_only
+def test_a_limit_above_the_real_need_lets_training_run(rich_run, conll_part, tmp_path):
+    """30% over the measured peak (about 240 MB), under the old guard's upper bound (450.6 MB
+    for 1,525,505 features; the model has 390,738): it trains."""
+    limit = int(1.3 * rich_run[1])
+    status, stderr, _ = _train_child("-q", "-i", "1", "--max-memory", str(limit), "-p",
+                                     str(ROOT / "patterns/chunking-rich.pat"), str(conll_part),
+                                     str(tmp_path / "m.model"))
+    assert status == 0, stderr
+    assert (tmp_path / "m.model").exists()
