@@ -232,7 +232,8 @@ CHINESE = "北京 NR B-LOC\n欢迎 VV O\n你 PN O\n"
 
 
 def reader_seeds() -> list[tuple[bytes, str]]:
-    head = b"".join(itertools.islice(open(ROOT / "data/address-train.txt", "rb"), 80))
+    with open(ROOT / "data/address-train.txt", "rb") as sample:
+        head = b"".join(itertools.islice(sample, 80))
     return [
         (head, "utf-8"),
         (head.replace(b"\n", b"\r\n"), "utf-8"),
