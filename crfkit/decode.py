@@ -122,7 +122,7 @@ def nbest_viterbi(psi, phi, per_token, T, L, N, delta, back, count, paths, score
             count[t, b] = n
     # The N best complete paths among the lists of the last token.
     last = T - 1
-    found = 0
+    found = np.int64(0)  # not the literal 0: _insert would be compiled twice
     for y in range(L):
         for k in range(count[last, y]):
             v = delta[last, y, k]
@@ -158,20 +158,25 @@ def posterior_path(marg, psi, pen, constrained, T, L, gain, delta, back, path):
     when transitions are constrained (see the module docstring)."""
     if not constrained:
         for t in range(T):
-            path[t] = kernels.argmax(marg[t, :L])
+            path[t] = kernels.argmax(marg[t])
         return
     for t in range(T):
         for y in range(L):
             gain[t, y] = marg[t, y] if psi[t, y] > -np.inf else -np.inf
-    kernels.viterbi(gain, pen, False, T, L, delta, back, path)
+    # ``not constrained`` is False here, a runtime bool: a literal False would compile a
+    # second Viterbi
+    kernels.viterbi(gain, pen, not constrained, T, L, delta, back, path)
 
 
 @njit(**config.JIT)
-def decode_shared(W, trans_offset, has_trans, local, L, trans_pen):
-    """What every block reads: the transitions with their penalties (``trans``), the base
-    of the observation bigrams, and the exponentiated transitions with their shift."""
+def decode_shared(W, trans_offset, has_trans, local, L, pen):
+    """What every block reads: the transitions with their penalties ``pen[0]`` (``trans``),
+    the base of the observation bigrams, and the exponentiated transitions with their shift."""
     raw_trans = kernels.transition_block(W, trans_offset, has_trans, L)
-    trans = raw_trans + trans_pen
+    trans = np.empty((L, L))
+    for a in range(L):
+        for b in range(L):
+            trans[a, b] = raw_trans[a, b] + pen[0, a, b]
     # a MEMM normalises the raw scores first and gets its penalties afterwards
     bigram_base = raw_trans if local == LOCAL_MEMM else trans
     exp_trans = np.empty((1, L, L))
@@ -181,7 +186,7 @@ def decode_shared(W, trans_offset, has_trans, local, L, trans_pen):
 
 @njit(**config.JIT)
 def decode_block(W, seq_ptr, tok_ptr, tok_obs, u_ptr, u_lab, b_ptr, b_prev, b_cur, n_u,
-                 per_token, local, L, s0, s1, token_ok, use_token_ok, trans_pen, constrained, N,
+                 per_token, local, L, s0, s1, token_ok, use_token_ok, pen, constrained, N,
                  want_logz, want_marg, posterior, trans, bigram_base, exp_trans, trans_shift,
                  out_paths, out_scores, out_logz, out_marg):
     """Decode sequences s0..s1-1 (the arrays of :func:`decode_shared` give the transitions).
@@ -189,13 +194,12 @@ def decode_block(W, seq_ptr, tok_ptr, tok_obs, u_ptr, u_lab, b_ptr, b_prev, b_cu
     ``out_paths[tok, r]`` receives the label of rank ``r`` (left untouched
     where a sequence has fewer paths), ``out_scores[s, r]`` its score,
     ``out_logz[s]`` log Z when ``want_logz``, ``out_marg[tok]`` the token
-    marginals when ``want_marg``. ``trans_pen`` (0 or -inf) is added to every
+    marginals when ``want_marg``. ``pen[0]`` (0 or -inf) is added to every
     transition; ``posterior`` replaces the Viterbi path by posterior decoding.
     ``local`` selects the normalisation of the model type (LOCAL_*); masks
     are applied after it, so constraints renormalise the model's own
     distribution.
     """
-    pen = trans_pen.reshape((1, L, L))
     need_fb = want_logz or want_marg or posterior
     Tmax = kernels.longest_sequence(seq_ptr, s0, s1)
     TP = Tmax if per_token else 1
@@ -234,7 +238,7 @@ def decode_block(W, seq_ptr, tok_ptr, tok_obs, u_ptr, u_lab, b_ptr, b_prev, b_cu
                 for t in range(1, T):
                     for a in range(L):
                         for b in range(L):
-                            phi[t, a, b] += trans_pen[a, b]
+                            phi[t, a, b] += pen[0, a, b]
         if use_token_ok:
             mask_tokens(psi, token_ok, t0, T, L)
         if need_fb:
@@ -298,9 +302,9 @@ def decode(model: Model, data: Dataset, *, nbest: int = 1, log_z: bool = False,
     elif token_ok.shape != (n_tok, L):
         raise ValueError(f"token_ok has shape {token_ok.shape}, expected {(n_tok, L)}")
     constrained = trans_ok is not None and not trans_ok.all()
-    pen = np.zeros((L, L))
+    pen = np.zeros((1, L, L))  # (1, L, L): the shape of a transition block shared by all tokens
     if trans_ok is not None:
-        pen[~trans_ok] = -np.inf
+        pen[0][~trans_ok] = -np.inf
     local = LOCAL[model.model_type]
     per_token = s.n_b > 0 or local == LOCAL_MEMM  # a MEMM's phi depends on psi
     if n_seq:
