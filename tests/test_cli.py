@@ -22,6 +22,7 @@ def files(tmp_path: Path):
     return tmp_path, pat, train
 
 
+@pytest.mark.slow
 def test_quick_start_pipeline_learns(tmp_path: Path):
     """The README quick start on the shipped sample: train, label -c, eval."""
     model = tmp_path / "address.model"

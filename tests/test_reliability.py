@@ -196,6 +196,7 @@ def without_volatile(meta: dict) -> tuple[dict, set[tuple[str, ...]]]:
     return meta, removed
 
 
+@pytest.mark.slow
 def test_training_is_deterministic_across_thread_counts_and_runs(tmp_path, address_sample):
     import numba
 
@@ -510,6 +511,7 @@ sys.stdout.write(np.append(g, f).tobytes().hex())
 """
 
 
+@pytest.mark.slow
 def test_gradient_bits_do_not_depend_on_the_numba_cache(tmp_path):
     """The first run compiles the kernels, later runs load them from the on-disk cache; both
     must compute the same bits (a fastmath flag set once made the cached code differ in the
