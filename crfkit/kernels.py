@@ -127,14 +127,6 @@ def transition_block(W, trans_offset, has_trans, L):
 
 # --- lattice: scores -> log Z, marginals, best path ----------------------------------------
 @njit(**JIT)
-def _larger(m, v):
-    """max(m, v) that keeps a NaN once met (so a running max is NaN if any entry is)."""
-    if v > m or v != v:
-        return v if m == m else m
-    return m
-
-
-@njit(**JIT)
 def _max(src):
     """max(src) of a row or a matrix, NaN if any entry is NaN (as ``src.max()``).
 
@@ -144,11 +136,15 @@ def _max(src):
     m = -np.inf
     if src.ndim == 1:
         for i in range(src.shape[0]):
-            m = _larger(m, src[i])
+            if src[i] > m or src[i] != src[i]:
+                m = src[i]
+                if m != m:
+                    break
     else:
         for a in range(src.shape[0]):
             for b in range(src.shape[1]):
-                m = _larger(m, src[a, b])
+                if src[a, b] > m or (src[a, b] != src[a, b] and m == m):
+                    m = src[a, b]
     return m
 
 
@@ -443,7 +439,8 @@ def shared_scores(W, u_ptr, u_lab, trans_offset, has_trans, L, n_dense):
     most frequent observations (:func:`dense_rows`)."""
     trans = transition_block(W, trans_offset, has_trans, L)
     exp_trans = np.empty((1, L, L))
-    trans_shift = _exp_shifted(trans, exp_trans[0])
+    # as one row: the same values, and a first run need not compile the matrix version
+    trans_shift = _exp_shifted(trans.reshape(L * L), exp_trans.reshape(L * L))
     return trans, exp_trans, trans_shift, dense_rows(W, u_ptr, u_lab, n_dense, L)
 
 
