@@ -52,20 +52,40 @@ def thread_count() -> int:
 def run_blocks(task: Callable[[int], None], n_blocks: int) -> None:
     """Call ``task(0) .. task(n_blocks - 1)``, on up to :func:`thread_count` threads at once.
 
-    Returns when all are done; the first exception raised by a task is
-    raised here. ``task`` must write only to its own block's outputs.
+    The calling thread is one of them: it and ``threads - 1`` pool workers
+    take the next block whenever they are free (so a long block does not
+    hold up the others). Returns when all are done; the first exception
+    raised by a task is raised here. ``task`` must write only to its own
+    block's outputs.
     """
     threads = min(thread_count(), n_blocks)
     if threads <= 1:
         for blk in range(n_blocks):
             task(blk)
         return
-    for _ in _pool(threads).map(task, range(n_blocks)):
-        pass
+    todo = iter(range(n_blocks))  # next() is atomic under the GIL: each block is taken once
+    failed: list[bool] = []  # set once a task raised (or Ctrl-C): take no further block
+
+    def drain() -> None:
+        try:
+            for blk in todo:
+                if failed:
+                    return
+                task(blk)
+        except BaseException:
+            failed.append(True)
+            raise
+
+    helpers = [_pool(threads - 1).submit(drain) for _ in range(threads - 1)]
+    try:
+        drain()
+    finally:
+        for helper in helpers:
+            helper.result()
 
 
 def _pool(threads: int) -> ThreadPoolExecutor:
-    """A pool of exactly ``threads`` workers, kept for the next call (one per count asked)."""
+    """A pool of ``threads`` workers, kept for the next calls (one pool per count asked)."""
     with _pools_lock:
         if threads not in _pools:
             _pools[threads] = ThreadPoolExecutor(threads, thread_name_prefix="crfkit-block")
