@@ -193,7 +193,7 @@ def log_softmax(x: np.ndarray, axis: int) -> np.ndarray:
 class Lattice:
     """Unigram scores of a batch and the transition scores into any of its tokens.
 
-    Follows :func:`crfkit.decode.decode_blocks`: transition penalties (0 or
+    Follows :func:`crfkit.decode.decode_block`: transition penalties (0 or
     ``-inf``) are added to the dense block before the observation bigrams; a
     MaxEnt's ``psi`` is log-softmaxed per token; a MEMM normalises
     ``psi[t] + phi[t, a]`` over the label for every previous label ``a``

@@ -1,8 +1,10 @@
 """Numba options and numeric constants, in one place.
 
-``JIT`` is for serial helpers, ``PARALLEL_JIT`` for the batch kernels that
-``prange`` over blocks of sequences. ``cache=True`` everywhere: the compiled
-code is kept on disk so a second ``crfkit`` run starts without compiling.
+``JIT`` is for every kernel. None is ``parallel=True``: the batch kernels
+handle one block of sequences each and :mod:`crfkit.blocks` runs blocks on
+threads (``nogil``), because Numba's parallel compilation made a first run
+several times slower. ``cache=True`` everywhere: the compiled code is kept on
+disk so a second ``crfkit`` run starts without compiling.
 fastmath allows only contraction (FMA), reassociation and reciprocal
 division: deterministic at compile time (the same binary gives the same
 bits for any thread count), ~10% faster lattices. Never ``nnan``/``ninf``:
@@ -16,7 +18,6 @@ cold and cached runs agree.
 
 JIT = {"cache": True, "nogil": True, "error_model": "numpy", "boundscheck": False,
        "fastmath": {"contract", "reassoc", "arcp"}}
-PARALLEL_JIT = {**JIT, "parallel": True}
 
 # Sequences are split into this many blocks (fewer for tiny corpora) whatever
 # the thread count, and block results are summed in block order, so training

@@ -39,18 +39,17 @@ argmax is used.
 from __future__ import annotations
 
 import numpy as np
-from numba import njit, prange
+from numba import njit
 
 from crfkit import config, kernels
 from crfkit.bestpath import Decoded
+from crfkit.blocks import partition_blocks, run_blocks
 from crfkit.errors import UsageError
 from crfkit.model import Model
-from crfkit.objective import partition_blocks
 from crfkit.space import Dataset
 
 # How a model type normalises (crfkit.model.MODEL_TYPES): globally, or per token.
-LOCAL_NONE, LOCAL_MEMM, LOCAL_MAXENT = 0, 1, 2
-LOCAL = {"crf": LOCAL_NONE, "memm": LOCAL_MEMM, "maxent": LOCAL_MAXENT}
+LOCAL, LOCAL_NONE, LOCAL_MEMM = kernels.LOCAL, kernels.LOCAL_NONE, kernels.LOCAL_MEMM
 
 
 # --- kernels ---------------------------------------------------------------------------------
@@ -123,7 +122,7 @@ def nbest_viterbi(psi, phi, per_token, T, L, N, delta, back, count, paths, score
             count[t, b] = n
     # The N best complete paths among the lists of the last token.
     last = T - 1
-    found = 0
+    found = np.int64(0)  # not the literal 0: _insert would be compiled twice
     for y in range(L):
         for k in range(count[last, y]):
             v = delta[last, y, k]
@@ -159,148 +158,120 @@ def posterior_path(marg, psi, pen, constrained, T, L, gain, delta, back, path):
     when transitions are constrained (see the module docstring)."""
     if not constrained:
         for t in range(T):
-            path[t] = np.argmax(marg[t, :L])
+            path[t] = kernels.argmax(marg[t])
         return
     for t in range(T):
         for y in range(L):
             gain[t, y] = marg[t, y] if psi[t, y] > -np.inf else -np.inf
-    kernels.viterbi(gain, pen, False, T, L, delta, back, path)
+    # ``not constrained`` is False here, a runtime bool: a literal False would compile a
+    # second Viterbi
+    kernels.viterbi(gain, pen, not constrained, T, L, delta, back, path)
 
 
 @njit(**config.JIT)
-def _log_softmax(src, dst):
-    """dst = src - log sum exp(src) (src and dst may be the same row)."""
-    m = src.max()
-    total = 0.0
-    for y in range(src.shape[0]):
-        total += np.exp(src[y] - m)
-    lse = m + np.log(total)
-    for y in range(src.shape[0]):
-        dst[y] = src[y] - lse
+def decode_shared(W, trans_offset, has_trans, local, L, pen):
+    """What every block reads: the transitions with their penalties ``pen[0]`` (``trans``),
+    the base of the observation bigrams, and the exponentiated transitions with their shift."""
+    raw_trans = kernels.transition_block(W, trans_offset, has_trans, L)
+    trans = np.empty((L, L))
+    for a in range(L):
+        for b in range(L):
+            trans[a, b] = raw_trans[a, b] + pen[0, a, b]
+    # a MEMM normalises the raw scores first and gets its penalties afterwards
+    bigram_base = raw_trans if local == LOCAL_MEMM else trans
+    exp_trans = np.empty((1, L, L))
+    trans_shift = kernels._exp_shifted(trans, exp_trans[0])
+    return trans, bigram_base, exp_trans, trans_shift
 
 
 @njit(**config.JIT)
-def local_normalise(psi, phi, T, L, local, row):
-    """Rewrite a MEMM's or MaxEnt's scores so that path scores are log-probabilities.
-
-    MaxEnt: ``psi[t] = log softmax psi[t]``. MEMM (see :mod:`crfkit.local`):
-    ``psi[0] = log softmax psi[0]``, ``phi[t, a] = log softmax (psi[t] +
-    phi[t, a])`` and ``psi[t] = 0`` for t >= 1. The CRF lattice code then
-    works unchanged, with log Z = 0 unless constraints remove paths.
-    """
-    if local == LOCAL_MEMM:
-        for t in range(1, T):
-            for a in range(L):
-                for b in range(L):
-                    row[b] = psi[t, b] + phi[t, a, b]
-                _log_softmax(row, phi[t, a])
-            psi[t] = 0.0
-        _log_softmax(psi[0], psi[0])
-    elif local == LOCAL_MAXENT:
-        for t in range(T):
-            _log_softmax(psi[t], psi[t])
-
-
-@njit(**config.PARALLEL_JIT)
-def decode_blocks(W, seq_ptr, tok_ptr, tok_obs, u_ptr, u_lab, b_ptr, b_prev, b_cur, n_u,
-                  trans_offset, has_trans, per_token, local, L, block_ptr, token_ok,
-                  use_token_ok, trans_pen, constrained, N, want_logz, want_marg, posterior,
-                  out_paths, out_scores, out_logz, out_marg):
-    """Decode every sequence of a batch, in parallel over blocks of sequences.
+def decode_block(W, seq_ptr, tok_ptr, tok_obs, u_ptr, u_lab, b_ptr, b_prev, b_cur, n_u,
+                 per_token, local, L, s0, s1, token_ok, use_token_ok, pen, constrained, N,
+                 want_logz, want_marg, posterior, trans, bigram_base, exp_trans, trans_shift,
+                 out_paths, out_scores, out_logz, out_marg):
+    """Decode sequences s0..s1-1 (the arrays of :func:`decode_shared` give the transitions).
 
     ``out_paths[tok, r]`` receives the label of rank ``r`` (left untouched
     where a sequence has fewer paths), ``out_scores[s, r]`` its score,
     ``out_logz[s]`` log Z when ``want_logz``, ``out_marg[tok]`` the token
-    marginals when ``want_marg``. ``trans_pen`` (0 or -inf) is added to every
+    marginals when ``want_marg``. ``pen[0]`` (0 or -inf) is added to every
     transition; ``posterior`` replaces the Viterbi path by posterior decoding.
     ``local`` selects the normalisation of the model type (LOCAL_*); masks
     are applied after it, so constraints renormalise the model's own
     distribution.
     """
-    raw_trans = kernels.transition_block(W, trans_offset, has_trans, L)
-    trans = raw_trans + trans_pen
-    # a MEMM normalises the raw scores first and gets its penalties afterwards
-    bigram_base = raw_trans if local == LOCAL_MEMM else trans
-    exp_trans = np.empty((1, L, L))
-    trans_shift = kernels._exp_shifted(trans, exp_trans[0])
-    pen = np.empty((1, L, L))
-    pen[0] = trans_pen
     need_fb = want_logz or want_marg or posterior
-    n_blocks = len(block_ptr) - 1
-    for blk in prange(n_blocks):
-        s0 = block_ptr[blk]
-        s1 = block_ptr[blk + 1]
-        Tmax = kernels.longest_sequence(seq_ptr, s0, s1)
-        TP = Tmax if per_token else 1
-        psi = np.empty((Tmax, L))
-        phi = np.empty((TP, L, L))
-        phi[0] = trans
-        delta = np.empty((Tmax, L))
-        back = np.empty((Tmax, L), dtype=np.int32)
-        path = np.empty(Tmax, dtype=np.int32)
-        FB = Tmax if need_fb else 1
-        expu = np.empty((FB, L))
-        expb = np.empty((TP, L, L)) if per_token and need_fb else exp_trans
-        alpha = np.empty((FB, L))
-        beta = np.empty((FB, L))
-        scale = np.empty(FB)
-        tmp = np.empty(L)
-        no_dense = np.empty((0, L))  # no dense rows (see kernels.unigram_scores)
-        NB = Tmax if N > 1 else 1
-        ndelta = np.empty((NB, L, N))
-        nback = np.empty((NB, L, N), dtype=np.int32)
-        ncount = np.empty((NB, L), dtype=np.int32)
-        npaths = np.empty((N, Tmax), dtype=np.int32)
-        nscores = np.empty(N)
-        for s in range(s0, s1):
-            t0 = seq_ptr[s]
-            T = seq_ptr[s + 1] - t0
-            if T == 0:
-                continue
-            kernels.unigram_scores(W, tok_ptr, tok_obs, u_ptr, u_lab, t0, T, psi, no_dense)
+    Tmax = kernels.longest_sequence(seq_ptr, s0, s1)
+    TP = Tmax if per_token else 1
+    psi = np.empty((Tmax, L))
+    phi = np.empty((TP, L, L))
+    kernels.copy_matrix(trans, phi[0])
+    delta = np.empty((Tmax, L))
+    back = np.empty((Tmax, L), dtype=np.int32)
+    path = np.empty(Tmax, dtype=np.int32)
+    FB = Tmax if need_fb else 1
+    expu = np.empty((FB, L))
+    expb = np.empty((TP, L, L)) if per_token and need_fb else exp_trans
+    alpha = np.empty((FB, L))
+    beta = np.empty((FB, L))
+    scale = np.empty(FB)
+    tmp = np.empty(L)
+    no_dense = np.empty((0, L))  # no dense rows (see kernels.unigram_scores)
+    NB = Tmax if N > 1 else 1
+    ndelta = np.empty((NB, L, N))
+    nback = np.empty((NB, L, N), dtype=np.int32)
+    ncount = np.empty((NB, L), dtype=np.int32)
+    npaths = np.empty((N, Tmax), dtype=np.int32)
+    nscores = np.empty(N)
+    for s in range(s0, s1):
+        t0 = seq_ptr[s]
+        T = seq_ptr[s + 1] - t0
+        if T == 0:
+            continue
+        kernels.unigram_scores(W, tok_ptr, tok_obs, u_ptr, u_lab, t0, T, psi, no_dense)
+        if per_token:
+            kernels.bigram_scores(W, tok_ptr, tok_obs, b_ptr, b_prev, b_cur, n_u,
+                                  bigram_base, t0, T, phi)
+        if local != LOCAL_NONE:
+            kernels.local_normalise(psi, phi, T, L, local, tmp)
+            if local == LOCAL_MEMM and constrained:
+                for t in range(1, T):
+                    for a in range(L):
+                        for b in range(L):
+                            phi[t, a, b] += pen[0, a, b]
+        if use_token_ok:
+            mask_tokens(psi, token_ok, t0, T, L)
+        if need_fb:
             if per_token:
-                kernels.bigram_scores(W, tok_ptr, tok_obs, b_ptr, b_prev, b_cur, n_u,
-                                      bigram_base, t0, T, phi)
-            if local != LOCAL_NONE:
-                local_normalise(psi, phi, T, L, local, tmp)
-                if local == LOCAL_MEMM and constrained:
-                    for t in range(1, T):
-                        for a in range(L):
-                            for b in range(L):
-                                phi[t, a, b] += trans_pen[a, b]
-            if use_token_ok:
-                mask_tokens(psi, token_ok, t0, T, L)
-            if need_fb:
-                if per_token:
-                    shift = kernels.exp_transitions(phi, T, expb)
-                else:
-                    shift = trans_shift * (T - 1)
-                logz = shift + kernels.forward_backward(psi, expb, per_token, T, L, expu,
-                                                        alpha, beta, scale, tmp)
-                out_logz[s] = logz
+                shift = kernels.exp_transitions(phi, T, expb)
+            else:
+                shift = trans_shift * (T - 1)
+            logz = shift + kernels.forward_backward(psi, expb, per_token, T, L, expu,
+                                                    alpha, beta, scale, tmp)
+            out_logz[s] = logz
+            for t in range(T):
+                for y in range(L):
+                    alpha[t, y] *= beta[t, y]
+            if want_marg:
                 for t in range(T):
                     for y in range(L):
-                        alpha[t, y] *= beta[t, y]
-                if want_marg:
-                    for t in range(T):
-                        for y in range(L):
-                            out_marg[t0 + t, y] = alpha[t, y]
-            if posterior:
-                posterior_path(alpha, psi, pen, constrained, T, L, expu, delta, back, path)
-                out_scores[s, 0] = path_score(psi, phi, per_token, T, path)
+                        out_marg[t0 + t, y] = alpha[t, y]
+        if posterior:
+            posterior_path(alpha, psi, pen, constrained, T, L, expu, delta, back, path)
+            out_scores[s, 0] = path_score(psi, phi, per_token, T, path)
+            for t in range(T):
+                out_paths[t0 + t, 0] = path[t]
+        elif N == 1:
+            out_scores[s, 0] = kernels.viterbi(psi, phi, per_token, T, L, delta, back, path)
+            for t in range(T):
+                out_paths[t0 + t, 0] = path[t]
+        else:
+            found = nbest_viterbi(psi, phi, per_token, T, L, N, ndelta, nback, ncount,
+                                  npaths, nscores)
+            for r in range(found):
+                out_scores[s, r] = nscores[r]
                 for t in range(T):
-                    out_paths[t0 + t, 0] = path[t]
-            elif N == 1:
-                out_scores[s, 0] = kernels.viterbi(psi, phi, per_token, T, L, delta, back, path)
-                for t in range(T):
-                    out_paths[t0 + t, 0] = path[t]
-            else:
-                found = nbest_viterbi(psi, phi, per_token, T, L, N, ndelta, nback, ncount,
-                                      npaths, nscores)
-                for r in range(found):
-                    out_scores[s, r] = nscores[r]
-                    for t in range(T):
-                        out_paths[t0 + t, r] = npaths[r, t]
+                    out_paths[t0 + t, r] = npaths[r, t]
 
 
 # --- batch driver ----------------------------------------------------------------------------
@@ -331,17 +302,22 @@ def decode(model: Model, data: Dataset, *, nbest: int = 1, log_z: bool = False,
     elif token_ok.shape != (n_tok, L):
         raise ValueError(f"token_ok has shape {token_ok.shape}, expected {(n_tok, L)}")
     constrained = trans_ok is not None and not trans_ok.all()
-    pen = np.zeros((L, L))
+    pen = np.zeros((1, L, L))  # (1, L, L): the shape of a transition block shared by all tokens
     if trans_ok is not None:
-        pen[~trans_ok] = -np.inf
+        pen[0][~trans_ok] = -np.inf
     local = LOCAL[model.model_type]
     per_token = s.n_b > 0 or local == LOCAL_MEMM  # a MEMM's phi depends on psi
     if n_seq:
         blocks = partition_blocks(data.lengths, config.N_BLOCKS)
-        decode_blocks(model.weights, data.seq_ptr, data.tok_ptr, data.tok_obs, s.u_ptr, s.u_lab,
-                      s.b_ptr, s.b_prev, s.b_cur, s.n_u, s.trans_offset, s.has_trans, per_token,
-                      local, L, blocks, np.ascontiguousarray(token_ok, dtype=np.bool_),
-                      use_token_ok, pen, constrained, nbest, log_z, marginals, posterior,
-                      paths, scores, logz, marg)
+        token_ok = np.ascontiguousarray(token_ok, dtype=np.bool_)
+        shared = decode_shared(model.weights, s.trans_offset, s.has_trans, local, L, pen)
+
+        def block(b: int) -> None:
+            decode_block(model.weights, data.seq_ptr, data.tok_ptr, data.tok_obs, s.u_ptr,
+                         s.u_lab, s.b_ptr, s.b_prev, s.b_cur, s.n_u, per_token, local, L,
+                         blocks[b], blocks[b + 1], token_ok, use_token_ok, pen, constrained,
+                         nbest, log_z, marginals, posterior, *shared, paths, scores, logz, marg)
+
+        run_blocks(block, len(blocks) - 1)
     return Decoded(paths=paths, scores=scores, log_z=logz,
                    marginals=marg if marginals else None)

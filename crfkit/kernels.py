@@ -29,9 +29,14 @@ Nothing here parses text or allocates inside a per-token loop.
 from __future__ import annotations
 
 import numpy as np
-from numba import njit, prange
+from numba import njit
 
-from crfkit.config import JIT, PARALLEL_JIT
+from crfkit.config import JIT
+
+# How a model type normalises (crfkit.model.MODEL_TYPES): globally (one log Z per
+# sequence), or per token; :func:`local_normalise` rewrites a local model's scores.
+LOCAL_NONE, LOCAL_MEMM, LOCAL_MAXENT = 0, 1, 2
+LOCAL = {"crf": LOCAL_NONE, "memm": LOCAL_MEMM, "maxent": LOCAL_MAXENT}
 
 
 # --- encoding: features -> scores ----------------------------------------------------------
@@ -81,10 +86,19 @@ def flush_dense(G, Gd, u_ptr, u_lab):
 
 
 @njit(**JIT)
+def copy_matrix(src, dst):
+    """dst[:, :] = src, as a loop: Numba's array assignment checks the shapes, and compiling
+    the error message of that check took seconds of a first run."""
+    for a in range(src.shape[0]):
+        for b in range(src.shape[1]):
+            dst[a, b] = src[a, b]
+
+
+@njit(**JIT)
 def bigram_scores(W, tok_ptr, tok_obs, b_ptr, b_prev, b_cur, n_u, trans, t0, T, phi):
     """phi[t] = trans + observation bigrams at t, for t >= 1."""
     for t in range(1, T):
-        phi[t] = trans
+        copy_matrix(trans, phi[t])
         for j in range(tok_ptr[t0 + t], tok_ptr[t0 + t + 1]):
             o = tok_obs[j]
             for k in range(b_ptr[o], b_ptr[o + 1]):
@@ -113,6 +127,40 @@ def transition_block(W, trans_offset, has_trans, L):
 
 # --- lattice: scores -> log Z, marginals, best path ----------------------------------------
 @njit(**JIT)
+def _max(src):
+    """max(src) of a row or a matrix, NaN if any entry is NaN (as ``src.max()``).
+
+    Loops: ``ndarray.max`` and ``np.argmax`` are generic in Numba and cost
+    about a second of compilation each on a first run.
+    """
+    m = -np.inf
+    if src.ndim == 1:
+        for i in range(src.shape[0]):
+            if src[i] > m or src[i] != src[i]:
+                m = src[i]
+                if m != m:
+                    break
+    else:
+        for a in range(src.shape[0]):
+            for b in range(src.shape[1]):
+                if src[a, b] > m or (src[a, b] != src[a, b] and m == m):
+                    m = src[a, b]
+    return m
+
+
+@njit(**JIT)
+def argmax(row):
+    """Index of the first largest entry of a row, or of its first NaN (as ``np.argmax``)."""
+    arg = 0
+    for y in range(1, row.shape[0]):
+        if row[arg] != row[arg]:
+            break
+        if row[y] > row[arg] or row[y] != row[y]:
+            arg = y
+    return arg
+
+
+@njit(**JIT)
 def _exp_shifted(src, dst):
     """dst = exp(src - max(src)) for a row or a matrix; returns the max (0 if it is not finite).
 
@@ -120,7 +168,7 @@ def _exp_shifted(src, dst):
     the rank it compiles for: as fast as a function per rank (a flat
     ``reshape`` view costs ~20% at small label counts).
     """
-    m = src.max()
+    m = _max(src)
     if not np.isfinite(m):
         m = 0.0
     if src.ndim == 1:
@@ -163,7 +211,7 @@ def exp_transitions_sparse(phi, T, expb, exp_trans, trans_shift, tok_ptr, tok_ob
         if not safe:
             shift += _exp_shifted(phi[t], expb[t])
             continue
-        expb[t] = exp_trans
+        copy_matrix(exp_trans, expb[t])
         for j in range(tok_ptr[t0 + t], tok_ptr[t0 + t + 1]):
             o = tok_obs[j]
             for k in range(b_ptr[o], b_ptr[o + 1]):
@@ -258,52 +306,94 @@ def viterbi(psi, phi, per_token, T, L, delta, back, path):
     return best
 
 
+@njit(**JIT)
+def _log_softmax(src, dst):
+    """dst = src - log sum exp(src) (src and dst may be the same row)."""
+    m = _max(src)
+    total = 0.0
+    for y in range(src.shape[0]):
+        total += np.exp(src[y] - m)
+    lse = m + np.log(total)
+    for y in range(src.shape[0]):
+        dst[y] = src[y] - lse
+
+
+@njit(**JIT)
+def local_normalise(psi, phi, T, L, local, row):
+    """Rewrite a MEMM's or MaxEnt's scores so that path scores are log-probabilities.
+
+    MaxEnt: ``psi[t] = log softmax psi[t]``. MEMM (see :mod:`crfkit.local`):
+    ``psi[0] = log softmax psi[0]``, ``phi[t, a] = log softmax (psi[t] +
+    phi[t, a])`` and ``psi[t] = 0`` for t >= 1. The CRF lattice code then
+    works unchanged, with log Z = 0 unless constraints remove paths.
+    """
+    if local == LOCAL_MEMM:
+        for t in range(1, T):
+            for a in range(L):
+                for b in range(L):
+                    row[b] = psi[t, b] + phi[t, a, b]
+                _log_softmax(row, phi[t, a])
+            psi[t] = 0.0
+        _log_softmax(psi[0], psi[0])
+    elif local == LOCAL_MAXENT:
+        for t in range(T):
+            _log_softmax(psi[t], psi[t])
+
+
+
 # --- expectations: marginals -> gradient ---------------------------------------------------
 @njit(**JIT)
-def accumulate_expectations(G, tok_ptr, tok_obs, u_ptr, u_lab, b_ptr, b_prev, b_cur, n_u,
-                            trans_offset, has_trans, per_token, t0, T, L,
-                            alpha, beta, expu, expb, scale, pair, tmp, Gd):
-    """Add the model's expected feature counts for one sequence to G.
-
-    Also turns alpha into the token marginals (alpha[t] * beta[t]). The
-    marginals of observations 0..K-1 go to the dense rows ``Gd`` (K, L)
-    instead (K may be 0), added whole; :func:`flush_dense` moves them into G.
-    """
-    K = Gd.shape[0]
-    if per_token:
-        for t in range(1, T):
-            M = expb[t]
-            inv = 1.0 / scale[t]
-            for b in range(L):
-                tmp[b] = expu[t, b] * beta[t, b] * inv
-            for a in range(L):
-                w = alpha[t - 1, a]
-                for b in range(L):
-                    pair[a, b] = w * M[a, b] * tmp[b]
-            if has_trans:
-                for a in range(L):
-                    for b in range(L):
-                        G[trans_offset + a * L + b] += pair[a, b]
-            for j in range(tok_ptr[t0 + t], tok_ptr[t0 + t + 1]):
-                o = tok_obs[j]
-                for k in range(b_ptr[o], b_ptr[o + 1]):
-                    G[n_u + k] += pair[b_prev[k], b_cur[k]]
-    elif has_trans and T > 1:
-        # sum_t P(a, b at t) = M[a, b] * sum_t alpha[t-1, a] U[t, b] beta[t, b] / scale[t]
-        pair[:, :] = 0.0
-        for t in range(1, T):
-            inv = 1.0 / scale[t]
-            for b in range(L):
-                tmp[b] = expu[t, b] * beta[t, b] * inv
-            for a in range(L):
-                w = alpha[t - 1, a]
-                for b in range(L):
-                    pair[a, b] += w * tmp[b]
-        M = expb[0]
+def token_pair_expectations(G, tok_ptr, tok_obs, b_ptr, b_prev, b_cur, n_u, trans_offset,
+                            has_trans, t0, T, L, alpha, beta, expu, expb, scale, pair, tmp):
+    """G += P(y[t-1] = a, y[t] = b) for the transition and observation-bigram features
+    of every token, each with its own matrix ``expb[t]``."""
+    for t in range(1, T):
+        M = expb[t]
+        inv = 1.0 / scale[t]
+        for b in range(L):
+            tmp[b] = expu[t, b] * beta[t, b] * inv
         for a in range(L):
+            w = alpha[t - 1, a]
             for b in range(L):
-                G[trans_offset + a * L + b] += pair[a, b] * M[a, b]
+                pair[a, b] = w * M[a, b] * tmp[b]
+        if has_trans:
+            for a in range(L):
+                for b in range(L):
+                    G[trans_offset + a * L + b] += pair[a, b]
+        for j in range(tok_ptr[t0 + t], tok_ptr[t0 + t + 1]):
+            o = tok_obs[j]
+            for k in range(b_ptr[o], b_ptr[o + 1]):
+                G[n_u + k] += pair[b_prev[k], b_cur[k]]
 
+
+@njit(**JIT)
+def shared_pair_expectations(G, trans_offset, T, L, alpha, beta, expu, expb, scale, pair, tmp):
+    """G += sum_t P(y[t-1] = a, y[t] = b) for the transition block, when every token
+    shares the one matrix ``expb[0]``:
+
+        sum_t P(a, b at t) = M[a, b] * sum_t alpha[t-1, a] U[t, b] beta[t, b] / scale[t]
+    """
+    pair[:, :] = 0.0
+    for t in range(1, T):
+        inv = 1.0 / scale[t]
+        for b in range(L):
+            tmp[b] = expu[t, b] * beta[t, b] * inv
+        for a in range(L):
+            w = alpha[t - 1, a]
+            for b in range(L):
+                pair[a, b] += w * tmp[b]
+    M = expb[0]
+    for a in range(L):
+        for b in range(L):
+            G[trans_offset + a * L + b] += pair[a, b] * M[a, b]
+
+
+@njit(**JIT)
+def unigram_expectations(G, tok_ptr, tok_obs, u_ptr, u_lab, t0, T, L, alpha, beta, Gd):
+    """G += the token marginals of the unigram features; turns alpha into the marginals
+    (alpha[t] * beta[t]). Those of observations 0..K-1 go to the dense rows ``Gd``
+    (K, L) instead (K may be 0), added whole; :func:`flush_dense` moves them into G."""
+    K = Gd.shape[0]
     for t in range(T):
         for y in range(L):
             alpha[t, y] *= beta[t, y]
@@ -318,6 +408,21 @@ def accumulate_expectations(G, tok_ptr, tok_obs, u_ptr, u_lab, b_ptr, b_prev, b_
 
 
 @njit(**JIT)
+def accumulate_expectations(G, tok_ptr, tok_obs, u_ptr, u_lab, b_ptr, b_prev, b_cur, n_u,
+                            trans_offset, has_trans, per_token, t0, T, L,
+                            alpha, beta, expu, expb, scale, pair, tmp, Gd):
+    """Add the model's expected feature counts for one sequence to G (label pairs, then
+    unigrams; see the three functions above). Also turns alpha into the token marginals."""
+    if per_token:
+        token_pair_expectations(G, tok_ptr, tok_obs, b_ptr, b_prev, b_cur, n_u, trans_offset,
+                                has_trans, t0, T, L, alpha, beta, expu, expb, scale, pair, tmp)
+    elif has_trans and T > 1:
+        shared_pair_expectations(G, trans_offset, T, L, alpha, beta, expu, expb, scale, pair,
+                                 tmp)
+    unigram_expectations(G, tok_ptr, tok_obs, u_ptr, u_lab, t0, T, L, alpha, beta, Gd)
+
+
+@njit(**JIT)
 def dot(a, b):
     """Serial dot product: a fixed summation order, unlike threaded BLAS."""
     acc = 0.0
@@ -326,31 +431,36 @@ def dot(a, b):
     return acc
 
 
-# --- batch kernels ---------------------------------------------------------------------------
-@njit(**PARALLEL_JIT)
-def loss_blocks(W, seq_ptr, tok_ptr, tok_obs, labels, u_ptr, u_lab, b_ptr, b_prev, b_cur,
-                n_u, trans_offset, has_trans, per_token, L, block_ptr, G_blocks, out, n_dense):
-    """Per block of sequences: sum of log Z into out[b, 0], expected counts into G_blocks[b].
-
-    out[b, 1] / out[b, 2] count token / sequence errors of posterior decoding
-    (argmax of marginals), a free by-product used for the progress line.
-    The ``n_dense`` most frequent observations use dense rows of weights and
-    of expectations (:func:`dense_rows`); each of their features' gradient
-    is still the same additions in the same order, from zero.
-    """
+# --- batch kernels: one block of sequences each (crfkit.blocks runs blocks on threads) ------
+@njit(**JIT)
+def shared_scores(W, u_ptr, u_lab, trans_offset, has_trans, L, n_dense):
+    """What every block of an evaluation at W reads: the transition block, its exponential
+    (``exp_trans[0]``, shifted by the returned max) and the dense rows of the ``n_dense``
+    most frequent observations (:func:`dense_rows`)."""
     trans = transition_block(W, trans_offset, has_trans, L)
-    Wd = dense_rows(W, u_ptr, u_lab, n_dense, L)
     exp_trans = np.empty((1, L, L))
-    trans_shift = _exp_shifted(trans, exp_trans[0])
-    n_blocks = len(block_ptr) - 1
-    for blk in prange(n_blocks):
-        s0 = block_ptr[blk]
-        s1 = block_ptr[blk + 1]
+    # as one row: the same values, and a first run need not compile the matrix version
+    trans_shift = _exp_shifted(trans.reshape(L * L), exp_trans.reshape(L * L))
+    return trans, exp_trans, trans_shift, dense_rows(W, u_ptr, u_lab, n_dense, L)
+
+
+def _loss_block_kernel(per_token: bool):
+    """The kernel :func:`loss_block` calls, for transitions that vary per token
+    (observation bigrams) or one transition matrix shared by all tokens.
+
+    ``per_token`` is a constant of the closure, so Numba drops the other
+    branch before compiling: a first run that needs only one kind compiles
+    only its half (the bigram half is a third of the lattice code).
+    """
+
+    @njit(**JIT)
+    def kernel(W, seq_ptr, tok_ptr, tok_obs, labels, u_ptr, u_lab, b_ptr, b_prev, b_cur, n_u,
+               trans_offset, has_trans, L, s0, s1, trans, exp_trans, trans_shift, Wd, G, out):
         Tmax = longest_sequence(seq_ptr, s0, s1)
         TP = Tmax if per_token else 1
         psi = np.empty((Tmax, L))
         phi = np.empty((TP, L, L))
-        phi[0] = trans
+        copy_matrix(trans, phi[0])
         expu = np.empty((Tmax, L))
         expb = np.empty((TP, L, L)) if per_token else exp_trans
         alpha = np.empty((Tmax, L))
@@ -358,8 +468,7 @@ def loss_blocks(W, seq_ptr, tok_ptr, tok_obs, labels, u_ptr, u_lab, b_ptr, b_pre
         scale = np.empty(Tmax)
         pair = np.empty((L, L))
         tmp = np.empty(L)
-        Gd = np.zeros((n_dense, L))
-        G = G_blocks[blk]
+        Gd = np.zeros(Wd.shape)
         G[:] = 0.0
         logz_sum = 0.0
         tok_err = 0
@@ -376,89 +485,113 @@ def loss_blocks(W, seq_ptr, tok_ptr, tok_obs, labels, u_ptr, u_lab, b_ptr, b_pre
                                                    tok_ptr, tok_obs, b_ptr, b_prev, b_cur, t0)
             else:
                 logz_sum += trans_shift * (T - 1)
-            logz_sum += forward_backward(psi, expb, per_token, T, L, expu, alpha, beta,
-                                         scale, tmp)
-            accumulate_expectations(G, tok_ptr, tok_obs, u_ptr, u_lab, b_ptr, b_prev, b_cur,
-                                    n_u, trans_offset, has_trans, per_token, t0, T, L,
-                                    alpha, beta, expu, expb, scale, pair, tmp, Gd)
+            logz_sum += forward_backward(psi, expb, per_token, T, L, expu, alpha, beta, scale,
+                                         tmp)
+            if per_token:
+                token_pair_expectations(G, tok_ptr, tok_obs, b_ptr, b_prev, b_cur, n_u,
+                                        trans_offset, has_trans, t0, T, L, alpha, beta, expu,
+                                        expb, scale, pair, tmp)
+            elif has_trans and T > 1:
+                shared_pair_expectations(G, trans_offset, T, L, alpha, beta, expu, expb, scale,
+                                         pair, tmp)
+            unigram_expectations(G, tok_ptr, tok_obs, u_ptr, u_lab, t0, T, L, alpha, beta, Gd)
             wrong = 0
             for t in range(T):
-                if np.argmax(alpha[t]) != labels[t0 + t]:
+                if argmax(alpha[t]) != labels[t0 + t]:
                     wrong += 1
             tok_err += wrong
             if wrong:
                 seq_err += 1
         flush_dense(G, Gd, u_ptr, u_lab)
-        out[blk, 0] = logz_sum
-        out[blk, 1] = tok_err
-        out[blk, 2] = seq_err
+        out[0] = logz_sum
+        out[1] = tok_err
+        out[2] = seq_err
+
+    return kernel
 
 
-@njit(**PARALLEL_JIT)
+_LOSS_BLOCK = {False: _loss_block_kernel(False), True: _loss_block_kernel(True)}
+
+
+def loss_block(W: np.ndarray, seq_ptr: np.ndarray, tok_ptr: np.ndarray, tok_obs: np.ndarray,
+               labels: np.ndarray, u_ptr: np.ndarray, u_lab: np.ndarray, b_ptr: np.ndarray,
+               b_prev: np.ndarray, b_cur: np.ndarray, n_u: int, trans_offset: int,
+               has_trans: bool, per_token: bool, L: int, s0: int, s1: int, trans: np.ndarray,
+               exp_trans: np.ndarray, trans_shift: float, Wd: np.ndarray, G: np.ndarray,
+               out: np.ndarray) -> None:
+    """Sequences s0..s1-1: the sum of their log Z into out[0], expected counts into G.
+
+    out[1] / out[2] count token / sequence errors of posterior decoding
+    (argmax of marginals), a free by-product used for the progress line.
+    ``trans``, ``exp_trans``, ``trans_shift`` and ``Wd`` come from
+    :func:`shared_scores`. The observations that have a row in ``Wd`` use
+    dense rows of weights and of expectations (:func:`dense_rows`); each of
+    their features' gradient is still the same additions in the same order,
+    from zero. ``per_token``: the model has observation bigrams (``phi``
+    differs per token).
+    """
+    _LOSS_BLOCK[bool(per_token)](W, seq_ptr, tok_ptr, tok_obs, labels, u_ptr, u_lab, b_ptr,
+                                 b_prev, b_cur, n_u, trans_offset, has_trans, L, s0, s1, trans,
+                                 exp_trans, trans_shift, Wd, G, out)
+
+
+@njit(**JIT)
 def add_blocks(G_blocks, fresh, g):
     """g (+)= G_blocks[0] + G_blocks[1] + ..., in row order (``fresh``: g starts at row 0).
 
     Called once per wave of blocks, in block order, so the sum of every
     weight's gradient is taken in the same order whatever the wave size.
     """
-    n = g.size
-    chunk = 1 << 16
-    n_chunks = (n + chunk - 1) // chunk
-    for c in prange(n_chunks):
-        lo = c * chunk
-        hi = min(n, lo + chunk)
-        start = 0
-        if fresh:
-            for i in range(lo, hi):
-                g[i] = G_blocks[0, i]
-            start = 1
-        for b in range(start, G_blocks.shape[0]):
-            for i in range(lo, hi):
-                g[i] += G_blocks[b, i]
+    start = 0
+    if fresh:
+        for i in range(g.size):
+            g[i] = G_blocks[0, i]
+        start = 1
+    for b in range(start, G_blocks.shape[0]):
+        for i in range(g.size):
+            g[i] += G_blocks[b, i]
 
 
-@njit(**PARALLEL_JIT)
+@njit(**JIT)
 def finish_gradient(empirical, W, rho2, g):
     """g += rho2 * W - empirical: expectations minus counts, plus the L2 term.
 
-    Fixed chunks, as in :func:`add_blocks`: a split that followed the thread
-    count would move the boundary between vectorised and scalar (differently
-    contracted) iterations, and change the last bits.
+    One loop, so the split between vectorised and scalar (possibly
+    differently contracted) iterations depends only on the size.
     """
-    n = g.size
-    chunk = 1 << 16
-    for c in prange((n + chunk - 1) // chunk):
-        for i in range(c * chunk, min(n, (c + 1) * chunk)):
-            g[i] += rho2 * W[i] - empirical[i]
+    for i in range(g.size):
+        g[i] += rho2 * W[i] - empirical[i]
 
 
-@njit(**PARALLEL_JIT)
-def viterbi_blocks(W, seq_ptr, tok_ptr, tok_obs, u_ptr, u_lab, b_ptr, b_prev, b_cur,
-                   n_u, trans_offset, has_trans, per_token, L, block_ptr, out_labels, out_scores):
-    """Best path of every sequence: labels into out_labels (per token), scores per sequence."""
-    trans = transition_block(W, trans_offset, has_trans, L)
-    n_blocks = len(block_ptr) - 1
-    for blk in prange(n_blocks):
-        s0 = block_ptr[blk]
-        s1 = block_ptr[blk + 1]
-        Tmax = longest_sequence(seq_ptr, s0, s1)
-        TP = Tmax if per_token else 1
-        psi = np.empty((Tmax, L))
-        phi = np.empty((TP, L, L))
-        phi[0] = trans
-        delta = np.empty((Tmax, L))
-        back = np.empty((Tmax, L), dtype=np.int32)
-        path = np.empty(Tmax, dtype=np.int32)
-        no_dense = np.empty((0, L))
-        for s in range(s0, s1):
-            t0 = seq_ptr[s]
-            T = seq_ptr[s + 1] - t0
-            if T == 0:
-                out_scores[s] = 0.0
-                continue
-            unigram_scores(W, tok_ptr, tok_obs, u_ptr, u_lab, t0, T, psi, no_dense)
-            if per_token:
-                bigram_scores(W, tok_ptr, tok_obs, b_ptr, b_prev, b_cur, n_u, trans, t0, T, phi)
-            out_scores[s] = viterbi(psi, phi, per_token, T, L, delta, back, path)
-            for t in range(T):
-                out_labels[t0 + t] = path[t]
+@njit(**JIT)
+def viterbi_block(W, seq_ptr, tok_ptr, tok_obs, u_ptr, u_lab, b_ptr, b_prev, b_cur,
+                  n_u, per_token, local, L, s0, s1, trans, out_labels, out_scores):
+    """Best path of sequences s0..s1-1: labels into out_labels (per token), scores per sequence.
+
+    ``local`` (LOCAL_*): the model type's normalisation; a MEMM needs
+    ``per_token``. Its scores are then path log-probabilities.
+    """
+    Tmax = longest_sequence(seq_ptr, s0, s1)
+    TP = Tmax if per_token else 1
+    psi = np.empty((Tmax, L))
+    phi = np.empty((TP, L, L))
+    copy_matrix(trans, phi[0])
+    row = np.empty(L)
+    delta = np.empty((Tmax, L))
+    back = np.empty((Tmax, L), dtype=np.int32)
+    path = np.empty(Tmax, dtype=np.int32)
+    no_dense = np.empty((0, L))
+    for s in range(s0, s1):
+        t0 = seq_ptr[s]
+        T = seq_ptr[s + 1] - t0
+        if T == 0:
+            out_scores[s] = 0.0
+            continue
+        unigram_scores(W, tok_ptr, tok_obs, u_ptr, u_lab, t0, T, psi, no_dense)
+        if per_token:
+            bigram_scores(W, tok_ptr, tok_obs, b_ptr, b_prev, b_cur, n_u, trans, t0, T, phi)
+        if local != LOCAL_NONE:
+            local_normalise(psi, phi, T, L, local, row)
+        out_scores[s] = viterbi(psi, phi, per_token, T, L, delta, back, path)
+        for t in range(T):
+            out_labels[t0 + t] = path[t]

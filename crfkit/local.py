@@ -38,18 +38,20 @@ Decoding a MEMM is Viterbi over the log *local* probabilities: with
 ``psi'[0] = log softmax psi[0]``, ``psi'[t>0] = 0`` and
 ``phi'[t, a, b] = psi[t, b] + phi[t, a, b] - log sum_b' exp(psi[t, b'] + phi[t, a, b'])``
 the max-plus recursion of :func:`crfkit.kernels.viterbi` finds the path of
-highest probability, and its score is that path's log-probability.
+highest probability, and its score is that path's log-probability
+(:func:`crfkit.kernels.local_normalise` rewrites the scores).
 """
 
 from __future__ import annotations
 
 import numpy as np
-from numba import njit, prange
+from numba import njit
 
 from crfkit import config, kernels
-from crfkit.config import JIT, PARALLEL_JIT
+from crfkit.blocks import partition_blocks, run_blocks
+from crfkit.config import JIT
 from crfkit.errors import UsageError
-from crfkit.objective import Objective, partition_blocks
+from crfkit.objective import Objective
 from crfkit.space import Dataset, FeatureSpace
 
 LOCAL_TYPES = ("memm", "maxent")
@@ -80,7 +82,7 @@ def _token_scores(W, tok_ptr, tok_obs, u_ptr, u_lab, b_ptr, b_prev, b_cur, n_u, 
 @njit(**JIT)
 def _softmax_inplace(score):
     """Turn scores into probabilities; return log sum exp of the scores."""
-    m = score.max()
+    m = kernels._max(score)
     total = 0.0
     for y in range(score.shape[0]):
         score[y] = np.exp(score[y] - m)
@@ -111,102 +113,38 @@ def _add_expectations(G, prob, tok_ptr, tok_obs, u_ptr, u_lab, b_ptr, b_prev, b_
                     G[n_u + k] += prob[b_cur[k]]
 
 
-# --- batch kernels ---------------------------------------------------------------------------
-@njit(**PARALLEL_JIT)
-def local_loss_blocks(W, seq_ptr, tok_ptr, tok_obs, labels, u_ptr, u_lab, b_ptr, b_prev, b_cur,
-                      n_u, trans_offset, has_trans, use_prev, L, block_ptr, G_blocks, out):
-    """Per block: sum of the local log-normalisers into out[b, 0], expectations into G_blocks[b].
+# --- batch kernel: one block of sequences (crfkit.blocks runs blocks on threads) ---------------
+@njit(**JIT)
+def local_loss_block(W, seq_ptr, tok_ptr, tok_obs, labels, u_ptr, u_lab, b_ptr, b_prev, b_cur,
+                     n_u, trans_offset, has_trans, use_prev, L, s0, s1, G, out):
+    """Sequences s0..s1-1: the sum of the local log-normalisers into out[0], expectations into G.
 
     ``use_prev``: MEMM (condition on the gold previous label) or MaxEnt.
-    out[b, 1] / out[b, 2] count token / sequence errors of the per-token
-    argmax given the gold previous label (for the progress line).
+    out[1] / out[2] count token / sequence errors of the per-token argmax
+    given the gold previous label (for the progress line).
     """
-    n_blocks = len(block_ptr) - 1
-    for blk in prange(n_blocks):
-        score = np.empty(L)
-        G = G_blocks[blk]
-        G[:] = 0.0
-        lse_sum = 0.0
-        tok_err = 0
-        seq_err = 0
-        for s in range(block_ptr[blk], block_ptr[blk + 1]):
-            wrong = 0
-            for g in range(seq_ptr[s], seq_ptr[s + 1]):
-                prev = labels[g - 1] if use_prev and g > seq_ptr[s] else -1
-                _token_scores(W, tok_ptr, tok_obs, u_ptr, u_lab, b_ptr, b_prev, b_cur, n_u,
-                              trans_offset, has_trans, L, g, prev, score)
-                if np.argmax(score) != labels[g]:
-                    wrong += 1
-                lse_sum += _softmax_inplace(score)
-                _add_expectations(G, score, tok_ptr, tok_obs, u_ptr, u_lab, b_ptr, b_prev, b_cur,
-                                  n_u, trans_offset, has_trans, L, g, prev)
-            tok_err += wrong
-            if wrong:
-                seq_err += 1
-        out[blk, 0] = lse_sum
-        out[blk, 1] = tok_err
-        out[blk, 2] = seq_err
-
-
-@njit(**JIT)
-def _log_softmax_row(src, dst):
-    """dst = src - log sum exp(src)."""
-    m = src.max()
-    total = 0.0
-    for y in range(src.shape[0]):
-        total += np.exp(src[y] - m)
-    lse = m + np.log(total)
-    for y in range(src.shape[0]):
-        dst[y] = src[y] - lse
-
-
-@njit(**PARALLEL_JIT)
-def local_viterbi_blocks(W, seq_ptr, tok_ptr, tok_obs, u_ptr, u_lab, b_ptr, b_prev, b_cur,
-                         n_u, trans_offset, has_trans, use_prev, L, block_ptr, out_labels,
-                         out_scores):
-    """Most probable path of every sequence under local normalisation (module docstring).
-
-    out_scores[s] is the path's log-probability.
-    """
-    trans = kernels.transition_block(W, trans_offset, has_trans, L)
-    n_blocks = len(block_ptr) - 1
-    for blk in prange(n_blocks):
-        s0 = block_ptr[blk]
-        s1 = block_ptr[blk + 1]
-        Tmax = kernels.longest_sequence(seq_ptr, s0, s1)
-        TP = Tmax if use_prev else 1
-        psi = np.empty((Tmax, L))
-        phi = np.empty((TP, L, L))
-        row = np.empty(L)
-        delta = np.empty((Tmax, L))
-        back = np.empty((Tmax, L), dtype=np.int32)
-        path = np.empty(Tmax, dtype=np.int32)
-        no_dense = np.empty((0, L))  # no dense rows (see kernels.unigram_scores)
-        if not use_prev:
-            phi[0] = 0.0
-        for s in range(s0, s1):
-            t0 = seq_ptr[s]
-            T = seq_ptr[s + 1] - t0
-            if T == 0:
-                out_scores[s] = 0.0
-                continue
-            kernels.unigram_scores(W, tok_ptr, tok_obs, u_ptr, u_lab, t0, T, psi, no_dense)
-            if use_prev:
-                kernels.bigram_scores(W, tok_ptr, tok_obs, b_ptr, b_prev, b_cur, n_u, trans,
-                                      t0, T, phi)
-                for t in range(1, T):
-                    for a in range(L):
-                        for b in range(L):
-                            row[b] = psi[t, b] + phi[t, a, b]
-                        _log_softmax_row(row, phi[t, a])
-                    psi[t] = 0.0
-                _log_softmax_row(psi[0], psi[0])
-            else:
-                for t in range(T):
-                    _log_softmax_row(psi[t], psi[t])
-            out_scores[s] = kernels.viterbi(psi, phi, use_prev, T, L, delta, back, path)
-            for t in range(T):
-                out_labels[t0 + t] = path[t]
+    score = np.empty(L)
+    G[:] = 0.0
+    lse_sum = 0.0
+    tok_err = 0
+    seq_err = 0
+    for s in range(s0, s1):
+        wrong = 0
+        for g in range(seq_ptr[s], seq_ptr[s + 1]):
+            prev = labels[g - 1] if use_prev and g > seq_ptr[s] else -1
+            _token_scores(W, tok_ptr, tok_obs, u_ptr, u_lab, b_ptr, b_prev, b_cur, n_u,
+                          trans_offset, has_trans, L, g, prev, score)
+            if kernels.argmax(score) != labels[g]:
+                wrong += 1
+            lse_sum += _softmax_inplace(score)
+            _add_expectations(G, score, tok_ptr, tok_obs, u_ptr, u_lab, b_ptr, b_prev, b_cur,
+                              n_u, trans_offset, has_trans, L, g, prev)
+        tok_err += wrong
+        if wrong:
+            seq_err += 1
+    out[0] = lse_sum
+    out[1] = tok_err
+    out[2] = seq_err
 
 
 # --- Python API --------------------------------------------------------------------------------
@@ -227,12 +165,15 @@ class LocalObjective(Objective):
         self.use_prev = model_type == "memm"
         super().__init__(space, data, empirical, rho2)
 
-    def _loss_blocks(self, w: np.ndarray, block_ptr: np.ndarray, G_blocks: np.ndarray,
-                     out: np.ndarray) -> None:
+    def _shared(self, w: np.ndarray) -> tuple:
+        return ()
+
+    def _loss_block(self, w: np.ndarray, shared: tuple, s0: int, s1: int, G: np.ndarray,
+                    out: np.ndarray) -> None:
         s, d = self.space, self.data
-        local_loss_blocks(w, d.seq_ptr, d.tok_ptr, d.tok_obs, d.labels, s.u_ptr, s.u_lab,
-                          s.b_ptr, s.b_prev, s.b_cur, s.n_u, s.trans_offset, s.has_trans,
-                          self.use_prev, s.n_labels, block_ptr, G_blocks, out)
+        local_loss_block(w, d.seq_ptr, d.tok_ptr, d.tok_obs, d.labels, s.u_ptr, s.u_lab,
+                         s.b_ptr, s.b_prev, s.b_cur, s.n_u, s.trans_offset, s.has_trans,
+                         self.use_prev, s.n_labels, s0, s1, G, out)
 
 
 def decode_local_scored(model_type: str, W: np.ndarray, data: Dataset, space: FeatureSpace
@@ -240,8 +181,8 @@ def decode_local_scored(model_type: str, W: np.ndarray, data: Dataset, space: Fe
     """Best label ids per token (int32, n_tokens) and a score per sequence (float64).
 
     For ``memm``/``maxent`` the score is the path's log-probability; for
-    ``crf`` it is the unnormalised Viterbi score (as
-    :func:`crfkit.kernels.viterbi_blocks`).
+    ``crf`` it is the unnormalised Viterbi score (see
+    :func:`crfkit.kernels.viterbi_block`).
     """
     if model_type not in ("crf", *LOCAL_TYPES):
         raise UsageError(f"unknown model type {model_type!r}")
@@ -253,14 +194,16 @@ def decode_local_scored(model_type: str, W: np.ndarray, data: Dataset, space: Fe
         return labels, scores
     blocks = partition_blocks(data.lengths, config.N_BLOCKS)
     s = space
-    if model_type == "crf":
-        kernels.viterbi_blocks(W, data.seq_ptr, data.tok_ptr, data.tok_obs, s.u_ptr, s.u_lab,
-                               s.b_ptr, s.b_prev, s.b_cur, s.n_u, s.trans_offset, s.has_trans,
-                               s.n_b > 0, s.n_labels, blocks, labels, scores)
-    else:
-        local_viterbi_blocks(W, data.seq_ptr, data.tok_ptr, data.tok_obs, s.u_ptr, s.u_lab,
-                             s.b_ptr, s.b_prev, s.b_cur, s.n_u, s.trans_offset, s.has_trans,
-                             model_type == "memm", s.n_labels, blocks, labels, scores)
+    trans = kernels.transition_block(W, s.trans_offset, s.has_trans, s.n_labels)
+    local = kernels.LOCAL[model_type]
+    per_token = s.n_b > 0 or local == kernels.LOCAL_MEMM  # a MEMM's phi depends on psi
+
+    def block(b: int) -> None:
+        kernels.viterbi_block(W, data.seq_ptr, data.tok_ptr, data.tok_obs, s.u_ptr, s.u_lab,
+                              s.b_ptr, s.b_prev, s.b_cur, s.n_u, per_token, local, s.n_labels,
+                              blocks[b], blocks[b + 1], trans, labels, scores)
+
+    run_blocks(block, len(blocks) - 1)
     return labels, scores
 
 

@@ -5,33 +5,17 @@
 
 (the gold path score of every sequence is ``w . empirical`` since features
 are indicators). The kernels fill one gradient buffer per block of
-sequences; :func:`crfkit.kernels.reduce_gradient` sums them in block order.
+sequences; :meth:`Objective.__call__` sums them in block order.
 """
 
 from __future__ import annotations
 
-import numba
 import numpy as np
 
 from crfkit import config, kernels
+from crfkit.blocks import partition_blocks, run_blocks, thread_count
 from crfkit.errors import CrfkitError
 from crfkit.space import Dataset, FeatureSpace
-
-
-def partition_blocks(lengths: np.ndarray, n_blocks: int) -> np.ndarray:
-    """Split sequences into contiguous blocks of about equal token count.
-
-    Depends only on the data, never on the thread count, so the gradient sum
-    order (and thus the trained model) is the same with any ``-t``.
-    """
-    n = len(lengths)
-    n_blocks = max(1, min(n_blocks, n))
-    cost = np.cumsum(lengths, dtype=np.float64)
-    total = cost[-1] if n else 0.0
-    targets = total * np.arange(1, n_blocks) / n_blocks
-    cuts = np.searchsorted(cost, targets, side="left") + 1
-    ptr = np.unique(np.concatenate([[0], np.clip(cuts, 1, n), [n]]))
-    return ptr.astype(np.int64)
 
 
 class Objective:
@@ -39,10 +23,10 @@ class Objective:
 
     The sequences are split into fixed blocks (:func:`partition_blocks`), each
     filling a gradient row of ``G_blocks`` and its ``out`` row (log-sum,
-    token errors, sequence errors); :meth:`_loss_blocks` runs the kernel that
-    fills them, so a subclass with another normalisation (see
-    :class:`crfkit.local.LocalObjective`) overrides only that and ``overflow``.
-    Blocks run in waves of one per thread, each wave's rows added to the
+    token errors, sequence errors); :meth:`_loss_block` runs the kernel that
+    fills one, so a subclass with another normalisation (see
+    :class:`crfkit.local.LocalObjective`) overrides only that, :meth:`_shared`
+    and ``overflow``. Blocks run in waves of one per thread, each wave's rows added to the
     gradient in block order: the sum order (and the model) does not depend on
     the thread count, and only one gradient row per thread is held (16 rows
     were 58 MB on CoNLL-2000).
@@ -59,7 +43,7 @@ class Objective:
         max_blocks = max(1, config.MAX_BLOCK_BUFFER_BYTES // max(1, 8 * space.n_weights))
         self.block_ptr = partition_blocks(data.lengths, min(config.N_BLOCKS, max_blocks))
         n_blocks = len(self.block_ptr) - 1
-        self.wave = max(1, min(numba.get_num_threads(), n_blocks))
+        self.wave = max(1, min(thread_count(), n_blocks))
         # The most frequent observations get dense rows (kernels.dense_rows).
         self.n_dense = min(space.n_obs, config.DENSE_ROW_CELLS // max(1, space.n_labels))
         self.G_blocks = np.empty((self.wave, space.n_weights))
@@ -68,21 +52,33 @@ class Objective:
         self.sequence_errors = 0
         self.evaluations = 0
 
-    def _loss_blocks(self, w: np.ndarray, block_ptr: np.ndarray, G_blocks: np.ndarray,
-                     out: np.ndarray) -> None:
-        """Fill ``G_blocks`` and ``out`` (a row per block of ``block_ptr``) at ``w``."""
+    def _shared(self, w: np.ndarray) -> tuple:
+        """What every block reads at ``w`` (computed once per evaluation)."""
+        s = self.space
+        return kernels.shared_scores(w, s.u_ptr, s.u_lab, s.trans_offset, s.has_trans,
+                                     s.n_labels, self.n_dense)
+
+    def _loss_block(self, w: np.ndarray, shared: tuple, s0: int, s1: int, G: np.ndarray,
+                    out: np.ndarray) -> None:
+        """Fill ``G`` (a gradient row) and ``out`` (3 values) for sequences s0..s1-1 at ``w``."""
         s, d = self.space, self.data
-        kernels.loss_blocks(w, d.seq_ptr, d.tok_ptr, d.tok_obs, d.labels, s.u_ptr, s.u_lab,
-                            s.b_ptr, s.b_prev, s.b_cur, s.n_u, s.trans_offset, s.has_trans,
-                            s.n_b > 0, s.n_labels, block_ptr, G_blocks, out, self.n_dense)
+        kernels.loss_block(w, d.seq_ptr, d.tok_ptr, d.tok_obs, d.labels, s.u_ptr, s.u_lab,
+                           s.b_ptr, s.b_prev, s.b_cur, s.n_u, s.trans_offset, s.has_trans,
+                           s.n_b > 0, s.n_labels, s0, s1, *shared, G, out)
 
     def __call__(self, w: np.ndarray, g: np.ndarray) -> float:
+        shared = self._shared(w)
+        ptr = self.block_ptr
         n_blocks = len(self.out)
         for first in range(0, n_blocks, self.wave):
             last = min(first + self.wave, n_blocks)
-            rows = self.G_blocks[:last - first]
-            self._loss_blocks(w, self.block_ptr[first:last + 1], rows, self.out[first:last])
-            kernels.add_blocks(rows, first == 0, g)
+
+            def block(i: int, first: int = first) -> None:
+                self._loss_block(w, shared, int(ptr[first + i]), int(ptr[first + i + 1]),
+                                 self.G_blocks[i], self.out[first + i])
+
+            run_blocks(block, last - first)
+            kernels.add_blocks(self.G_blocks[:last - first], first == 0, g)
         log_z = float(np.sum(self.out[:, 0]))
         if not np.isfinite(log_z):
             raise CrfkitError(f"{self.overflow}: the weights diverged (try a larger -2/--rho2)")

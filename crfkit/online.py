@@ -47,16 +47,6 @@ def _load_transitions(W, trans_offset, has_trans, L, trans):
 
 
 @njit(**JIT)
-def _exp_matrix(src, dst):
-    """dst = exp(src - max src); returns the max."""
-    m = src.max()
-    for a in range(src.shape[0]):
-        for b in range(src.shape[1]):
-            dst[a, b] = np.exp(src[a, b] - m)
-    return m
-
-
-@njit(**JIT)
 def _sequence_scores(W, tok_ptr, tok_obs, u_ptr, u_lab, b_ptr, b_prev, b_cur, n_u, trans_offset,
                      has_trans, per_token, L, t0, T, trans, psi, phi, no_dense):
     """trans, psi[:T] and phi of tokens t0 .. t0+T-1 at the current weights.
@@ -69,7 +59,7 @@ def _sequence_scores(W, tok_ptr, tok_obs, u_ptr, u_lab, b_ptr, b_prev, b_cur, n_
     if per_token:
         kernels.bigram_scores(W, tok_ptr, tok_obs, b_ptr, b_prev, b_cur, n_u, trans, t0, T, phi)
     else:
-        phi[0] = trans
+        kernels.copy_matrix(trans, phi[0])
 
 
 # --- SGD with the cumulative L1 penalty --------------------------------------------------------
@@ -148,7 +138,7 @@ def sgd_epoch(W, order, seq_ptr, tok_ptr, tok_obs, labels, u_ptr, u_lab, b_ptr, 
         if per_token:
             shift = kernels.exp_transitions(phi, T, expb)
         else:
-            shift = _exp_matrix(trans, expb[0]) * (T - 1)
+            shift = kernels._exp_shifted(trans, expb[0]) * (T - 1)
         logz = shift + kernels.forward_backward(psi, expb, per_token, T, L, expu, alpha_, beta,
                                                 scale, tmp)
         if not np.isfinite(logz):
@@ -166,7 +156,7 @@ def sgd_epoch(W, order, seq_ptr, tok_ptr, tok_obs, labels, u_ptr, u_lab, b_ptr, 
                                         alpha_, beta, expu, expb, scale, pair, tmp, no_dense)
         wrong = 0
         for t in range(T):
-            if np.argmax(alpha_[t]) != labels[t0 + t]:
+            if kernels.argmax(alpha_[t]) != labels[t0 + t]:
                 wrong += 1
         tok_err += wrong
         if wrong:

@@ -35,6 +35,7 @@ from crfkit.corpus import Corpus, DevelSet, encode_devel, encode_training, model
 from crfkit.errors import UsageError
 from crfkit.evaluate import evaluate
 from crfkit.features import StringTable
+from crfkit.jitcache import announce_compile
 from crfkit.local import LocalObjective, decode_local
 from crfkit.memory import (
     Estimate,
@@ -292,6 +293,7 @@ def train(patterns: list[Pattern] | None, sequences: Iterable[Sequence],
     model_type = _resolve_type(options, init)
     patterns = _resolve_patterns(patterns, model_type, init)
     progress = progress or Progress(quiet=True)
+    announce_compile(progress, options.algo, model_type, devel is not None)
     _set_threads(options.nthread)
     budget = _budget(options, devel=devel is not None)
     started = time.perf_counter()

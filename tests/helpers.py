@@ -1,6 +1,36 @@
-"""Assertions shared by the test files (imported as ``from tests.helpers import ...``)."""
+"""Plain helpers shared by the test modules: the CLI runner, the one-error-line assertion,
+small random corpora. Imported as ``from tests.helpers import ...``; a test module never
+imports from another test module. Fixtures built on these live in ``tests/conftest.py``,
+the slow references (oracles) in ``tests/naive.py``.
+"""
 
 from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+from click.testing import CliRunner
+
+from crfkit.cli import cli
+from crfkit.patterns import parse_patterns
+from crfkit.reader import Sequence
+
+ROOT = Path(__file__).resolve().parents[1]
+
+# Every kind of weight: unigrams, observation bigrams, both (*), the transition block.
+PATTERNS = parse_patterns("""
+U00:%x[0,0]
+U01:%x[-1,0]/%x[0,0]
+u:suffix=%m[0,0,"\\a$"]
+b:pos=%x[0,1]
+*:next=%X[1,0]
+B
+""")
+
+
+def run(*args: object, input: str | bytes | None = None):
+    """Invoke the ``crfkit`` command line in-process (arguments passed through ``str``)."""
+    return CliRunner().invoke(cli, [str(a) for a in args], input=input, catch_exceptions=False)
 
 
 def one_error_line(result, *needles: str) -> str:
@@ -12,3 +42,18 @@ def one_error_line(result, *needles: str) -> str:
     for needle in needles:
         assert needle in lines[0], lines[0]
     return lines[0]
+
+
+def random_corpus(seed: int, n_seqs: int = 6, max_len: int = 4) -> list[Sequence]:
+    """Tiny labelled sequences (word, tag, label) for :data:`PATTERNS`; 3 labels."""
+    rng = np.random.default_rng(seed)
+    words = ["a", "B", "c1", "dd", "E"]
+    tags = ["N", "V"]
+    labels = ["X", "Y", "Z"]
+    seqs = []
+    for _ in range(n_seqs):
+        n = int(rng.integers(1, max_len + 1))
+        rows = [[str(rng.choice(words)), str(rng.choice(tags)), str(rng.choice(labels))]
+                for _ in range(n)]
+        seqs.append(Sequence(rows=rows, lines=list(range(1, n + 1))))
+    return seqs

@@ -1,5 +1,8 @@
 """Slow, obviously-correct references for the kernels: enumerate every label path.
 
+:func:`reference_scores` builds a sequence's ``psi``/``phi`` from observation
+strings (the patterns applied one by one), not from the feature arrays.
+
 Only for tiny problems (L**T paths). ``psi[t, y]`` are unigram scores and
 ``phi[t, a, b]`` transition scores into token t (phi[0] unused).
 
@@ -13,6 +16,8 @@ from __future__ import annotations
 import itertools
 
 import numpy as np
+
+from crfkit.patterns import apply_pattern
 
 
 def path_score(psi: np.ndarray, phi: np.ndarray, path: tuple[int, ...]) -> float:
@@ -106,3 +111,29 @@ def locally_normalised(psi: np.ndarray, phi: np.ndarray, model_type: str
     else:
         return psi, phi
     return psi2, phi2
+
+
+def reference_scores(corpus, weights: np.ndarray, seq) -> tuple[np.ndarray, np.ndarray]:
+    """psi/phi of one sequence built from observation strings, not from the arrays."""
+    space = corpus.space
+    ids = {text: i for i, text in enumerate(corpus.featurizer.observation_strings())}
+    L = space.n_labels
+    T = len(seq.rows)
+    psi = np.zeros((T, L))
+    phi = np.zeros((T, L, L))
+    trans = weights[space.trans_offset:].reshape(L, L) if space.has_trans else np.zeros((L, L))
+    for t in range(T):
+        if t:
+            phi[t] += trans
+        for pattern in corpus.featurizer.patterns:
+            if pattern.is_constant and pattern.kind == "b":
+                continue
+            o = ids.get(apply_pattern(pattern, seq.rows, t))
+            if o is None:
+                continue
+            for k in range(space.u_ptr[o], space.u_ptr[o + 1]):
+                psi[t, space.u_lab[k]] += weights[k]
+            if t:
+                for k in range(space.b_ptr[o], space.b_ptr[o + 1]):
+                    phi[t, space.b_prev[k], space.b_cur[k]] += weights[space.n_u + k]
+    return psi, phi

@@ -4,11 +4,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 import crfkit
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
+@pytest.mark.slow
 def test_python_api_round_trip(tmp_path: Path):
     patterns = crfkit.read_patterns(ROOT / "patterns/address.pat")
     train = list(crfkit.read_sequences(ROOT / "data/address-train.txt"))[:300]
@@ -32,7 +35,5 @@ def test_exports_are_not_shadowed_by_submodules():
 
 
 def test_unknown_attribute():
-    import pytest
-
     with pytest.raises(AttributeError):
         crfkit.no_such_thing  # noqa: B018

@@ -6,18 +6,11 @@ import os
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
 
-from crfkit.cli import cli
-from tests.helpers import one_error_line
+from tests.helpers import ROOT, one_error_line, run
 
-ROOT = Path(__file__).resolve().parents[1]
 SMALL_PATTERNS = "U00:%x[0,0]\nU01:%x[-1,0]/%x[0,0]\nU02:%x[0,1]\nB\n"
 TRAIN = "the DT B-NP\ncat NN I-NP\nsat VBD B-VP\n\na DT B-NP\ndog NN I-NP\nran VBD B-VP\n"
-
-
-def run(*args: str, input: str | None = None):
-    return CliRunner().invoke(cli, list(args), input=input, catch_exceptions=False)
 
 
 @pytest.fixture
@@ -29,6 +22,7 @@ def files(tmp_path: Path):
     return tmp_path, pat, train
 
 
+@pytest.mark.slow
 def test_quick_start_pipeline_learns(tmp_path: Path):
     """The README quick start on the shipped sample: train, label -c, eval."""
     model = tmp_path / "address.model"

@@ -6,28 +6,17 @@ import gzip
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
 
 from crfkit import forklabel
-from crfkit.cli import cli
+from tests.helpers import run
 
 ROOT = Path(__file__).resolve().parents[1]
-TRAIN = ROOT / "data/address-train.txt"
 TEST = ROOT / "data/address-test.txt"
-PATTERNS = ROOT / "patterns/address.pat"
-
-
-def run(*args):
-    return CliRunner().invoke(cli, [str(a) for a in args], catch_exceptions=False)
 
 
 @pytest.fixture(scope="module")
-def model(tmp_path_factory):
-    tmp = tmp_path_factory.mktemp("fork")
-    path = tmp / "m.model"
-    result = run("train", "-q", "-p", PATTERNS, "-i", "5", TRAIN, path)
-    assert result.exit_code == 0, result.stderr
-    return path
+def model(address_model_file):
+    return address_model_file
 
 
 @pytest.fixture

@@ -13,23 +13,18 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from click.testing import CliRunner
 
 from crfkit import kernels
-from crfkit.cli import cli
 from crfkit.label import encode
 from crfkit.model import Model
 from crfkit.patterns import apply_pattern
 from crfkit.reader import Sequence
+from tests.helpers import run
 
 PATTERNS = "U00:%x[0,0]\nU01:%x[-1,0]/%x[0,0]\n*:pos=%x[0,1]\nb:w=%X[0,0]\nB\n"
 TRAIN = ("the DT B-NP\ncat NN I-NP\nsat VBD B-VP\non IN O\nthe DT B-NP\nmat NN I-NP\n\n"
          "a DT B-NP\ndog NN I-NP\nran VBD B-VP\n\nBig JJ B-NP\ndogs NNS I-NP\nbark VBP B-VP\n")
 ARROW = "→"
-
-
-def run(*args: str):
-    return CliRunner().invoke(cli, list(args), catch_exceptions=False)
 
 
 @pytest.fixture(scope="module")

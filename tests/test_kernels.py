@@ -16,7 +16,7 @@ def random_problem(rng, T, L, scale=1.0):
 
 
 def run_forward_backward(psi, phi, per_token):
-    """Run the kernel as loss_blocks does: exponentiate transitions, then the lattice."""
+    """Run the kernel as loss_block does: exponentiate transitions, then the lattice."""
     T, L = psi.shape
     TP = T if per_token else 1
     expu, alpha, beta = (np.empty((T, L)) for _ in range(3))

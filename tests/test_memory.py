@@ -24,8 +24,7 @@ from crfkit.memory import (
 from crfkit.patterns import parse_patterns
 from crfkit.reader import Sequence, read_sequences
 from crfkit.train import TrainOptions, _budget
-from tests.helpers import one_error_line
-from tests.test_cli import ROOT, run
+from tests.helpers import ROOT, one_error_line, run
 
 CONLL_TRAIN = ROOT.parent / "shared/data/conll2000/train.txt"
 PAT = str(ROOT / "patterns/address.pat")

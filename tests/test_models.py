@@ -1,9 +1,9 @@
 """Model types (MaxEnt, MEMM), compaction and warm starts, against slow references.
 
 * MaxEnt objective == the CRF objective on the same (pair-free) feature space;
-* MEMM objective == a per-token softmax computed from observation strings,
-  gradient == finite differences; MEMM decoding == brute force over all
-  paths of the summed log local probabilities;
+* MEMM objective == a per-token softmax computed from observation strings;
+  MEMM decoding == brute force over all paths of the summed log local
+  probabilities (gradients and thread counts of every type: test_training.py);
 * model files record the type; compaction keeps the labelling and drops the
   zeros; continuing from a model keeps every old weight at its feature.
 """
@@ -23,7 +23,8 @@ from crfkit.local import LocalObjective, decode_local, decode_local_scored
 from crfkit.model import Model, compact
 from crfkit.objective import Objective
 from crfkit.train import TrainOptions, train
-from tests.test_training import PATTERNS, random_corpus, reference_scores
+from tests.helpers import PATTERNS, random_corpus
+from tests.naive import log_partition, path_score, reference_scores
 
 
 def logsumexp(v: np.ndarray) -> float:
@@ -52,28 +53,6 @@ def test_memm_objective_matches_reference(seed):
     g = np.empty_like(w)
     got = LocalObjective("memm", corpus.space, corpus.data, corpus.empirical, 0.3)(w, g)
     assert got == pytest.approx(memm_reference(corpus, w, seqs, 0.3), rel=1e-10)
-
-
-@pytest.mark.parametrize("model_type", ["memm", "maxent"])
-def test_local_gradient_matches_finite_differences(model_type):
-    seqs = random_corpus(4, n_seqs=5)
-    corpus = encode_training(model_patterns(PATTERNS, model_type), seqs, model_type=model_type)
-    objective = LocalObjective(model_type, corpus.space, corpus.data, corpus.empirical, 0.7)
-    w = np.random.default_rng(4).normal(size=corpus.space.n_weights)
-    g = np.empty_like(w)
-    objective(w, g)
-    scratch = np.empty_like(w)
-    numeric = np.empty_like(w)
-    for i in range(w.size):
-        wp, wm = w.copy(), w.copy()
-        wp[i] += 1e-6
-        wm[i] -= 1e-6
-        numeric[i] = (objective(wp, scratch) - objective(wm, scratch)) / 2e-6
-    np.testing.assert_allclose(g, numeric, rtol=1e-5, atol=1e-6)
-    if model_type == "memm":
-        assert corpus.space.n_b and corpus.space.has_trans
-    else:
-        assert corpus.space.n_b == 0 and not corpus.space.has_trans
 
 
 def test_maxent_is_a_crf_without_label_pairs():
@@ -131,23 +110,6 @@ def test_maxent_decoding_is_the_token_argmax():
         assert list(ids[t0:t0 + len(seq.rows)]) == list(np.argmax(psi, axis=1))
     with pytest.raises(UsageError):
         decode_local("hmm", w, corpus.data, corpus.space)
-
-
-def test_local_objective_does_not_depend_on_the_thread_count():
-    import numba
-
-    seqs = random_corpus(9, n_seqs=40)
-    corpus = encode_training(PATTERNS, seqs, model_type="memm")
-    objective = LocalObjective("memm", corpus.space, corpus.data, corpus.empirical, 1.0)
-    w = np.random.default_rng(9).normal(size=corpus.space.n_weights)
-    results = []
-    for threads in (1, numba.config.NUMBA_NUM_THREADS):
-        numba.set_num_threads(threads)
-        g = np.empty_like(w)
-        results.append((objective(w, g), g.copy()))
-    numba.set_num_threads(numba.config.NUMBA_NUM_THREADS)
-    assert results[0][0] == results[1][0]
-    assert np.array_equal(results[0][1], results[1][1])
 
 
 # --- model files -----------------------------------------------------------------------------
@@ -243,8 +205,6 @@ def test_fine_tuning_adds_labels_and_observations_and_keeps_old_weights():
         assert new_features[key] == weight
     assert sum(1 for k in new_features if "W" in k) > 0
     # the merged arrays are consistent: objective == brute force from the strings
-    from tests import naive
-
     w = np.random.default_rng(0).normal(size=corpus.space.n_weights)
     got = Objective(corpus.space, corpus.data, corpus.empirical, 0.0)(w, np.empty_like(w))
     index = {name: i for i, name in enumerate(corpus.labels)}
@@ -252,7 +212,7 @@ def test_fine_tuning_adds_labels_and_observations_and_keeps_old_weights():
     for seq in new_seqs:
         psi, phi = reference_scores(corpus, w, seq)
         gold = tuple(index[row[-1]] for row in seq.rows)
-        want += naive.log_partition(psi, phi) - naive.path_score(psi, phi, gold)
+        want += log_partition(psi, phi) - path_score(psi, phi, gold)
     assert got == pytest.approx(want, rel=1e-10)
 
 

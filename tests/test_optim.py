@@ -20,7 +20,7 @@ from crfkit.objective import Objective
 from crfkit.online import perceptron_epoch, sgd_epoch
 from crfkit.optim import INTERRUPTED, Iteration, lbfgs, perceptron, sgd
 from crfkit.space import Dataset
-from tests.test_training import PATTERNS, random_corpus
+from tests.helpers import PATTERNS, random_corpus
 
 
 def quadratic(a: np.ndarray, c: np.ndarray):

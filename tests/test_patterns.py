@@ -19,10 +19,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from click.testing import CliRunner
 
 from crfkit import features
-from crfkit.cli import cli
 from crfkit.errors import PatternError
 from crfkit.features import Featurizer
 from crfkit.patterns import (
@@ -33,7 +31,7 @@ from crfkit.patterns import (
     read_patterns,
 )
 from crfkit.reader import Sequence
-from tests.helpers import one_error_line
+from tests.helpers import one_error_line, run
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -370,9 +368,6 @@ def test_check_columns():
 
 
 # --- crfkit patterns -------------------------------------------------------------
-def run(*args: str, input: str | None = None):
-    return CliRunner().invoke(cli, list(args), input=input, catch_exceptions=False)
-
 
 @pytest.fixture
 def pat(tmp_path):

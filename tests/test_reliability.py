@@ -27,16 +27,12 @@ from crfkit.cli import cli
 from crfkit.errors import InputError
 from crfkit.fileformat import FORMAT_VERSION, MAGIC
 from crfkit.reader import read_sequences
-from tests.helpers import one_error_line
+from tests.helpers import one_error_line, run
 
 ROOT = Path(__file__).resolve().parents[1]
 TRAIN = ROOT / "data/address-train.txt"
 TEST = ROOT / "data/address-test.txt"
 PATTERNS = ROOT / "patterns/address.pat"
-
-
-def run(*args: str, input: str | bytes | None = None):
-    return CliRunner().invoke(cli, [str(a) for a in args], input=input, catch_exceptions=False)
 
 
 def first_sequences(path: Path, n: int) -> str:
@@ -46,14 +42,10 @@ def first_sequences(path: Path, n: int) -> str:
 
 
 @pytest.fixture(scope="module")
-def small(tmp_path_factory):
-    """A small model trained through the CLI, and a file to label with it."""
+def small(tmp_path_factory, address_model_file):
+    """A directory for damaged copies, the shared model (conftest) and a file to label."""
     tmp = tmp_path_factory.mktemp("small")
-    train = tmp / "train.txt"
-    train.write_text(first_sequences(TRAIN, 60), encoding="utf-8")
-    model = tmp / "small.model"
-    result = run("train", "-q", "-p", PATTERNS, "-i", "5", train, model)
-    assert result.exit_code == 0, result.stderr
+    model = address_model_file
     data = tmp / "input.txt"
     data.write_text("\n".join(" ".join(line.split()[:2]) for line in
                               first_sequences(TEST, 3).splitlines()) + "\n", encoding="utf-8")
@@ -61,13 +53,9 @@ def small(tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
-def trained():
-    """A model trained in-process (200 sequences of the sample, 5 iterations)."""
-    from crfkit.patterns import read_patterns
-    from crfkit.train import TrainOptions, train
-
-    sample = list(itertools.islice(read_sequences(TRAIN), 200))
-    return train(read_patterns(PATTERNS), sample, TrainOptions(maxiter=5))
+def trained(address_model):
+    """A model trained in-process (200 sequences of the sample, 5 iterations; conftest)."""
+    return address_model
 
 
 def regions(data: bytes) -> dict[str, tuple[int, int]]:
@@ -208,15 +196,16 @@ def without_volatile(meta: dict) -> tuple[dict, set[tuple[str, ...]]]:
     return meta, removed
 
 
-def test_training_is_deterministic_across_thread_counts_and_runs(tmp_path):
+@pytest.mark.slow
+def test_training_is_deterministic_across_thread_counts_and_runs(tmp_path, address_sample):
     import numba
 
     paths = {}
     try:
         for name, threads in (("t1", "1"), ("t2", "2"), ("t2-again", "2")):
             paths[name] = tmp_path / f"{name}.model"
-            result = run("train", "-q", "-p", PATTERNS, "-i", "30", "-t", threads, TRAIN,
-                         paths[name])
+            result = run("train", "-q", "-p", PATTERNS, "-i", "30", "-t", threads,
+                         address_sample["train"], paths[name])
             assert result.exit_code == 0, result.stderr
     finally:
         numba.set_num_threads(numba.config.NUMBA_NUM_THREADS)
@@ -522,6 +511,7 @@ sys.stdout.write(np.append(g, f).tobytes().hex())
 """
 
 
+@pytest.mark.slow
 def test_gradient_bits_do_not_depend_on_the_numba_cache(tmp_path):
     """The first run compiles the kernels, later runs load them from the on-disk cache; both
     must compute the same bits (a fastmath flag set once made the cached code differ in the

@@ -16,8 +16,7 @@ from crfkit.label import encode
 from crfkit.local import decode_local
 from crfkit.model import Model
 from crfkit.reader import read_sequences
-from tests.helpers import one_error_line
-from tests.test_cli import ROOT, run
+from tests.helpers import ROOT, one_error_line, run
 
 PAT = str(ROOT / "patterns/address.pat")
 

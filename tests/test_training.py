@@ -11,60 +11,13 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from crfkit.corpus import model_patterns
+from crfkit.local import LocalObjective
 from crfkit.objective import Objective
-from crfkit.patterns import apply_pattern, parse_patterns
-from crfkit.reader import Sequence
+from crfkit.patterns import apply_pattern
 from crfkit.train import encode_training
 from tests import naive
-
-PATTERNS = parse_patterns("""
-U00:%x[0,0]
-U01:%x[-1,0]/%x[0,0]
-u:suffix=%m[0,0,"\\a$"]
-b:pos=%x[0,1]
-*:next=%X[1,0]
-B
-""")
-
-
-def random_corpus(seed: int, n_seqs: int = 6, max_len: int = 4) -> list[Sequence]:
-    rng = np.random.default_rng(seed)
-    words = ["a", "B", "c1", "dd", "E"]
-    tags = ["N", "V"]
-    labels = ["X", "Y", "Z"]
-    seqs = []
-    for _ in range(n_seqs):
-        n = int(rng.integers(1, max_len + 1))
-        rows = [[str(rng.choice(words)), str(rng.choice(tags)), str(rng.choice(labels))]
-                for _ in range(n)]
-        seqs.append(Sequence(rows=rows, lines=list(range(1, n + 1))))
-    return seqs
-
-
-def reference_scores(corpus, weights, seq):
-    """psi/phi of one sequence built from observation strings, not from the arrays."""
-    space = corpus.space
-    ids = {text: i for i, text in enumerate(corpus.featurizer.observation_strings())}
-    L = space.n_labels
-    T = len(seq.rows)
-    psi = np.zeros((T, L))
-    phi = np.zeros((T, L, L))
-    trans = weights[space.trans_offset:].reshape(L, L) if space.has_trans else np.zeros((L, L))
-    for t in range(T):
-        if t:
-            phi[t] += trans
-        for pattern in corpus.featurizer.patterns:
-            if pattern.is_constant and pattern.kind == "b":
-                continue
-            o = ids.get(apply_pattern(pattern, seq.rows, t))
-            if o is None:
-                continue
-            for k in range(space.u_ptr[o], space.u_ptr[o + 1]):
-                psi[t, space.u_lab[k]] += weights[k]
-            if t:
-                for k in range(space.b_ptr[o], space.b_ptr[o + 1]):
-                    phi[t, space.b_prev[k], space.b_cur[k]] += weights[space.n_u + k]
-    return psi, phi
+from tests.helpers import PATTERNS, random_corpus
 
 
 @pytest.mark.parametrize("seed", [0, 1, 2])
@@ -93,17 +46,23 @@ def test_objective_matches_brute_force(seed):
     label_id = {name: i for i, name in enumerate(corpus.labels)}
     want = 0.5 * rho2 * float(w @ w)
     for seq in seqs:
-        psi, phi = reference_scores(corpus, w, seq)
+        psi, phi = naive.reference_scores(corpus, w, seq)
         gold = tuple(label_id[row[-1]] for row in seq.rows)
         want += naive.log_partition(psi, phi) - naive.path_score(psi, phi, gold)
     assert got == pytest.approx(want, rel=1e-10)
 
 
-@pytest.mark.parametrize("seed", [0, 5])
-def test_gradient_matches_finite_differences(seed):
-    seqs = random_corpus(seed, n_seqs=5)
-    corpus = encode_training(PATTERNS, seqs)
-    objective = Objective(corpus.space, corpus.data, corpus.empirical, 0.7)
+def objective_of(model_type: str, seqs, rho2: float):
+    """The training objective of a model type on ``seqs`` (:data:`PATTERNS`), and its corpus."""
+    corpus = encode_training(model_patterns(PATTERNS, model_type), seqs, model_type=model_type)
+    if model_type == "crf":
+        return Objective(corpus.space, corpus.data, corpus.empirical, rho2), corpus
+    return LocalObjective(model_type, corpus.space, corpus.data, corpus.empirical, rho2), corpus
+
+
+@pytest.mark.parametrize("model_type,seed", [("crf", 0), ("crf", 5), ("memm", 4), ("maxent", 4)])
+def test_gradient_matches_finite_differences(model_type, seed):
+    objective, corpus = objective_of(model_type, random_corpus(seed, n_seqs=5), 0.7)
     rng = np.random.default_rng(seed)
     w = rng.normal(size=corpus.space.n_weights)
     g = np.empty_like(w)
@@ -117,16 +76,19 @@ def test_gradient_matches_finite_differences(seed):
         wm[i] -= eps
         numeric[i] = (objective(wp, scratch) - objective(wm, scratch)) / (2 * eps)
     np.testing.assert_allclose(g, numeric, rtol=1e-5, atol=1e-6)
-    # The corpus exercises every weight block.
-    assert corpus.space.n_u and corpus.space.n_b and corpus.space.has_trans
+    # The corpus exercises every weight block of the type.
+    s = corpus.space
+    if model_type == "maxent":
+        assert s.n_u and s.n_b == 0 and not s.has_trans
+    else:
+        assert s.n_u and s.n_b and s.has_trans
 
 
-def test_thread_count_does_not_change_the_objective():
+@pytest.mark.parametrize("model_type", ["crf", "memm"])
+def test_thread_count_does_not_change_the_objective(model_type):
     import numba
 
-    seqs = random_corpus(9, n_seqs=40)
-    corpus = encode_training(PATTERNS, seqs)
-    objective = Objective(corpus.space, corpus.data, corpus.empirical, 1.0)
+    objective, corpus = objective_of(model_type, random_corpus(9, n_seqs=40), 1.0)
     w = np.random.default_rng(9).normal(size=corpus.space.n_weights)
     results = []
     for threads in (1, numba.config.NUMBA_NUM_THREADS):

@@ -60,7 +60,7 @@ def minimize(fun: Function, x0: np.ndarray, *, l1: float = 0.0, history: int = 6
     n = x0.size
     x = x0.astype(np.float64, copy=True)
     g = np.empty(n)
-    f = fun(x, g) + l1 * l1_norm(x)
+    f = fun(x, g) + (l1 * l1_norm(x) if l1 > 0 else 0.0)  # no kernel compiled without L1
     pg = np.empty(n) if l1 > 0 else g  # the pseudo-gradient (the gradient if no L1)
     x_new, g_new, d = np.empty(n), np.empty(n), np.empty(n)
     S = np.empty((history, n))

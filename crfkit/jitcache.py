@@ -1,0 +1,115 @@
+"""Whether Numba still has to compile the kernels a training run needs.
+
+The kernels are compiled on their first call and kept in Numba's on-disk
+cache (``cache=True``), so only the first run after an install (or after a
+kernel changed) compiles, for about ten seconds, before its first progress
+line. :func:`announce_compile` prints one line first, so that run does not
+look hung; a warm run prints nothing.
+
+How it tells, without compiling or loading anything: each kernel's cache
+index (``<function>-<line>.py311.nbi``) maps the compiled versions to their
+data files. Numba accepts an index only if it was written by the same Numba
+version for the current source file (size and mtime); an entry is usable
+only on the same CPU (``magic_tuple``) and for the same bytecode and
+closure values. A kernel counts as cached if such an entry exists, whatever
+its argument types. The index is Numba's private format: if reading it
+fails in any way, the kernel counts as cached, so that a Numba upgrade can
+at worst lose the line, never print it on a warm run.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+
+from crfkit.progress import Progress
+
+# Compile time of each group of kernels, in seconds, on the 2-core machine the
+# README's figures come from (first run of each path with an empty cache).
+COUNTING, CRF, LOCAL, SGD, PERCEPTRON, DEVEL = 3, 7, 4, 9, 5, 4
+
+
+def announce_compile(progress: Progress, algo: str, model_type: str, devel: bool) -> None:
+    """Tell the user, before it happens, that the kernels of this training are compiled."""
+    if progress.quiet:
+        return
+    seconds = compile_seconds(algo, model_type, devel)
+    if seconds:
+        progress.message(f"* compiling kernels (first run only, about {seconds} s)")
+
+
+def compile_seconds(algo: str, model_type: str, devel: bool) -> int:
+    """Estimated compile time of the kernels this training needs that are not cached (0: none)."""
+    return sum(seconds for seconds, kernels in _groups(algo, model_type, devel)
+               if not all(any(is_cached(d) for d in alternatives) for alternatives in kernels()))
+
+
+def is_cached(dispatcher: object) -> bool:
+    """True if Numba's on-disk cache holds a version of this kernel usable here."""
+    try:
+        cache = dispatcher._cache  # type: ignore[attr-defined]
+        index = cache._cache_file._load_index()
+        if not index:
+            return False
+        wanted = cache._index_key(None, dispatcher.targetctx.codegen())[1:]  # type: ignore
+        return any(key[1:] == wanted for key in index)
+    except Exception:  # not a caching dispatcher (NUMBA_DISABLE_JIT), or a new Numba
+        return True
+
+
+Kernels = Callable[[], list[tuple[object, ...]]]  # per kernel: dispatchers, any one will do
+
+
+def _groups(algo: str, model_type: str, devel: bool) -> Iterable[tuple[int, Kernels]]:
+    """The groups of kernels a training runs (imported only when asked).
+
+    Only kernels that every such run calls are checked (not L-BFGS's, which
+    a run stopping after one iteration never calls): a kernel that is never
+    called is never cached, and would announce a compilation on every run.
+    """
+    yield COUNTING, _counting
+    if algo == "l-bfgs":
+        yield (CRF, _crf) if model_type == "crf" else (LOCAL, _local)
+    elif algo == "sgd-l1":
+        yield SGD, _sgd
+    elif algo == "ap":
+        yield PERCEPTRON, _perceptron
+    if devel:
+        yield DEVEL, _devel
+
+
+def _counting() -> list[tuple[object, ...]]:
+    from crfkit import counting
+
+    return [(counting.intern_rows,), (counting.observed_pairs,)]
+
+
+def _crf() -> list[tuple[object, ...]]:
+    from crfkit import kernels
+
+    # the training kernel has two versions (kernels.loss_block); a corpus needs one
+    return [tuple(kernels._LOSS_BLOCK.values()), (kernels.shared_scores,),
+            (kernels.add_blocks,)]
+
+
+def _local() -> list[tuple[object, ...]]:
+    from crfkit import kernels, local
+
+    return [(local.local_loss_block,), (kernels.add_blocks,)]
+
+
+def _sgd() -> list[tuple[object, ...]]:
+    from crfkit import online
+
+    return [(online.sgd_epoch,)]
+
+
+def _perceptron() -> list[tuple[object, ...]]:
+    from crfkit import online
+
+    return [(online.perceptron_epoch,)]
+
+
+def _devel() -> list[tuple[object, ...]]:
+    from crfkit import kernels
+
+    return [(kernels.viterbi_block,)]

@@ -1,0 +1,69 @@
+"""The '* compiling kernels' line of a first training run, and how crfkit.jitcache tells
+from Numba's on-disk cache index whether a kernel is compiled already."""
+
+from __future__ import annotations
+
+import importlib.util
+import re
+from pathlib import Path
+
+import pytest
+
+from crfkit import jitcache
+from tests.helpers import ROOT, run
+
+NOTE = re.compile(r"\* compiling kernels \(first run only, about \d+ s\)")
+
+
+def load_module(path: Path, name: str):
+    """Import the file at ``path`` as a new module (a new process would see it so)."""
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_is_cached_reads_numbas_index_for_this_source(tmp_path):
+    source = tmp_path / "jitted.py"
+    source.write_text("from numba import njit\n\n\n@njit(cache=True)\ndef twice(x):\n"
+                      "    return 2 * x\n")
+    first = load_module(source, "jitted_first")
+    assert not jitcache.is_cached(first.twice)
+    assert first.twice(21) == 42  # compiled, and saved to the cache
+    assert jitcache.is_cached(first.twice)
+    assert jitcache.is_cached(load_module(source, "jitted_again").twice)
+    source.write_text(source.read_text() + "# edited: Numba ignores the old cache entries\n")
+    assert not jitcache.is_cached(load_module(source, "jitted_edited").twice)
+    assert jitcache.is_cached(len)  # not a Numba dispatcher: never announce a compilation
+
+
+def test_compile_seconds_adds_up_the_groups_still_to_compile(monkeypatch):
+    monkeypatch.setattr(jitcache, "is_cached", lambda dispatcher: False)
+    assert jitcache.compile_seconds("l-bfgs", "crf", False) == jitcache.COUNTING + jitcache.CRF
+    assert jitcache.compile_seconds("l-bfgs", "memm", True) == \
+        jitcache.COUNTING + jitcache.LOCAL + jitcache.DEVEL
+    assert jitcache.compile_seconds("sgd-l1", "crf", False) == jitcache.COUNTING + jitcache.SGD
+    assert jitcache.compile_seconds("ap", "maxent", False) == \
+        jitcache.COUNTING + jitcache.PERCEPTRON
+    monkeypatch.setattr(jitcache, "is_cached", lambda dispatcher: True)
+    assert jitcache.compile_seconds("l-bfgs", "crf", True) == 0
+
+
+@pytest.mark.parametrize("options", [(), ("-T", "memm"), ("-a", "sgd-l1"), ("-a", "ap"),
+                                     ("-d", "devel")])
+def test_train_says_it_compiles_before_a_first_run_only(options, address_sample, tmp_path,
+                                                         monkeypatch):
+    options = tuple(str(address_sample["test"]) if o == "devel" else o for o in options)
+    args = ("train", *options, "-i", "2", "-p", ROOT / "patterns/address.pat",
+            address_sample["train"], tmp_path / "m.model")
+    assert run(*args).exit_code == 0  # whatever the cache held, it holds these kernels now
+    warm = run(*args)
+    assert warm.exit_code == 0, warm.stderr
+    assert "compiling" not in warm.stderr
+    monkeypatch.setattr(jitcache, "is_cached", lambda dispatcher: False)  # an empty cache
+    cold = run(*args)
+    assert cold.exit_code == 0, cold.stderr
+    assert NOTE.fullmatch(cold.stderr.splitlines()[0]), cold.stderr  # before anything else
+    assert sum("compiling" in line for line in cold.stderr.splitlines()) == 1
+    quiet = run(args[0], "-q", *args[1:])
+    assert quiet.exit_code == 0 and quiet.stderr == ""
