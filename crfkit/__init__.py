@@ -28,8 +28,8 @@ _EXPORTS = {
     "TrainOptions": "crfkit.train",
     "evaluate": "crfkit.evaluate",
     "label_sequences": "crfkit.label",
-    "parse_patterns": "crfkit.patterns",
-    "read_patterns": "crfkit.patterns",
+    "parse_patterns": "crfkit.features.patterns",
+    "read_patterns": "crfkit.features.patterns",
     "read_sequences": "crfkit.reader",
     "train": "crfkit.train",
 }

@@ -185,8 +185,8 @@ def train_command(pattern_file, input_file, model_file, model_type, algo, rho1, 
 def _train(given: dict, pattern_file: str | None, input_file: str, devel_file: str | None,
            init_file: str | None, *, sep: str, encoding: str, quiet: bool):
     """Read everything the train command names and train: the library call behind it."""
+    from crfkit.features.patterns import read_patterns
     from crfkit.model import Model
-    from crfkit.patterns import read_patterns
     from crfkit.progress import Progress
     from crfkit.reader import canonical_encoding, read_sequences
     from crfkit.train import TrainOptions, train
@@ -383,7 +383,7 @@ def dump_command(model_file, output_file, top, threshold, encoding) -> None:
     """Write a model as text: patterns, labels, then one line per non-zero weight
     (observation TAB label-or-prev→label TAB weight). OUTPUT defaults to stdout."""
     from crfkit.atomic import atomic_output
-    from crfkit.inspect import dump
+    from crfkit.describe import dump
     from crfkit.model import Model
 
     model = Model.load(model_file)
@@ -395,7 +395,7 @@ def dump_command(model_file, output_file, top, threshold, encoding) -> None:
 @click.argument("model_file", metavar="MODEL", type=click.Path(exists=True, dir_okay=False))
 def info_command(model_file) -> None:
     """Describe a model: labels, sizes, patterns, training options and corpus."""
-    from crfkit.inspect import write_info
+    from crfkit.describe import write_info
     from crfkit.model import Model
 
     write_info(Model.load(model_file), sys.stdout)
@@ -465,7 +465,12 @@ def patterns_command(pattern_file, data_file, sequence_number, sep, encoding) ->
     from itertools import islice
 
     from crfkit.errors import UsageError
-    from crfkit.patterns import check_columns, describe_patterns, explain_sequence, read_patterns
+    from crfkit.features.patterns import (
+        check_columns,
+        describe_patterns,
+        explain_sequence,
+        read_patterns,
+    )
     from crfkit.reader import read_sequences
 
     patterns = read_patterns(pattern_file, encoding=encoding)

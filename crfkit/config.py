@@ -1,7 +1,7 @@
 """Numba options and numeric constants, in one place.
 
 ``JIT`` is for every kernel. None is ``parallel=True``: the batch kernels
-handle one block of sequences each and :mod:`crfkit.blocks` runs blocks on
+handle one block of sequences each and :mod:`crfkit.kernels.blocks` runs blocks on
 threads (``nogil``), because Numba's parallel compilation made a first run
 several times slower. ``cache=True`` everywhere: the compiled code is kept on
 disk so a second ``crfkit`` run starts without compiling.

@@ -1,9 +1,9 @@
 """Decoding constraints as boolean masks: which labels and label pairs a path may use.
 
-Kept apart from :mod:`crfkit.decode` (Numba kernels) because the plain
-labelling path (:mod:`crfkit.bestpath`, numpy only) needs them too, and must
+Kept apart from :mod:`crfkit.kernels.decoder` (Numba kernels) because the plain
+labelling path (:mod:`crfkit.kernels.bestpath`, numpy only) needs them too, and must
 not pay Numba's start-up cost to get them. The decoders turn a false entry
-into a ``-inf`` score; see the :mod:`crfkit.decode` docstring.
+into a ``-inf`` score; see the :mod:`crfkit.kernels.decoder` docstring.
 """
 
 from __future__ import annotations

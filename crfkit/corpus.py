@@ -25,10 +25,12 @@ from dataclasses import dataclass
 import numpy as np
 
 from crfkit.errors import InputError, UsageError
-from crfkit.features import Featurizer, ObservationVocab, StringTable, token_lists
+from crfkit.features.extract import Featurizer, token_lists
+from crfkit.features.patterns import Pattern, check_columns
+from crfkit.features.strings import StringTable
+from crfkit.features.vocab import ObservationVocab
 from crfkit.memory import INDEX_BYTES, MemoryBudget, check, dense_costs, estimate_training
 from crfkit.model import Model
-from crfkit.patterns import Pattern, check_columns
 from crfkit.reader import Sequence
 from crfkit.space import Dataset, FeatureSpace
 

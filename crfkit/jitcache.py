@@ -78,38 +78,38 @@ def _groups(algo: str, model_type: str, devel: bool) -> Iterable[tuple[int, Kern
 
 
 def _counting() -> list[tuple[object, ...]]:
-    from crfkit import counting
+    from crfkit.features import intern
 
-    return [(counting.intern_rows,), (counting.observed_pairs,)]
+    return [(intern.intern_rows,), (intern.observed_pairs,)]
 
 
 def _crf() -> list[tuple[object, ...]]:
-    from crfkit import kernels
+    from crfkit.kernels import lattice
 
-    # the training kernel has two versions (kernels.loss_block); a corpus needs one
-    return [tuple(kernels._LOSS_BLOCK.values()), (kernels.shared_scores,),
-            (kernels.add_blocks,)]
+    # the training kernel has two versions (lattice.loss_block); a corpus needs one
+    return [tuple(lattice._LOSS_BLOCK.values()), (lattice.shared_scores,),
+            (lattice.add_blocks,)]
 
 
 def _local() -> list[tuple[object, ...]]:
-    from crfkit import kernels, local
+    from crfkit.kernels import lattice, local
 
-    return [(local.local_loss_block,), (kernels.add_blocks,)]
+    return [(local.local_loss_block,), (lattice.add_blocks,)]
 
 
 def _sgd() -> list[tuple[object, ...]]:
-    from crfkit import online
+    from crfkit.kernels import epochs
 
-    return [(online.sgd_epoch,)]
+    return [(epochs.sgd_epoch,)]
 
 
 def _perceptron() -> list[tuple[object, ...]]:
-    from crfkit import online
+    from crfkit.kernels import epochs
 
-    return [(online.perceptron_epoch,)]
+    return [(epochs.perceptron_epoch,)]
 
 
 def _devel() -> list[tuple[object, ...]]:
-    from crfkit import kernels
+    from crfkit.kernels import lattice
 
-    return [(kernels.viterbi_block,)]
+    return [(lattice.viterbi_block,)]

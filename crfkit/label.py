@@ -3,9 +3,9 @@
 :func:`label` is the Python API (one :class:`LabelResult` per sequence);
 :func:`label_stream` writes column output batch by batch over a streaming
 reader, so memory stays bounded whatever the input size, and output order
-is input order. Decoding itself lives in :mod:`crfkit.bestpath` when only
+is input order. Decoding itself lives in :mod:`crfkit.kernels.bestpath` when only
 the best path is wanted (numpy only, so plain labelling never waits for
-Numba to load), and in :mod:`crfkit.decode` (Numba kernels, imported on
+Numba to load), and in :mod:`crfkit.kernels.decoder` (Numba kernels, imported on
 first use) for n-best, scores, marginals and posterior decoding.
 
 Output formats are described in :mod:`crfkit.labelformat`; ``-DOCSTART-``
@@ -34,10 +34,10 @@ from typing import TextIO
 
 import numpy as np
 
-from crfkit.bestpath import Decoded, best_paths
 from crfkit.constraints import CONSTRAINTS, constraint_masks
 from crfkit.errors import CrfkitError, InputError, UsageError
-from crfkit.features import token_lists
+from crfkit.features.extract import token_lists
+from crfkit.kernels.bestpath import Decoded, best_paths
 from crfkit.labelformat import ColumnWriter
 from crfkit.model import Model
 from crfkit.reader import PAUSE, DocStart, Item, Sequence
@@ -198,7 +198,7 @@ class _Decoder:
         if opts.n == 1 and not (log_z or marginals or opts.posterior):
             dec = best_paths(self.model, data, token_ok=token_ok, trans_ok=self.trans_ok)
         else:
-            from crfkit.decode import decode  # Numba: loaded only when needed
+            from crfkit.kernels.decoder import decode  # Numba: loaded only when needed
 
             dec = decode(self.model, data, nbest=opts.n, log_z=log_z, marginals=marginals,
                          posterior=opts.posterior, token_ok=token_ok, trans_ok=self.trans_ok)

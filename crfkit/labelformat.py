@@ -38,7 +38,7 @@ from collections.abc import Sequence as Seq
 
 import numpy as np
 
-from crfkit.bestpath import Decoded
+from crfkit.kernels.bestpath import Decoded
 from crfkit.reader import DocStart
 
 PROB_STEPS = 10_000  # four decimals

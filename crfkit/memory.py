@@ -10,7 +10,7 @@ memory the machine has available).
 
 The count is exact. By default only the (observation, label) and
 (observation, label pair) combinations seen in training get a weight; the
-feature space is built from exactly those (:func:`crfkit.counting.observed_pairs`),
+feature space is built from exactly those (:func:`crfkit.features.intern.observed_pairs`),
 so the guard reads the built space, once the corpus rows are freed and
 right before the optimiser allocates its vectors (``train._check_memory``):
 no second count. Encoding is linear in the corpus, so it needs no guard of
@@ -53,7 +53,7 @@ import numpy as np
 
 from crfkit.config import MAX_BLOCK_BUFFER_BYTES
 from crfkit.errors import UsageError
-from crfkit.patterns import Pattern
+from crfkit.features.patterns import Pattern
 from crfkit.space import FeatureSpace
 
 _UNITS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}

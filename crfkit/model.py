@@ -16,12 +16,14 @@ import numpy as np
 
 from crfkit import fileformat
 from crfkit.errors import ModelFormatError
-from crfkit.features import Featurizer, ObservationVocab, StringTable
-from crfkit.patterns import Pattern, parse_pattern_line
+from crfkit.features.extract import Featurizer
+from crfkit.features.patterns import Pattern, parse_pattern_line
+from crfkit.features.strings import StringTable
+from crfkit.features.vocab import ObservationVocab
 from crfkit.space import FeatureSpace
 
 MODEL_KIND = "crfkit-model"
-# crf: globally normalised; memm / maxent: locally normalised (see crfkit.local).
+# crf: globally normalised; memm / maxent: locally normalised (see crfkit.kernels.local).
 MODEL_TYPES = ("crf", "memm", "maxent")
 
 

@@ -109,7 +109,7 @@ class FeatureSpace:
         observations get every label / label pair (Wapiti and CRF++'s dense
         model), not only the combinations seen.
         """
-        from crfkit.counting import observed_pairs  # Numba: training only
+        from crfkit.features.intern import observed_pairs  # Numba: training only
 
         L = n_labels
         y = np.ascontiguousarray(labels, dtype=np.int64)

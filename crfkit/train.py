@@ -34,9 +34,11 @@ from crfkit.config import N_BLOCKS
 from crfkit.corpus import Corpus, DevelSet, encode_devel, encode_training, model_patterns
 from crfkit.errors import UsageError
 from crfkit.evaluate import evaluate
-from crfkit.features import StringTable
+from crfkit.features.patterns import Pattern
+from crfkit.features.strings import StringTable
 from crfkit.jitcache import announce_compile
-from crfkit.local import LocalObjective, decode_local
+from crfkit.kernels.local import LocalObjective, decode_local
+from crfkit.kernels.objective import Objective
 from crfkit.memory import (
     Estimate,
     MemoryBudget,
@@ -48,9 +50,7 @@ from crfkit.memory import (
     seen_costs,
 )
 from crfkit.model import MODEL_TYPES, Model, compact
-from crfkit.objective import Objective
 from crfkit.optim import INTERRUPTED, Iteration, IterationHook, Result, lbfgs, perceptron, sgd
-from crfkit.patterns import Pattern
 from crfkit.progress import Progress
 from crfkit.reader import Sequence
 from crfkit.space import Dataset

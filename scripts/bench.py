@@ -156,7 +156,7 @@ Getter = Callable[[list, int], list]
 
 def _command_getter(command, width: int) -> Getter:
     """Values of one %x command at every position of a sequence, from padded columns."""
-    from crfkit.patterns import padding_value
+    from crfkit.features.patterns import padding_value
 
     column = command.column
     if command.absolute:
@@ -193,7 +193,7 @@ def compile_bridge(patterns: list) -> Callable[[Rows], list[tuple[str, ...]]]:
     """Compile crfkit patterns into ``features(rows) -> attribute strings per token``.
 
     Each token gets, in pattern order, the observation string crfkit renders
-    for every unigram pattern (see :func:`crfkit.patterns.apply_pattern`). A
+    for every unigram pattern (see :func:`crfkit.features.patterns.apply_pattern`). A
     sequence's columns are padded once with crfkit's padding values, and
     each pattern becomes a function that slices them, so there is no per-token
     parsing or regex. Only unigram patterns with ``%x`` commands and a
@@ -201,7 +201,7 @@ def compile_bridge(patterns: list) -> Callable[[Rows], list[tuple[str, ...]]]:
     supported; anything else raises :class:`UnsupportedPattern`. Each token's
     strings come as a tuple, which pycrfsuite takes as attributes of value 1.
     """
-    from crfkit.patterns import padding_value
+    from crfkit.features.patterns import padding_value
 
     unigram = []
     for pattern in patterns:
@@ -240,7 +240,7 @@ def compile_bridge(patterns: list) -> Callable[[Rows], list[tuple[str, ...]]]:
 
 
 def load_bridge(pattern_file: str) -> Callable[[Rows], list[tuple[str, ...]]]:
-    from crfkit.patterns import read_patterns
+    from crfkit.features.patterns import read_patterns
 
     return compile_bridge(read_patterns(pattern_file))
 
@@ -253,7 +253,7 @@ def crfsuite_train_child(params: dict) -> dict:
     import pycrfsuite
 
     from crfkit.errors import PatternError
-    from crfkit.patterns import check_columns, read_patterns
+    from crfkit.features.patterns import check_columns, read_patterns
 
     started = time.perf_counter()
     patterns = read_patterns(params["pattern"])

@@ -32,11 +32,11 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=5)
     args = parser.parse_args()
 
-    from crfkit import transforms
     from crfkit.corpus import model_patterns
-    from crfkit.counting import intern_rows  # noqa: F401  (loads the cached kernels)
-    from crfkit.features import Featurizer, token_lists
-    from crfkit.patterns import read_patterns
+    from crfkit.features import transforms
+    from crfkit.features.extract import Featurizer, token_lists
+    from crfkit.features.intern import intern_rows  # noqa: F401  (loads the cached kernels)
+    from crfkit.features.patterns import read_patterns
     from crfkit.reader import read_sequences
 
     start = time.perf_counter()

@@ -463,7 +463,12 @@ class PatternsTarget:
         return ("\ufeff" if case["bom"] else "") + case["newline"].join(case["lines"])
 
     def check(self, case) -> None:
-        from crfkit.patterns import apply_pattern, check_columns, parse_patterns, read_patterns
+        from crfkit.features.patterns import (
+            apply_pattern,
+            check_columns,
+            parse_patterns,
+            read_patterns,
+        )
         from crfkit.reader import Sequence
 
         text = self.text(case)
@@ -497,7 +502,7 @@ class PatternsTarget:
 
     @staticmethod
     def observation_strings(patterns, seq) -> list[str]:
-        from crfkit.features import Featurizer
+        from crfkit.features.extract import Featurizer
 
         featurizer = Featurizer(patterns)
         _, components = featurizer.components([seq], grow=True)
@@ -546,7 +551,7 @@ def json_values():
 
 def train_base_models() -> list[bytes]:
     """Three small models trained in-process: the sample, bigram/regex patterns, odd strings."""
-    from crfkit.patterns import parse_patterns, read_patterns
+    from crfkit.features.patterns import parse_patterns, read_patterns
     from crfkit.reader import read_sequences
     from crfkit.train import TrainOptions, train
 
@@ -760,7 +765,7 @@ class ModelTarget:
         out = io.StringIO()
         model.featurizer.observation_strings()
         try:  # crfkit dump / crfkit info, where they exist
-            from crfkit import inspect as inspect_module
+            from crfkit import describe as inspect_module
         except ImportError:
             inspect_module = None
         if inspect_module is not None:

@@ -48,7 +48,7 @@ def address_model(address_sample, tmp_path_factory) -> Model:
     Read-only: tests that change a model work on a copy (``Model.from_bytes``)
     or on a copy of :func:`address_model_file`.
     """
-    from crfkit.patterns import read_patterns
+    from crfkit.features.patterns import read_patterns
     from crfkit.train import TrainOptions, train
 
     return train(read_patterns(ADDRESS_PATTERNS), read_sequences(address_sample["train"]),

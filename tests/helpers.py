@@ -12,7 +12,7 @@ import numpy as np
 from click.testing import CliRunner
 
 from crfkit.cli import cli
-from crfkit.patterns import parse_patterns
+from crfkit.features.patterns import parse_patterns
 from crfkit.reader import Sequence
 
 ROOT = Path(__file__).resolve().parents[1]

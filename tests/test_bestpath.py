@@ -1,4 +1,4 @@
-"""The numpy best path (crfkit.bestpath) vs brute force and vs the Numba decoder.
+"""The numpy best path (crfkit.kernels.bestpath) vs brute force and vs the Numba decoder.
 
 Models are random feature spaces built directly (random label subsets per
 observation, random weights), so every code path is reached: unigrams,
@@ -7,7 +7,7 @@ maxent, token and transition masks. Two oracles:
 
 * enumeration of every label path (:mod:`tests.naive`) on tiny lattices,
   with random float weights (no ties, so the best path is unique);
-* ``crfkit.decode.decode(nbest=1)`` on batches of many sequences, with
+* ``crfkit.kernels.decoder.decode(nbest=1)`` on batches of many sequences, with
   integer or zero weights (ties everywhere) so that tie-breaking must agree
   exactly, not only the score.
 """
@@ -23,11 +23,11 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from crfkit import bestpath
-from crfkit.bestpath import best_paths
-from crfkit.decode import decode
+from crfkit.features.patterns import parse_patterns
+from crfkit.kernels import bestpath
+from crfkit.kernels.bestpath import best_paths
+from crfkit.kernels.decoder import decode
 from crfkit.label import LabelOptions, label, label_stream
-from crfkit.patterns import parse_patterns
 from crfkit.reader import Sequence
 from crfkit.space import Dataset, FeatureSpace
 from crfkit.train import TrainOptions, train
@@ -331,7 +331,7 @@ def test_cli_plain_labelling_never_imports_numba(trained, tmp_path):
             f"cli(['label', '-l', '-m', {str(path)!r}, {str(source)!r}, {str(out)!r}], "
             "standalone_mode=False); "
             "loaded = [m for m in sys.modules if m.split('.')[0] == 'numba' "
-            "or m in ('crfkit.decode', 'crfkit.kernels', 'crfkit.labelcells')]; "
+            "or m in ('crfkit.kernels.decoder', 'crfkit.kernels.lattice', 'crfkit.labelcells')]; "
             "assert not loaded, loaded")
     subprocess.run([sys.executable, "-c", code], check=True)
     got = [block.split("\n") for block in out.read_text().strip("\n").split("\n\n")]
@@ -339,7 +339,7 @@ def test_cli_plain_labelling_never_imports_numba(trained, tmp_path):
 
 
 def test_numpy_path_modules_do_not_import_numba():
-    code = ("import sys, crfkit.bestpath, crfkit.constraints, crfkit.labelformat; "
+    code = ("import sys, crfkit.kernels.bestpath, crfkit.constraints, crfkit.labelformat; "
             "assert 'numba' not in sys.modules, 'numba imported'")
     subprocess.run([sys.executable, "-c", code], check=True)
 

@@ -1,4 +1,4 @@
-"""crfkit.blocks: contiguous blocks of about equal size, each run exactly once on the threads."""
+"""crfkit.kernels.blocks: contiguous blocks of about equal size, each run once on the threads."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import numba
 import numpy as np
 import pytest
 
-from crfkit.blocks import partition_blocks, run_blocks
+from crfkit.kernels.blocks import partition_blocks, run_blocks
 
 
 @pytest.fixture(params=[1, numba.config.NUMBA_NUM_THREADS])

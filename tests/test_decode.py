@@ -11,12 +11,12 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from crfkit import kernels
 from crfkit.constraints import iob_masks
-from crfkit.decode import nbest_viterbi
 from crfkit.errors import InputError, UsageError
+from crfkit.features.patterns import parse_patterns
+from crfkit.kernels import lattice
+from crfkit.kernels.decoder import nbest_viterbi
 from crfkit.label import encode, label
-from crfkit.patterns import parse_patterns
 from crfkit.reader import Sequence
 from crfkit.train import TrainOptions, train
 from tests import naive
@@ -74,7 +74,7 @@ def test_nbest_kernel_is_exact_with_ties(seed):
     delta = np.empty((T, L))
     back = np.empty((T, L), dtype=np.int32)
     path = np.empty(T, dtype=np.int32)
-    kernels.viterbi(psi, phi, True, T, L, delta, back, path)
+    lattice.viterbi(psi, phi, True, T, L, delta, back, path)
     assert run_nbest(psi, phi, True, 1)[0] == [tuple(path)]
 
 
@@ -135,19 +135,19 @@ def model(request):
     return make_model(request.param)
 
 
-def lattice(model, seq):
+def scores_of(model, seq):
     """psi (T, L) and phi (T, L, L) of one sequence, as the brute force wants them:
     for a MEMM or MaxEnt, path scores are log-probabilities."""
     data = encode(model, [seq])
     s, W = model.space, model.weights
     T, L = len(seq.rows), s.n_labels
     psi = np.empty((T, L))
-    kernels.unigram_scores(W, data.tok_ptr, data.tok_obs, s.u_ptr, s.u_lab, 0, T, psi,
+    lattice.unigram_scores(W, data.tok_ptr, data.tok_obs, s.u_ptr, s.u_lab, 0, T, psi,
                            np.empty((0, L)))
-    trans = kernels.transition_block(W, s.trans_offset, s.has_trans, L)
+    trans = lattice.transition_block(W, s.trans_offset, s.has_trans, L)
     phi = np.repeat(trans[None], T, axis=0)
     if s.n_b:
-        kernels.bigram_scores(W, data.tok_ptr, data.tok_obs, s.b_ptr, s.b_prev, s.b_cur, s.n_u,
+        lattice.bigram_scores(W, data.tok_ptr, data.tok_obs, s.b_ptr, s.b_prev, s.b_cur, s.n_u,
                               trans, 0, T, phi)
     return naive.locally_normalised(psi, phi, model.model_type)
 
@@ -196,7 +196,7 @@ def test_nbest_matches_brute_force(model, case, n):
     results = label(model, seqs, nbest=n, force=case.get("force", False),
                     constraints="iob" if case.get("iob") else None)
     for seq, result in zip(seqs, results, strict=True):
-        psi, phi = lattice(model, seq)
+        psi, phi = scores_of(model, seq)
         token_ok, trans_ok = masks(model, seq, **case)
         check_nbest(result, psi, phi, n, token_ok, trans_ok)
         assert result.paths[0] == [model.labels[y] for y in result.ids[0]]
@@ -210,7 +210,7 @@ def test_marginals_and_posterior_match_brute_force(model, case):
     marg_results = label(model, seqs, marginals=True, **kw)
     post_results = label(model, seqs, posterior=True, marginals=True, **kw)
     for seq, mres, pres in zip(seqs, marg_results, post_results, strict=True):
-        psi, phi = lattice(model, seq)
+        psi, phi = scores_of(model, seq)
         token_ok, trans_ok = masks(model, seq, **case)
         want, _ = naive.marginals(psi, phi, token_ok, trans_ok)
         np.testing.assert_allclose(mres.marginals, want, atol=1e-10)
@@ -264,10 +264,10 @@ def test_batches_and_blocks_do_not_change_results(model):
 
 def test_local_models_give_probabilities_and_agree_with_their_decoder(model):
     """MEMM/MaxEnt log-probabilities sum to one over all paths, and the best path is the
-    one crfkit.local decodes."""
+    one crfkit.kernels.local decodes."""
     if model.model_type == "crf":
         pytest.skip("globally normalised")
-    from crfkit.local import decode_local_scored
+    from crfkit.kernels.local import decode_local_scored
 
     rng = np.random.default_rng(11)
     seqs = random_sequences(rng, 15, max_len=3)

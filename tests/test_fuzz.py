@@ -143,7 +143,7 @@ def test_eval_refuses_lone_surrogates(tmp_path):
     ("undefined", PatternError),
 ])
 def test_read_patterns_with_a_bad_encoding(tmp_path, encoding, error):
-    from crfkit.patterns import read_patterns
+    from crfkit.features.patterns import read_patterns
 
     path = tmp_path / "p.pat"
     path.write_text("u:%x[0,0]\n")
@@ -154,15 +154,15 @@ def test_read_patterns_with_a_bad_encoding(tmp_path, encoding, error):
 @pytest.mark.parametrize("line", ["u:%x[99999999999999999999,0]", "u:%x[@-2147483648,0]",
                                   "u:%x[1001,0]"])
 def test_huge_offsets_are_pattern_errors(line):
-    from crfkit.patterns import parse_patterns
+    from crfkit.features.patterns import parse_patterns
 
     with pytest.raises(PatternError, match="out of range"):
         parse_patterns(line)
 
 
 def test_largest_offset_still_works():
-    from crfkit.features import Featurizer
-    from crfkit.patterns import MAX_OFFSET, parse_patterns
+    from crfkit.features.extract import Featurizer
+    from crfkit.features.patterns import MAX_OFFSET, parse_patterns
     from crfkit.reader import Sequence
 
     patterns = parse_patterns(f"u:%x[{MAX_OFFSET},0]\nu:%x[@-{MAX_OFFSET},0]")
@@ -185,7 +185,7 @@ def test_eval_bad_scheme_or_encoding_is_a_usage_error(tmp_path, options):
 
 @pytest.fixture(scope="module")
 def model_parts():
-    from crfkit.patterns import parse_patterns
+    from crfkit.features.patterns import parse_patterns
     from crfkit.reader import read_sequences
     from crfkit.train import TrainOptions, train
 

@@ -1,7 +1,7 @@
 """``crfkit dump`` / ``crfkit info``: the dump reproduces the scores the labeller uses.
 
 The oracle for the dump is independent of its code: observation strings come
-from the slow reference :func:`crfkit.patterns.apply_pattern`, and summing
+from the slow reference :func:`crfkit.features.patterns.apply_pattern`, and summing
 the dumped weights of a token's observations must give the kernels' unigram
 and transition scores.
 """
@@ -14,10 +14,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from crfkit import kernels
+from crfkit.features.patterns import apply_pattern
+from crfkit.kernels import lattice
 from crfkit.label import encode
 from crfkit.model import Model
-from crfkit.patterns import apply_pattern
 from crfkit.reader import Sequence
 from tests.helpers import run
 
@@ -69,11 +69,11 @@ def test_dump_reproduces_the_scores(trained):
     data = encode(model, [Sequence(rows=rows, lines=[1, 2, 3])])
     s = model.space
     psi = np.empty((T, L))
-    kernels.unigram_scores(model.weights, data.tok_ptr, data.tok_obs, s.u_ptr, s.u_lab, 0, T, psi,
+    lattice.unigram_scores(model.weights, data.tok_ptr, data.tok_obs, s.u_ptr, s.u_lab, 0, T, psi,
                            np.empty((0, L)))
-    trans = kernels.transition_block(model.weights, s.trans_offset, s.has_trans, L)
+    trans = lattice.transition_block(model.weights, s.trans_offset, s.has_trans, L)
     phi = np.empty((T, L, L))
-    kernels.bigram_scores(model.weights, data.tok_ptr, data.tok_obs, s.b_ptr, s.b_prev, s.b_cur,
+    lattice.bigram_scores(model.weights, data.tok_ptr, data.tok_obs, s.b_ptr, s.b_prev, s.b_cur,
                           s.n_u, trans, 0, T, phi)
     for t in range(T):
         observations = [apply_pattern(p, rows, t) for p in model.patterns if p.commands]

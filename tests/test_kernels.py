@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from crfkit import kernels
+from crfkit.kernels import lattice
 from tests import naive
 
 
@@ -24,10 +24,10 @@ def run_forward_backward(psi, phi, per_token):
     scale, tmp = np.empty(T), np.empty(L)
     phi_used = phi if per_token else np.repeat(phi[1:2] if T > 1 else phi[:1], T, axis=0)
     if per_token:
-        shift = kernels.exp_transitions(phi_used, T, expb)
+        shift = lattice.exp_transitions(phi_used, T, expb)
     else:
-        shift = kernels._exp_shifted(phi_used[0], expb[0]) * (T - 1)
-    log_z = shift + kernels.forward_backward(psi, expb, per_token, T, L, expu, alpha, beta,
+        shift = lattice._exp_shifted(phi_used[0], expb[0]) * (T - 1)
+    log_z = shift + lattice.forward_backward(psi, expb, per_token, T, L, expu, alpha, beta,
                                              scale, tmp)
     return log_z, alpha * beta, phi_used, (expu, expb, alpha, beta, scale)
 
@@ -70,7 +70,7 @@ def test_viterbi_matches_enumeration(T, L, per_token):
     delta = np.empty((T, L))
     back = np.empty((T, L), dtype=np.int32)
     path = np.empty(T, dtype=np.int32)
-    score = kernels.viterbi(psi, phi_used if per_token else phi_used[:1], per_token, T, L,
+    score = lattice.viterbi(psi, phi_used if per_token else phi_used[:1], per_token, T, L,
                             delta, back, path)
     want_path, want_score = naive.best_path(psi, phi_used)
     assert tuple(path) == want_path
@@ -93,7 +93,7 @@ def test_pair_expectations_match_enumeration(per_token):
     b_ptr = np.zeros(n_obs + 1, dtype=np.int64)
     empty = np.zeros(0, dtype=np.int32)
     G = np.zeros(L * L)
-    kernels.accumulate_expectations(G, tok_ptr, tok_obs, u_ptr, empty, b_ptr, empty, empty, 0,
+    lattice.accumulate_expectations(G, tok_ptr, tok_obs, u_ptr, empty, b_ptr, empty, empty, 0,
                                     0, True, per_token, 0, T, L, alpha, beta, expu, expb, scale,
                                     np.empty((L, L)), np.empty(L), np.empty((0, L)))
     _, pair = naive.marginals(psi, phi_used)
@@ -113,13 +113,13 @@ def test_sparse_transition_exponentials_equal_the_full_ones():
     b_cur = rng.integers(0, L, size=2 * T).astype(np.int32)
     W = rng.normal(size=2 * T)
     phi = np.empty((T, L, L))
-    kernels.bigram_scores(W, tok_ptr, tok_obs, b_ptr, b_prev, b_cur, 0, trans, 0, T, phi)
+    lattice.bigram_scores(W, tok_ptr, tok_obs, b_ptr, b_prev, b_cur, 0, trans, 0, T, phi)
     full = np.empty((T, L, L))
-    full_shift = kernels.exp_transitions(phi, T, full)
+    full_shift = lattice.exp_transitions(phi, T, full)
     exp_trans = np.empty((L, L))
-    trans_shift = kernels._exp_shifted(trans, exp_trans)
+    trans_shift = lattice._exp_shifted(trans, exp_trans)
     sparse = np.empty((T, L, L))
-    sparse_shift = kernels.exp_transitions_sparse(phi, T, sparse, exp_trans, trans_shift,
+    sparse_shift = lattice.exp_transitions_sparse(phi, T, sparse, exp_trans, trans_shift,
                                                   tok_ptr, tok_obs, b_ptr, b_prev, b_cur, 0)
     # Different shifts, the same scores once each shift is put back.
     for t in range(1, T):
@@ -147,10 +147,10 @@ def test_dense_rows_give_the_same_bits_as_feature_by_feature(n_dense):
 
     def scores(Wd):
         psi = np.empty((T, L))
-        kernels.unigram_scores(W, tok_ptr, tok_obs, u_ptr, u_lab, 0, T, psi, Wd)
+        lattice.unigram_scores(W, tok_ptr, tok_obs, u_ptr, u_lab, 0, T, psi, Wd)
         return psi
 
-    dense = kernels.dense_rows(W, u_ptr, u_lab, n_dense, L)
+    dense = lattice.dense_rows(W, u_ptr, u_lab, n_dense, L)
     psi = scores(np.empty((0, L)))
     assert np.array_equal(scores(dense), psi)
     expected = np.zeros((T, L))
@@ -166,11 +166,11 @@ def test_dense_rows_give_the_same_bits_as_feature_by_feature(n_dense):
 
     def expectations(Gd):
         G = np.zeros(len(W))
-        kernels.accumulate_expectations(G, tok_ptr, tok_obs, u_ptr, u_lab, no_pairs, empty,
+        lattice.accumulate_expectations(G, tok_ptr, tok_obs, u_ptr, u_lab, no_pairs, empty,
                                         empty, len(W), 0, False, False, 0, T, L,
                                         alpha.copy(), beta, expu, expb, scale,
                                         np.empty((L, L)), np.empty(L), Gd)
-        kernels.flush_dense(G, Gd, u_ptr, u_lab)
+        lattice.flush_dense(G, Gd, u_ptr, u_lab)
         return G
 
     G = expectations(np.zeros((0, L)))

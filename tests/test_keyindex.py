@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from crfkit.features import KeyIndex, tuple_keys
+from crfkit.features.keys import KeyIndex, tuple_keys
 
 
 @pytest.mark.parametrize("n", [0, 1, 2, 7, 1000, 50_000])

@@ -14,6 +14,7 @@ import pytest
 from crfkit import memory
 from crfkit.corpus import encode_training
 from crfkit.errors import UsageError
+from crfkit.features.patterns import parse_patterns
 from crfkit.memory import (
     MemoryBudget,
     available_memory,
@@ -21,7 +22,6 @@ from crfkit.memory import (
     estimate_training,
     parse_size,
 )
-from crfkit.patterns import parse_patterns
 from crfkit.reader import Sequence, read_sequences
 from crfkit.train import TrainOptions, _budget
 from tests.helpers import ROOT, one_error_line, run

@@ -18,10 +18,10 @@ import pytest
 from crfkit import fileformat
 from crfkit.corpus import encode_training, model_patterns
 from crfkit.errors import ModelFormatError, UsageError
+from crfkit.kernels.local import LocalObjective, decode_local, decode_local_scored
+from crfkit.kernels.objective import Objective
 from crfkit.label import encode
-from crfkit.local import LocalObjective, decode_local, decode_local_scored
 from crfkit.model import Model, compact
-from crfkit.objective import Objective
 from crfkit.train import TrainOptions, train
 from tests.helpers import PATTERNS, random_corpus
 from tests.naive import log_partition, path_score, reference_scores
@@ -69,7 +69,7 @@ def test_maxent_is_a_crf_without_label_pairs():
 def test_maxent_drops_bigram_only_patterns():
     kept = model_patterns(PATTERNS, "maxent")
     assert [p.kind for p in kept] == [p.kind for p in PATTERNS if p.kind in "u*"]
-    from crfkit.patterns import parse_patterns
+    from crfkit.features.patterns import parse_patterns
 
     with pytest.raises(UsageError, match="unigram"):
         model_patterns(parse_patterns("B\nb:%x[0,0]\n"), "maxent")

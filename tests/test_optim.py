@@ -14,10 +14,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from crfkit import kernels
 from crfkit.corpus import encode_training
-from crfkit.objective import Objective
-from crfkit.online import perceptron_epoch, sgd_epoch
+from crfkit.kernels import lattice
+from crfkit.kernels.epochs import perceptron_epoch, sgd_epoch
+from crfkit.kernels.objective import Objective
 from crfkit.optim import INTERRUPTED, Iteration, lbfgs, perceptron, sgd
 from crfkit.space import Dataset
 from tests.helpers import PATTERNS, random_corpus
@@ -203,15 +203,15 @@ def reference_perceptron(space, data, orders):
             T = t1 - t0
             psi = np.empty((T, L))
             phi = np.empty((max(T, 1), L, L))
-            trans = kernels.transition_block(W, space.trans_offset, space.has_trans, L)
+            trans = lattice.transition_block(W, space.trans_offset, space.has_trans, L)
             phi[0] = trans
-            kernels.unigram_scores(W, data.tok_ptr, data.tok_obs, space.u_ptr, space.u_lab,
+            lattice.unigram_scores(W, data.tok_ptr, data.tok_obs, space.u_ptr, space.u_lab,
                                    t0, T, psi, np.empty((0, L)))
             if per_token:
-                kernels.bigram_scores(W, data.tok_ptr, data.tok_obs, space.b_ptr, space.b_prev,
+                lattice.bigram_scores(W, data.tok_ptr, data.tok_obs, space.b_ptr, space.b_prev,
                                       space.b_cur, space.n_u, trans, t0, T, phi)
             path = np.empty(T, dtype=np.int32)
-            kernels.viterbi(psi, phi, per_token, T, L, np.empty((T, L)),
+            lattice.viterbi(psi, phi, per_token, T, L, np.empty((T, L)),
                             np.empty((T, L), dtype=np.int32), path)
             y = data.labels[t0:t1]
             delta = np.zeros_like(W)
@@ -256,7 +256,7 @@ def test_perceptron_matches_the_explicit_average(small_crf):
 
 def test_perceptron_stops_on_separable_data():
     rows = [["a", "X"], ["b", "Y"], ["c", "Z"]]
-    from crfkit.patterns import parse_patterns
+    from crfkit.features.patterns import parse_patterns
     from crfkit.reader import Sequence
 
     seqs = [Sequence(rows=[list(r) for r in rows[i:] + rows[:i]], lines=[1, 2, 3])

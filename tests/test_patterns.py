@@ -3,8 +3,8 @@ sequence, with the expected observation strings written by hand.
 
 Every case is checked on BOTH paths so that they cannot drift apart:
 
-* the slow reference, :func:`crfkit.patterns.apply_pattern`;
-* the vectorised extractor, :class:`crfkit.features.Featurizer` (training
+* the slow reference, :func:`crfkit.features.patterns.apply_pattern`;
+* the vectorised extractor, :class:`crfkit.features.extract.Featurizer` (training
   path: ``components(grow=True)`` + ``build_vocab`` + ``observation_strings``;
   and the frozen labelling path: ``components(grow=False)`` + ``observations``).
 
@@ -20,10 +20,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from crfkit import features
+from crfkit.features import extract
 from crfkit.errors import PatternError
-from crfkit.features import Featurizer
-from crfkit.patterns import (
+from crfkit.features.extract import Featurizer
+from crfkit.features.patterns import (
     apply_pattern,
     check_columns,
     parse_pattern_line,
@@ -165,8 +165,8 @@ def frozen_observations(featurizer, components, *, by_code: bool):
     if by_code:
         return featurizer.observations(components)
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(features, "_CODE_SLOTS_PER_TOKEN", 0)
-        patch.setattr(features, "_CODE_MIN_SLOTS", 0)
+        patch.setattr(extract, "_CODE_SLOTS_PER_TOKEN", 0)
+        patch.setattr(extract, "_CODE_MIN_SLOTS", 0)
         return featurizer.observations(components)
 
 
@@ -503,8 +503,8 @@ def test_chunking_rich_pattern_file():
 def test_dot_affix_fast_path_matches_the_regex_engine():
     import itertools
 
-    from crfkit.transforms import dot_affix, transform_values
-    from crfkit.wregex import compile_regex
+    from crfkit.features.transforms import dot_affix, transform_values
+    from crfkit.features.wregex import compile_regex
 
     tokens = ["", "a", "É", "ab", "aBc", "ﬁx", "İst", "a\nb", "Straße", "abcdef", "中文字"]
     atoms = [".", ".?", ".*"]
@@ -532,8 +532,8 @@ def test_dot_affix_fast_path_matches_the_regex_engine():
 def test_required_char_prefilter_matches_the_regex_engine():
     import random
 
-    from crfkit.transforms import required_char, transform_values
-    from crfkit.wregex import RegexSyntaxError, compile_regex
+    from crfkit.features.transforms import required_char, transform_values
+    from crfkit.features.wregex import RegexSyntaxError, compile_regex
 
     assert required_char("\\w-\\w", False) == "-"
     assert required_char("^and$", False) in "and"

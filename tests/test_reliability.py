@@ -151,7 +151,8 @@ def test_model_pickles_through_its_own_byte_format(trained, protocol):
     blob = pickle.dumps(trained, protocol=protocol)
     assert MAGIC in blob
     for internal in (b"numpy", b"ndarray", b"_reconstruct", b"Featurizer", b"FeatureSpace",
-                     b"ObservationVocab", b"StringTable", b"crfkit.patterns", b"crfkit.space"):
+                     b"ObservationVocab", b"StringTable",
+                     b"crfkit.features", b"crfkit.space"):
         assert internal not in blob, internal
     # Only the reconstructor (Model.from_bytes, reached through getattr) is referenced,
     # and protocol 2's spelling of a bytes object (_codecs.encode).
@@ -498,8 +499,8 @@ _GRADIENT_SCRIPT = """
 import sys
 import numpy as np
 from crfkit.corpus import encode_training
-from crfkit.objective import Objective
-from crfkit.patterns import read_patterns
+from crfkit.kernels.objective import Objective
+from crfkit.features.patterns import read_patterns
 from crfkit.reader import read_sequences
 from itertools import islice
 corpus = encode_training(read_patterns(sys.argv[1]), list(islice(read_sequences(sys.argv[2]), 300)))

@@ -12,8 +12,8 @@ import numpy as np
 import pytest
 
 from crfkit.evaluate import evaluate
+from crfkit.kernels.local import decode_local
 from crfkit.label import encode
-from crfkit.local import decode_local
 from crfkit.model import Model
 from crfkit.reader import read_sequences
 from tests.helpers import ROOT, one_error_line, run
@@ -99,7 +99,7 @@ def test_algorithms_and_types_train_and_label(corpus, args, least):
     assert loaded.model_type == expected_type
     assert loaded.info["algorithm"] == (args[args.index("-a") + 1] if "-a" in args else "l-bfgs")
     assert test_f1(model, corpus["test"]) > least
-    # `crfkit label` decodes each type as crfkit.local does
+    # `crfkit label` decodes each type as crfkit.kernels.local does
     labelled = run("label", "-m", str(model), "-l", str(corpus["test"])).stdout.split()
     assert labelled == predicted(model, corpus["test"])
 
@@ -197,7 +197,7 @@ def test_continue_and_fine_tune_from_a_model(corpus):
 
 
 def test_ctrl_c_writes_the_model_trained_so_far(corpus, monkeypatch):
-    from crfkit.objective import Objective
+    from crfkit.kernels.objective import Objective
 
     calls = {"n": 0}
     real = Objective.__call__

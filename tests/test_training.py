@@ -1,7 +1,7 @@
 """The whole objective (features + kernels) against slow references.
 
 * vectorised feature extraction equals the string-by-string reference
-  (:func:`crfkit.patterns.apply_pattern`);
+  (:func:`crfkit.features.patterns.apply_pattern`);
 * the objective equals brute-force enumeration over all label paths;
 * the gradient equals central finite differences.
 """
@@ -12,9 +12,9 @@ import numpy as np
 import pytest
 
 from crfkit.corpus import model_patterns
-from crfkit.local import LocalObjective
-from crfkit.objective import Objective
-from crfkit.patterns import apply_pattern
+from crfkit.features.patterns import apply_pattern
+from crfkit.kernels.local import LocalObjective
+from crfkit.kernels.objective import Objective
 from crfkit.train import encode_training
 from tests import naive
 from tests.helpers import PATTERNS, random_corpus

@@ -1,4 +1,4 @@
-"""Tests of crfkit.wregex: Wapiti's regex dialect translated to Python ``re``.
+"""Tests of crfkit.features.wregex: Wapiti's regex dialect translated to Python ``re``.
 
 Hand-written tables pin each feature down; a brute-force backtracking matcher
 (``oracle_search``, an interpreter written straight from the dialect's
@@ -19,7 +19,7 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from crfkit.wregex import RegexSyntaxError, WapitiRegex, compile_regex
+from crfkit.features.wregex import RegexSyntaxError, WapitiRegex, compile_regex
 
 # ---------------------------------------------------------------------------
 # The oracle: an obviously-correct recursive interpreter of the dialect.
@@ -512,7 +512,7 @@ def test_api_attributes_and_caching():
 
 def test_import_builds_nothing():
     code = (
-        "import crfkit.wregex as w\n"
+        "import crfkit.features.wregex as w\n"
         "assert w._class_body.cache_info().currsize == 0\n"
         "assert w._casefold_groups.cache_info().currsize == 0\n"
         "w.compile_regex(r'\\d\\s.x*')\n"

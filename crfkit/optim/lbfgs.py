@@ -37,7 +37,7 @@ import numpy as np
 from numba import njit
 
 from crfkit.config import JIT
-from crfkit.kernels import dot
+from crfkit.kernels.lattice import dot
 from crfkit.optim import INTERRUPTED, Iteration, IterationHook, Result, StopRule
 
 ARMIJO = 1e-4

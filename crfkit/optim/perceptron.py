@@ -1,7 +1,7 @@
 """The averaged perceptron (Collins, 2002): Viterbi-driven updates, averaged weights.
 
 Each epoch visits the sequences in a new random order (from ``seed``); the
-kernel :func:`crfkit.online.perceptron_epoch` decodes each one and, when the
+kernel :func:`crfkit.kernels.epochs.perceptron_epoch` decodes each one and, when the
 path is wrong, moves the weights towards the gold path. The model returned
 (and shown to the iteration hook) is the *average* of the weight vectors
 after every sequence, which generalises far better than the last one.
@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from crfkit.online import perceptron_epoch
+from crfkit.kernels.epochs import perceptron_epoch
 from crfkit.optim import IterationHook, Result, StopRule, run_epochs
 from crfkit.space import Dataset, FeatureSpace
 

@@ -3,7 +3,7 @@
 One update per sequence, sequences in a new random order each epoch (drawn
 from ``seed``, so a run is reproducible), learning rate
 ``eta0 * alpha**(k/N)`` decaying exponentially with the number k of
-sequences seen (N per epoch). The kernel is :func:`crfkit.online.sgd_epoch`;
+sequences seen (N per epoch). The kernel is :func:`crfkit.kernels.epochs.sgd_epoch`;
 this driver shuffles, reports, applies the stopping rule and handles Ctrl-C.
 
 What the progress line calls the objective is the *online* one: the sum of
@@ -22,7 +22,7 @@ from __future__ import annotations
 import numpy as np
 
 from crfkit.errors import CrfkitError
-from crfkit.online import sgd_epoch
+from crfkit.kernels.epochs import sgd_epoch
 from crfkit.optim import IterationHook, Result, StopRule, run_epochs
 from crfkit.optim.lbfgs import l1_norm
 from crfkit.space import Dataset, FeatureSpace

@@ -322,7 +322,7 @@ def _log_softmax(src, dst):
 def local_normalise(psi, phi, T, L, local, row):
     """Rewrite a MEMM's or MaxEnt's scores so that path scores are log-probabilities.
 
-    MaxEnt: ``psi[t] = log softmax psi[t]``. MEMM (see :mod:`crfkit.local`):
+    MaxEnt: ``psi[t] = log softmax psi[t]``. MEMM (see :mod:`crfkit.kernels.local`):
     ``psi[0] = log softmax psi[0]``, ``phi[t, a] = log softmax (psi[t] +
     phi[t, a])`` and ``psi[t] = 0`` for t >= 1. The CRF lattice code then
     works unchanged, with log Z = 0 unless constraints remove paths.
@@ -431,7 +431,7 @@ def dot(a, b):
     return acc
 
 
-# --- batch kernels: one block of sequences each (crfkit.blocks runs blocks on threads) ------
+# --- batch kernels: one block of sequences each (kernels.blocks runs them on threads) ---
 @njit(**JIT)
 def shared_scores(W, u_ptr, u_lab, trans_offset, has_trans, L, n_dense):
     """What every block of an evaluation at W reads: the transition block, its exponential

@@ -1,8 +1,8 @@
 """Decoding beyond the single best path: n-best, marginals, posterior, constraints.
 
-Everything here works on the lattice of :mod:`crfkit.kernels` (``psi[t, y]``
+Everything here works on the lattice of :mod:`crfkit.kernels.lattice` (``psi[t, y]``
 unigram scores, ``phi[t, a, b]`` transition scores) and reuses its kernels.
-The best path alone has a numpy twin, :mod:`crfkit.bestpath`, which
+The best path alone has a numpy twin, :mod:`crfkit.kernels.bestpath`, which
 ``crfkit label`` uses to start without Numba; the two must agree exactly.
 
 Constraints are masks (built by :mod:`crfkit.constraints`), never special
@@ -26,7 +26,7 @@ has each of its prefixes among the N best prefixes ending in the same
 cell is exact, not a beam. Each cell's N entries come from an N-way merge of
 the (already sorted) lists of its predecessors: O(T L^2 N) time, no sorting.
 Ties go to the lower previous label, then the lower rank, which makes
-``N = 1`` identical to :func:`crfkit.kernels.viterbi`.
+``N = 1`` identical to :func:`crfkit.kernels.lattice.viterbi`.
 
 Posterior decoding picks, per token, the label of highest marginal. With
 transition constraints that could produce a forbidden pair (``O`` then
@@ -41,15 +41,16 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from crfkit import config, kernels
-from crfkit.bestpath import Decoded
-from crfkit.blocks import partition_blocks, run_blocks
+from crfkit import config
 from crfkit.errors import UsageError
+from crfkit.kernels import lattice
+from crfkit.kernels.bestpath import Decoded
+from crfkit.kernels.blocks import partition_blocks, run_blocks
 from crfkit.model import Model
 from crfkit.space import Dataset
 
 # How a model type normalises (crfkit.model.MODEL_TYPES): globally, or per token.
-LOCAL, LOCAL_NONE, LOCAL_MEMM = kernels.LOCAL, kernels.LOCAL_NONE, kernels.LOCAL_MEMM
+LOCAL, LOCAL_NONE, LOCAL_MEMM = lattice.LOCAL, lattice.LOCAL_NONE, lattice.LOCAL_MEMM
 
 
 # --- kernels ---------------------------------------------------------------------------------
@@ -158,21 +159,21 @@ def posterior_path(marg, psi, pen, constrained, T, L, gain, delta, back, path):
     when transitions are constrained (see the module docstring)."""
     if not constrained:
         for t in range(T):
-            path[t] = kernels.argmax(marg[t])
+            path[t] = lattice.argmax(marg[t])
         return
     for t in range(T):
         for y in range(L):
             gain[t, y] = marg[t, y] if psi[t, y] > -np.inf else -np.inf
     # ``not constrained`` is False here, a runtime bool: a literal False would compile a
     # second Viterbi
-    kernels.viterbi(gain, pen, not constrained, T, L, delta, back, path)
+    lattice.viterbi(gain, pen, not constrained, T, L, delta, back, path)
 
 
 @njit(**config.JIT)
 def decode_shared(W, trans_offset, has_trans, local, L, pen):
     """What every block reads: the transitions with their penalties ``pen[0]`` (``trans``),
     the base of the observation bigrams, and the exponentiated transitions with their shift."""
-    raw_trans = kernels.transition_block(W, trans_offset, has_trans, L)
+    raw_trans = lattice.transition_block(W, trans_offset, has_trans, L)
     trans = np.empty((L, L))
     for a in range(L):
         for b in range(L):
@@ -180,7 +181,7 @@ def decode_shared(W, trans_offset, has_trans, local, L, pen):
     # a MEMM normalises the raw scores first and gets its penalties afterwards
     bigram_base = raw_trans if local == LOCAL_MEMM else trans
     exp_trans = np.empty((1, L, L))
-    trans_shift = kernels._exp_shifted(trans, exp_trans[0])
+    trans_shift = lattice._exp_shifted(trans, exp_trans[0])
     return trans, bigram_base, exp_trans, trans_shift
 
 
@@ -201,11 +202,11 @@ def decode_block(W, seq_ptr, tok_ptr, tok_obs, u_ptr, u_lab, b_ptr, b_prev, b_cu
     distribution.
     """
     need_fb = want_logz or want_marg or posterior
-    Tmax = kernels.longest_sequence(seq_ptr, s0, s1)
+    Tmax = lattice.longest_sequence(seq_ptr, s0, s1)
     TP = Tmax if per_token else 1
     psi = np.empty((Tmax, L))
     phi = np.empty((TP, L, L))
-    kernels.copy_matrix(trans, phi[0])
+    lattice.copy_matrix(trans, phi[0])
     delta = np.empty((Tmax, L))
     back = np.empty((Tmax, L), dtype=np.int32)
     path = np.empty(Tmax, dtype=np.int32)
@@ -216,7 +217,7 @@ def decode_block(W, seq_ptr, tok_ptr, tok_obs, u_ptr, u_lab, b_ptr, b_prev, b_cu
     beta = np.empty((FB, L))
     scale = np.empty(FB)
     tmp = np.empty(L)
-    no_dense = np.empty((0, L))  # no dense rows (see kernels.unigram_scores)
+    no_dense = np.empty((0, L))  # no dense rows (see lattice.unigram_scores)
     NB = Tmax if N > 1 else 1
     ndelta = np.empty((NB, L, N))
     nback = np.empty((NB, L, N), dtype=np.int32)
@@ -228,12 +229,12 @@ def decode_block(W, seq_ptr, tok_ptr, tok_obs, u_ptr, u_lab, b_ptr, b_prev, b_cu
         T = seq_ptr[s + 1] - t0
         if T == 0:
             continue
-        kernels.unigram_scores(W, tok_ptr, tok_obs, u_ptr, u_lab, t0, T, psi, no_dense)
+        lattice.unigram_scores(W, tok_ptr, tok_obs, u_ptr, u_lab, t0, T, psi, no_dense)
         if per_token:
-            kernels.bigram_scores(W, tok_ptr, tok_obs, b_ptr, b_prev, b_cur, n_u,
+            lattice.bigram_scores(W, tok_ptr, tok_obs, b_ptr, b_prev, b_cur, n_u,
                                   bigram_base, t0, T, phi)
         if local != LOCAL_NONE:
-            kernels.local_normalise(psi, phi, T, L, local, tmp)
+            lattice.local_normalise(psi, phi, T, L, local, tmp)
             if local == LOCAL_MEMM and constrained:
                 for t in range(1, T):
                     for a in range(L):
@@ -243,10 +244,10 @@ def decode_block(W, seq_ptr, tok_ptr, tok_obs, u_ptr, u_lab, b_ptr, b_prev, b_cu
             mask_tokens(psi, token_ok, t0, T, L)
         if need_fb:
             if per_token:
-                shift = kernels.exp_transitions(phi, T, expb)
+                shift = lattice.exp_transitions(phi, T, expb)
             else:
                 shift = trans_shift * (T - 1)
-            logz = shift + kernels.forward_backward(psi, expb, per_token, T, L, expu,
+            logz = shift + lattice.forward_backward(psi, expb, per_token, T, L, expu,
                                                     alpha, beta, scale, tmp)
             out_logz[s] = logz
             for t in range(T):
@@ -262,7 +263,7 @@ def decode_block(W, seq_ptr, tok_ptr, tok_obs, u_ptr, u_lab, b_ptr, b_prev, b_cu
             for t in range(T):
                 out_paths[t0 + t, 0] = path[t]
         elif N == 1:
-            out_scores[s, 0] = kernels.viterbi(psi, phi, per_token, T, L, delta, back, path)
+            out_scores[s, 0] = lattice.viterbi(psi, phi, per_token, T, L, delta, back, path)
             for t in range(T):
                 out_paths[t0 + t, 0] = path[t]
         else:

@@ -4,12 +4,12 @@ No string is built per feature occurrence. Instead:
 
 1. each column of the batch is interned once (token string -> column id);
 2. each *transform* (``%x``/``%X``/``%t``/``%m`` of a column, see
-   :mod:`crfkit.transforms`) is applied once per distinct token and its
+   :mod:`crfkit.features.transforms`) is applied once per distinct token and its
    results interned into a :class:`StringTable`;
 3. a command at an offset is then an integer gather, padding positions
    taking the id of their padding value;
 4. a pattern's observation is the tuple of its command values. Training
-   interns the tuples exactly (:func:`crfkit.counting.intern_rows`, Numba);
+   interns the tuples exactly (:func:`crfkit.features.intern.intern_rows`, Numba);
    each distinct tuple gets a 64-bit key (:func:`tuple_keys`), and labelling
    finds a token's observation by its key in the :class:`ObservationVocab`
    (a batch's distinct tuples once each, where their value space is small).
@@ -23,21 +23,17 @@ observations can never merge silently.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
 from collections.abc import Sequence as Seq
 from dataclasses import dataclass, field
-from operator import itemgetter
 
 import numpy as np
 
-from crfkit.patterns import Pattern
+from crfkit.features.keys import tuple_keys
+from crfkit.features.patterns import Pattern
+from crfkit.features.strings import StringTable, intern_column
+from crfkit.features.transforms import padding_result, transform_values
+from crfkit.features.vocab import ObservationVocab
 from crfkit.reader import Sequence
-from crfkit.transforms import padding_result, transform_values
-
-_MASK64 = (1 << 64) - 1
-_MUL1 = np.uint64(0xBF58476D1CE4E5B9)
-_MUL2 = np.uint64(0x94D049BB133111EB)
-_PRIME = np.uint64(0x100000001B3)
 
 # Direct addressing while interning pays while the table of all possible
 # tuples stays within this many slots per corpus token (and 1M slots at least).
@@ -46,38 +42,6 @@ _DIRECT_SLOTS_PER_TOKEN = 8
 # possible codes stays within this many slots per batch token (or the minimum).
 _CODE_SLOTS_PER_TOKEN = 4
 _CODE_MIN_SLOTS = 1 << 16
-
-
-class StringTable:
-    """Interns strings to dense ids (0, 1, ...); unseen strings map to -1 when frozen."""
-
-    def __init__(self, strings: Iterable[str] = ()) -> None:
-        self.strings: list[str] = list(strings)
-        self.index: dict[str, int] = {s: i for i, s in enumerate(self.strings)}
-
-    def __len__(self) -> int:
-        return len(self.strings)
-
-    def packed(self) -> tuple[int, str]:
-        """The strings as one (count, newline-joined) block; no value contains a newline."""
-        return len(self.strings), "\n".join(self.strings)
-
-    @classmethod
-    def unpack(cls, packed: tuple[int, str]) -> StringTable:
-        count, text = packed
-        return cls(text.split("\n") if count else [])
-
-    def lookup(self, values: Seq[str], *, grow: bool) -> np.ndarray:
-        index = self.index
-        if grow:  # add the new distinct values first, then map everything at C speed
-            for value in dict.fromkeys(values):
-                if value not in index:
-                    index[value] = len(self.strings)
-                    self.strings.append(value)
-            ids = map(index.__getitem__, values)
-        else:
-            ids = map(index.get, values, [-1] * len(values))
-        return np.fromiter(ids, dtype=np.int32, count=len(values))
 
 
 @dataclass
@@ -147,142 +111,6 @@ class Components:
         return column
 
 
-def tuple_keys(pattern_index: int, rows: np.ndarray) -> np.ndarray:
-    """The 64-bit key of each row of command values (splitmix64, seeded by the pattern).
-
-    The one definition of an observation's key: training computes it for
-    each distinct tuple, labelling for every token, and the model stores it.
-    """
-    with np.errstate(over="ignore"):
-        seed = _mix(np.full(len(rows), (pattern_index + 1) & _MASK64, dtype=np.uint64))
-        h = seed
-        for j in range(rows.shape[1]):
-            h = _mix(h * _PRIME + (rows[:, j].astype(np.int64) + 1).astype(np.uint64))
-    return h
-
-
-def _mix(h: np.ndarray) -> np.ndarray:
-    """splitmix64 finaliser on uint64 arrays (wrapping arithmetic)."""
-    h = h ^ (h >> np.uint64(30))
-    h = h * _MUL1
-    h = h ^ (h >> np.uint64(27))
-    h = h * _MUL2
-    return h ^ (h >> np.uint64(31))
-
-
-class KeyIndex:
-    """Finds 64-bit keys among given ones, vectorised: an open-addressing hash table.
-
-    The keys are hashes, so their top bits are uniform: they address a table
-    of 2 to 4 slots per key directly, with linear probing. Building and
-    finding are loops over probe rounds, each one whole-array numpy step over
-    the keys not yet placed (or found): most settle in the first round, so
-    building costs a few passes over the keys rather than a sort (which made
-    loading a model 60 ms slower). ``repeated`` tells whether a key was given
-    twice: the integrity check of a vocabulary, free while building.
-    """
-
-    def __init__(self, keys: np.ndarray) -> None:
-        self.keys = np.ascontiguousarray(keys, dtype=np.uint64)
-        n = len(self.keys)
-        self.bits = n.bit_length() + 1
-        self.shift = np.uint64(64 - self.bits)
-        self.mask = (1 << self.bits) - 1
-        self.slots = np.full(1 << self.bits, -1, dtype=np.int32)
-        self.repeated = False
-        self.longest = 0  # probes of the longest search
-        todo = np.arange(n, dtype=np.int32)
-        slot = self._home(self.keys)
-        while len(todo):
-            self.longest += 1
-            free = self.slots[slot] < 0
-            # Several keys may claim one free slot: one write lands, the others probe on.
-            self.slots[slot[free]] = todo[free]
-            occupant = self.slots[slot]
-            placed = occupant == todo
-            todo, slot, occupant = todo[~placed], slot[~placed], occupant[~placed]
-            # Equal keys share their home, so they probe in step: one is placed where
-            # the other then finds it.
-            if (self.keys[occupant] == self.keys[todo]).any():
-                self.repeated = True
-            slot = (slot + 1) & self.mask
-
-    def _home(self, keys: np.ndarray) -> np.ndarray:
-        return (keys >> self.shift).astype(np.int64)
-
-    def find(self, queries: np.ndarray) -> np.ndarray:
-        """Id of each query key, -1 if absent (int32)."""
-        if not len(self.keys):
-            return np.full(len(queries), -1, dtype=np.int32)
-        # First probe over whole arrays (it settles almost every query). An empty
-        # slot (-1) reads the last key; a "match" there still yields -1.
-        slot = self._home(queries)
-        occupant = self.slots[slot]
-        hit = self.keys[occupant] == queries
-        out = np.where(hit, occupant, np.int32(-1))
-        todo = np.flatnonzero(~hit & (occupant >= 0))
-        slot = slot[todo]
-        for _ in range(self.longest - 1):
-            if not len(todo):
-                break
-            slot = (slot + 1) & self.mask
-            occupant = self.slots[slot]
-            hit = self.keys[occupant] == queries[todo]
-            out[todo[hit]] = occupant[hit]
-            going_on = ~hit & (occupant >= 0)
-            todo, slot = todo[going_on], slot[going_on]
-        return out
-
-
-class ObservationVocab:
-    """Observation ids: 64-bit keys plus what is needed to print each observation.
-
-    ``values`` holds, per observation in id order, the table ids of its
-    command values (``pattern_commands[pattern[i]]`` of them). Labelling
-    never reads them (only printing and extending a vocabulary do), so a
-    loaded model defers their range check to their first use:
-    ``check_values`` runs once, before ``values`` is first returned.
-    """
-
-    def __init__(self, keys: np.ndarray, pattern: np.ndarray, values: np.ndarray, *,
-                 check_values: Callable[[np.ndarray], None] | None = None) -> None:
-        self.keys = np.ascontiguousarray(keys, dtype=np.uint64)
-        self.pattern = np.ascontiguousarray(pattern, dtype=np.int32)
-        self._values = np.ascontiguousarray(values, dtype=np.int32)
-        self._check_values = check_values
-        self._index: KeyIndex | None = None
-
-    def __len__(self) -> int:
-        return len(self.keys)
-
-    @property
-    def values(self) -> np.ndarray:
-        if self._check_values is not None:
-            self._check_values(self._values)  # raises if a value is out of range
-            self._check_values = None
-        return self._values
-
-    @property
-    def index(self) -> KeyIndex:
-        if self._index is None:
-            self._index = KeyIndex(self.keys)
-        return self._index
-
-    def has_repeated_keys(self) -> bool:
-        return self.index.repeated
-
-    def lookup(self, keys: np.ndarray, rows: np.ndarray) -> np.ndarray:
-        """Ids of ``keys`` (int32); -1 where a key is unknown or its ``rows`` hold a -1."""
-        found = self.index.find(keys)
-        found[rows.min(axis=1, initial=0) < 0] = -1
-        return found
-
-    def subset(self, keep: np.ndarray, n_commands: np.ndarray) -> ObservationVocab:
-        """A vocabulary with only the observations where ``keep`` is true, renumbered."""
-        mask = np.repeat(keep, n_commands[self.pattern])
-        return ObservationVocab(self.keys[keep], self.pattern[keep], self.values[mask])
-
-
 class Featurizer:
     """Turns sequences into per-token observation ids for a fixed list of patterns.
 
@@ -321,7 +149,7 @@ class Featurizer:
         lengths = np.fromiter((len(s.rows) for s in seqs), dtype=np.int64, count=len(seqs))
         pos = Positions.of(lengths)
         rows = [row for seq in seqs for row in seq.rows]
-        columns = {c: _intern_column(rows, c) for c in {t[1] for t in self.transforms}}
+        columns = {c: intern_column(rows, c) for c in {t[1] for t in self.transforms}}
         token_values = np.empty((len(self.transforms), int(pos.seq_ptr[-1])), dtype=np.int32)
         for k, (transform, table) in enumerate(zip(self.transforms, self.tables, strict=True)):
             ids, distinct = columns[transform[1]]
@@ -352,7 +180,7 @@ class Featurizer:
         matrix). Ids go to the most frequent observations first, so the
         weights the kernels touch most often share cache lines.
         """
-        from crfkit.counting import intern_rows, renumber  # Numba: training only
+        from crfkit.features.intern import intern_rows, renumber  # Numba: training only
 
         n_tokens = components.token_values.shape[1]
         sizes = np.array([len(table) for table in self.tables], dtype=np.int64)
@@ -483,17 +311,3 @@ def token_lists(obs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     np.cumsum(mask.sum(axis=1), out=ptr[1:])
     return ptr, np.ascontiguousarray(obs[mask], dtype=np.int32)
 
-
-def _intern_column(rows: list[list[str]], column: int) -> tuple[np.ndarray, list[str]]:
-    """Column ids of every token (int64) and the distinct strings, in order of appearance.
-
-    One C-level pass: ``setdefault`` maps each value to the position where it
-    first occurs; the positions that map to themselves are the first
-    occurrences, and their ranks are the dense ids.
-    """
-    values = list(map(itemgetter(column), rows))
-    n = len(values)
-    first_seen = np.fromiter(map({}.setdefault, values, range(n)), dtype=np.int64, count=n)
-    is_first = first_seen == np.arange(n)
-    rank = np.cumsum(is_first) - 1
-    return rank[first_seen], list(map(values.__getitem__, np.flatnonzero(is_first).tolist()))

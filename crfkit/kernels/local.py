@@ -30,16 +30,16 @@ Training (teacher forcing: the previous label is the gold one) minimises
 where ``s_t`` is the score row of token t given the gold previous label; the
 gold path score is ``w . empirical`` as for the CRF. The gradient is the
 expected feature counts under each token's softmax minus the empirical
-counts. As in :mod:`crfkit.objective`, sequences are split into fixed
+counts. As in :mod:`crfkit.kernels.objective`, sequences are split into fixed
 blocks, each block fills its own gradient buffer, and the buffers are summed
 in block order: the result does not depend on the thread count.
 
 Decoding a MEMM is Viterbi over the log *local* probabilities: with
 ``psi'[0] = log softmax psi[0]``, ``psi'[t>0] = 0`` and
 ``phi'[t, a, b] = psi[t, b] + phi[t, a, b] - log sum_b' exp(psi[t, b'] + phi[t, a, b'])``
-the max-plus recursion of :func:`crfkit.kernels.viterbi` finds the path of
+the max-plus recursion of :func:`crfkit.kernels.lattice.viterbi` finds the path of
 highest probability, and its score is that path's log-probability
-(:func:`crfkit.kernels.local_normalise` rewrites the scores).
+(:func:`crfkit.kernels.lattice.local_normalise` rewrites the scores).
 """
 
 from __future__ import annotations
@@ -47,11 +47,12 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from crfkit import config, kernels
-from crfkit.blocks import partition_blocks, run_blocks
+from crfkit import config
 from crfkit.config import JIT
 from crfkit.errors import UsageError
-from crfkit.objective import Objective
+from crfkit.kernels import lattice
+from crfkit.kernels.blocks import partition_blocks, run_blocks
+from crfkit.kernels.objective import Objective
 from crfkit.space import Dataset, FeatureSpace
 
 LOCAL_TYPES = ("memm", "maxent")
@@ -82,7 +83,7 @@ def _token_scores(W, tok_ptr, tok_obs, u_ptr, u_lab, b_ptr, b_prev, b_cur, n_u, 
 @njit(**JIT)
 def _softmax_inplace(score):
     """Turn scores into probabilities; return log sum exp of the scores."""
-    m = kernels._max(score)
+    m = lattice._max(score)
     total = 0.0
     for y in range(score.shape[0]):
         score[y] = np.exp(score[y] - m)
@@ -113,7 +114,7 @@ def _add_expectations(G, prob, tok_ptr, tok_obs, u_ptr, u_lab, b_ptr, b_prev, b_
                     G[n_u + k] += prob[b_cur[k]]
 
 
-# --- batch kernel: one block of sequences (crfkit.blocks runs blocks on threads) ---------------
+# --- batch kernel: one block of sequences (kernels.blocks runs them on threads) ---
 @njit(**JIT)
 def local_loss_block(W, seq_ptr, tok_ptr, tok_obs, labels, u_ptr, u_lab, b_ptr, b_prev, b_cur,
                      n_u, trans_offset, has_trans, use_prev, L, s0, s1, G, out):
@@ -134,7 +135,7 @@ def local_loss_block(W, seq_ptr, tok_ptr, tok_obs, labels, u_ptr, u_lab, b_ptr, 
             prev = labels[g - 1] if use_prev and g > seq_ptr[s] else -1
             _token_scores(W, tok_ptr, tok_obs, u_ptr, u_lab, b_ptr, b_prev, b_cur, n_u,
                           trans_offset, has_trans, L, g, prev, score)
-            if kernels.argmax(score) != labels[g]:
+            if lattice.argmax(score) != labels[g]:
                 wrong += 1
             lse_sum += _softmax_inplace(score)
             _add_expectations(G, score, tok_ptr, tok_obs, u_ptr, u_lab, b_ptr, b_prev, b_cur,
@@ -149,8 +150,9 @@ def local_loss_block(W, seq_ptr, tok_ptr, tok_obs, labels, u_ptr, u_lab, b_ptr, 
 
 # --- Python API --------------------------------------------------------------------------------
 class LocalObjective(Objective):
-    """Callable ``f = objective(w, g)`` of a MEMM or MaxEnt; same interface and buffers as
-    :class:`crfkit.objective.Objective`, one softmax per token instead of forward-backward."""
+    """Callable ``f = objective(w, g)`` of a MEMM or MaxEnt; same interface and
+    buffers as :class:`crfkit.kernels.objective.Objective`, one softmax per token instead of
+    forward-backward."""
 
     overflow = "numerical overflow in the local softmax"
 
@@ -182,7 +184,7 @@ def decode_local_scored(model_type: str, W: np.ndarray, data: Dataset, space: Fe
 
     For ``memm``/``maxent`` the score is the path's log-probability; for
     ``crf`` it is the unnormalised Viterbi score (see
-    :func:`crfkit.kernels.viterbi_block`).
+    :func:`crfkit.kernels.lattice.viterbi_block`).
     """
     if model_type not in ("crf", *LOCAL_TYPES):
         raise UsageError(f"unknown model type {model_type!r}")
@@ -194,12 +196,12 @@ def decode_local_scored(model_type: str, W: np.ndarray, data: Dataset, space: Fe
         return labels, scores
     blocks = partition_blocks(data.lengths, config.N_BLOCKS)
     s = space
-    trans = kernels.transition_block(W, s.trans_offset, s.has_trans, s.n_labels)
-    local = kernels.LOCAL[model_type]
-    per_token = s.n_b > 0 or local == kernels.LOCAL_MEMM  # a MEMM's phi depends on psi
+    trans = lattice.transition_block(W, s.trans_offset, s.has_trans, s.n_labels)
+    local = lattice.LOCAL[model_type]
+    per_token = s.n_b > 0 or local == lattice.LOCAL_MEMM  # a MEMM's phi depends on psi
 
     def block(b: int) -> None:
-        kernels.viterbi_block(W, data.seq_ptr, data.tok_ptr, data.tok_obs, s.u_ptr, s.u_lab,
+        lattice.viterbi_block(W, data.seq_ptr, data.tok_ptr, data.tok_obs, s.u_ptr, s.u_lab,
                               s.b_ptr, s.b_prev, s.b_cur, s.n_u, per_token, local, s.n_labels,
                               blocks[b], blocks[b + 1], trans, labels, scores)
 

@@ -12,9 +12,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from crfkit import config, kernels
-from crfkit.blocks import partition_blocks, run_blocks, thread_count
+from crfkit import config
 from crfkit.errors import CrfkitError
+from crfkit.kernels import lattice
+from crfkit.kernels.blocks import partition_blocks, run_blocks, thread_count
 from crfkit.space import Dataset, FeatureSpace
 
 
@@ -25,7 +26,7 @@ class Objective:
     filling a gradient row of ``G_blocks`` and its ``out`` row (log-sum,
     token errors, sequence errors); :meth:`_loss_block` runs the kernel that
     fills one, so a subclass with another normalisation (see
-    :class:`crfkit.local.LocalObjective`) overrides only that, :meth:`_shared`
+    :class:`crfkit.kernels.local.LocalObjective`) overrides only that, :meth:`_shared`
     and ``overflow``. Blocks run in waves of one per thread, each wave's rows added to the
     gradient in block order: the sum order (and the model) does not depend on
     the thread count, and only one gradient row per thread is held (16 rows
@@ -44,7 +45,7 @@ class Objective:
         self.block_ptr = partition_blocks(data.lengths, min(config.N_BLOCKS, max_blocks))
         n_blocks = len(self.block_ptr) - 1
         self.wave = max(1, min(thread_count(), n_blocks))
-        # The most frequent observations get dense rows (kernels.dense_rows).
+        # The most frequent observations get dense rows (lattice.dense_rows).
         self.n_dense = min(space.n_obs, config.DENSE_ROW_CELLS // max(1, space.n_labels))
         self.G_blocks = np.empty((self.wave, space.n_weights))
         self.out = np.empty((n_blocks, 3))
@@ -55,14 +56,14 @@ class Objective:
     def _shared(self, w: np.ndarray) -> tuple:
         """What every block reads at ``w`` (computed once per evaluation)."""
         s = self.space
-        return kernels.shared_scores(w, s.u_ptr, s.u_lab, s.trans_offset, s.has_trans,
+        return lattice.shared_scores(w, s.u_ptr, s.u_lab, s.trans_offset, s.has_trans,
                                      s.n_labels, self.n_dense)
 
     def _loss_block(self, w: np.ndarray, shared: tuple, s0: int, s1: int, G: np.ndarray,
                     out: np.ndarray) -> None:
         """Fill ``G`` (a gradient row) and ``out`` (3 values) for sequences s0..s1-1 at ``w``."""
         s, d = self.space, self.data
-        kernels.loss_block(w, d.seq_ptr, d.tok_ptr, d.tok_obs, d.labels, s.u_ptr, s.u_lab,
+        lattice.loss_block(w, d.seq_ptr, d.tok_ptr, d.tok_obs, d.labels, s.u_ptr, s.u_lab,
                            s.b_ptr, s.b_prev, s.b_cur, s.n_u, s.trans_offset, s.has_trans,
                            s.n_b > 0, s.n_labels, s0, s1, *shared, G, out)
 
@@ -78,12 +79,12 @@ class Objective:
                                  self.G_blocks[i], self.out[first + i])
 
             run_blocks(block, last - first)
-            kernels.add_blocks(self.G_blocks[:last - first], first == 0, g)
+            lattice.add_blocks(self.G_blocks[:last - first], first == 0, g)
         log_z = float(np.sum(self.out[:, 0]))
         if not np.isfinite(log_z):
             raise CrfkitError(f"{self.overflow}: the weights diverged (try a larger -2/--rho2)")
-        kernels.finish_gradient(self.empirical, w, self.rho2, g)
+        lattice.finish_gradient(self.empirical, w, self.rho2, g)
         self.token_errors = int(self.out[:, 1].sum())
         self.sequence_errors = int(self.out[:, 2].sum())
         self.evaluations += 1
-        return log_z - kernels.dot(w, self.empirical) + 0.5 * self.rho2 * kernels.dot(w, w)
+        return log_z - lattice.dot(w, self.empirical) + 0.5 * self.rho2 * lattice.dot(w, w)

@@ -25,7 +25,7 @@ two fast paths, each tested against the regex engine: a regex made only of
 dots (``"...$"``, ``"^.."``: affixes) is a slice, and a regex with a literal
 every match must contain (``"\\w-\\w"``) is searched only in tokens that
 contain it. :func:`transform_value` is the plain definition, used by the
-slow reference :func:`crfkit.patterns.apply_pattern`.
+slow reference :func:`crfkit.features.patterns.apply_pattern`.
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ from __future__ import annotations
 import re
 from functools import cache
 
-from crfkit.patterns import padding_value
+from crfkit.features.patterns import padding_value
 
 Transform = tuple[str, int, "str | None"]
 
@@ -119,7 +119,7 @@ def required_char(source: str, ignore_case: bool) -> str | None:
 
 @cache
 def _regex(source: str, ignore_case: bool):
-    from crfkit.wregex import compile_regex
+    from crfkit.features.wregex import compile_regex
 
     return compile_regex(source, ignore_case=ignore_case)
 
@@ -171,7 +171,7 @@ def transform_value(transform: Transform, token: str | None, *, padding: int = 0
     """Value for a single token, or for padding (``padding`` steps out) when ``token`` is None.
 
     The plain definition, without the fast paths of :func:`transform_values`:
-    :func:`crfkit.patterns.apply_pattern` uses it, so comparing the reference
+    :func:`crfkit.features.patterns.apply_pattern` uses it, so comparing the reference
     with the vectorised extractor also checks those fast paths.
     """
     if token is None:

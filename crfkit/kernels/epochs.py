@@ -2,7 +2,7 @@
 
 Both visit the sequences in a given order (the caller shuffles) and update
 the flat weight vector ``W`` in place after each sequence, so they are
-serial by nature; they reuse the lattice kernels of :mod:`crfkit.kernels`
+serial by nature; they reuse the lattice kernels of :mod:`crfkit.kernels.lattice`
 and touch only the weights of the features firing in the current sequence
 (plus the transition block), never the whole vector.
 
@@ -29,8 +29,8 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from crfkit import kernels
 from crfkit.config import JIT
+from crfkit.kernels import lattice
 
 # Tiny per-weight helpers called millions of times per epoch: without Numba-level
 # inlining each call passes its arrays by value and costs ~100 ns (measured: the
@@ -55,11 +55,11 @@ def _sequence_scores(W, tok_ptr, tok_obs, u_ptr, u_lab, b_ptr, b_prev, b_cur, n_
     else only phi[0] is used and holds the transition block.
     """
     _load_transitions(W, trans_offset, has_trans, L, trans)
-    kernels.unigram_scores(W, tok_ptr, tok_obs, u_ptr, u_lab, t0, T, psi, no_dense)
+    lattice.unigram_scores(W, tok_ptr, tok_obs, u_ptr, u_lab, t0, T, psi, no_dense)
     if per_token:
-        kernels.bigram_scores(W, tok_ptr, tok_obs, b_ptr, b_prev, b_cur, n_u, trans, t0, T, phi)
+        lattice.bigram_scores(W, tok_ptr, tok_obs, b_ptr, b_prev, b_cur, n_u, trans, t0, T, phi)
     else:
-        kernels.copy_matrix(trans, phi[0])
+        lattice.copy_matrix(trans, phi[0])
 
 
 # --- SGD with the cumulative L1 penalty --------------------------------------------------------
@@ -104,7 +104,7 @@ def sgd_epoch(W, order, seq_ptr, tok_ptr, tok_obs, labels, u_ptr, u_lab, b_ptr, 
     Returns the last learning rate.
     """
     N = len(order)
-    Tmax = kernels.longest_sequence(seq_ptr, 0, len(seq_ptr) - 1)
+    Tmax = lattice.longest_sequence(seq_ptr, 0, len(seq_ptr) - 1)
     TP = Tmax if per_token else 1
     psi = np.empty((Tmax, L))
     phi = np.empty((TP, L, L))
@@ -116,7 +116,7 @@ def sgd_epoch(W, order, seq_ptr, tok_ptr, tok_obs, labels, u_ptr, u_lab, b_ptr, 
     scale = np.empty(Tmax)
     pair = np.empty((L, L))
     tmp = np.empty(L)
-    no_dense = np.empty((0, L))  # no dense rows (see kernels.unigram_scores)
+    no_dense = np.empty((0, L))  # no dense rows (see lattice.unigram_scores)
     u = state[0]
     loss = 0.0
     tok_err = 0
@@ -136,10 +136,10 @@ def sgd_epoch(W, order, seq_ptr, tok_ptr, tok_obs, labels, u_ptr, u_lab, b_ptr, 
                          trans_offset, has_trans, per_token, L, t0, T, trans, psi, phi,
                          no_dense)
         if per_token:
-            shift = kernels.exp_transitions(phi, T, expb)
+            shift = lattice.exp_transitions(phi, T, expb)
         else:
-            shift = kernels._exp_shifted(trans, expb[0]) * (T - 1)
-        logz = shift + kernels.forward_backward(psi, expb, per_token, T, L, expu, alpha_, beta,
+            shift = lattice._exp_shifted(trans, expb[0]) * (T - 1)
+        logz = shift + lattice.forward_backward(psi, expb, per_token, T, L, expu, alpha_, beta,
                                                 scale, tmp)
         if not np.isfinite(logz):
             out[3] = 1.0
@@ -151,12 +151,12 @@ def sgd_epoch(W, order, seq_ptr, tok_ptr, tok_obs, labels, u_ptr, u_lab, b_ptr, 
             if t:
                 gold += phi[t, labels[t0 + t - 1], y] if per_token else trans[labels[t0 + t - 1], y]
         loss += logz - gold
-        kernels.accumulate_expectations(G, tok_ptr, tok_obs, u_ptr, u_lab, b_ptr, b_prev, b_cur,
+        lattice.accumulate_expectations(G, tok_ptr, tok_obs, u_ptr, u_lab, b_ptr, b_prev, b_cur,
                                         n_u, trans_offset, has_trans, per_token, t0, T, L,
                                         alpha_, beta, expu, expb, scale, pair, tmp, no_dense)
         wrong = 0
         for t in range(T):
-            if kernels.argmax(alpha_[t]) != labels[t0 + t]:
+            if lattice.argmax(alpha_[t]) != labels[t0 + t]:
                 wrong += 1
         tok_err += wrong
         if wrong:
@@ -229,7 +229,7 @@ def perceptron_epoch(W, U, seen, order, seq_ptr, tok_ptr, tok_obs, labels, u_ptr
     ``seen``: sequences processed in earlier epochs. out = [token errors,
     sequence errors] of the Viterbi paths made during the pass.
     """
-    Tmax = kernels.longest_sequence(seq_ptr, 0, len(seq_ptr) - 1)
+    Tmax = lattice.longest_sequence(seq_ptr, 0, len(seq_ptr) - 1)
     TP = Tmax if per_token else 1
     psi = np.empty((Tmax, L))
     phi = np.empty((TP, L, L))
@@ -250,7 +250,7 @@ def perceptron_epoch(W, U, seen, order, seq_ptr, tok_ptr, tok_obs, labels, u_ptr
         _sequence_scores(W, tok_ptr, tok_obs, u_ptr, u_lab, b_ptr, b_prev, b_cur, n_u,
                          trans_offset, has_trans, per_token, L, t0, T, trans, psi, phi,
                          no_dense)
-        kernels.viterbi(psi, phi, per_token, T, L, delta, back, path)
+        lattice.viterbi(psi, phi, per_token, T, L, delta, back, path)
         wrong = 0
         for t in range(T):
             if path[t] != labels[t0 + t]:

@@ -1,7 +1,7 @@
 """Blocks of sequences, and running one kernel call per block on threads.
 
-The batch kernels (:mod:`crfkit.kernels`, :mod:`crfkit.local`,
-:mod:`crfkit.decode`) each handle one block of sequences and release the GIL
+The batch kernels (:mod:`crfkit.kernels.lattice`, :mod:`crfkit.kernels.local`,
+:mod:`crfkit.kernels.decoder`) each handle one block of sequences and release the GIL
 (``nogil``), so plain Python threads run blocks in parallel. They used to
 be ``parallel=True`` kernels looping with ``numba.prange`` over the blocks:
 the same arithmetic, but Numba's parallel compilation made them the slowest

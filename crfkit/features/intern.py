@@ -17,7 +17,7 @@ Python and no sort of the whole corpus:
   L*L) slots that is reset only where it was touched.
 
 Only training needs these; labelling looks observations up by key in numpy
-(:class:`crfkit.features.ObservationVocab`), so it never waits for Numba.
+(:class:`crfkit.features.vocab.ObservationVocab`), so it never waits for Numba.
 """
 
 from __future__ import annotations

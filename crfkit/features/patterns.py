@@ -29,7 +29,7 @@ ignored, a UTF-8 byte-order mark and CRLF line ends are accepted)::
   %M    the same, ignoring case, and the match case folded
   ====  ================================================================
 
-  REGEX is Wapiti's small dialect (see :mod:`crfkit.wregex`), kept as
+  REGEX is Wapiti's small dialect (see :mod:`crfkit.features.wregex`), kept as
   written: ``\\"`` puts a quote inside it (the dialect reads an escaped
   character literally), so ``\\`` must be doubled before the closing quote.
 * Positions outside the sequence give padding values distinct per side and
@@ -370,7 +370,7 @@ class _LineParser:
         return source
 
     def check_regex(self, source: str, letter: str, start: int) -> None:
-        from crfkit.wregex import RegexSyntaxError, compile_regex
+        from crfkit.features.wregex import RegexSyntaxError, compile_regex
 
         try:
             compile_regex(source, ignore_case=letter.isupper())
@@ -398,7 +398,7 @@ def apply_pattern(pattern: Pattern, rows: list[list[str]], i: int) -> str:
     The vectorised extractor is tested against this; ``crfkit patterns`` uses
     it to show users what their patterns produce.
     """
-    from crfkit.transforms import transform_value
+    from crfkit.features.transforms import transform_value
 
     values = []
     for command in pattern.commands:

@@ -1,6 +1,6 @@
 """The best label path of every sequence of a batch, in numpy only.
 
-Why this exists beside the Numba kernels of :mod:`crfkit.decode`: start-up
+Why this exists beside the Numba kernels of :mod:`crfkit.kernels.decoder`: start-up
 cost. Importing Numba takes about half a second and loading its cached
 kernels almost a second more on the first call, so ``crfkit label`` spent
 1.8 s on a single sentence, nearly all of it before decoding began. The
@@ -8,12 +8,12 @@ plain labelling (best path only: no n-best, scores, marginals or posterior
 decoding) is the common case in shell pipelines; vectorised numpy does it
 in about 0.15 s for the CoNLL-2000 test file (the kernels: 0.08 s, once
 loaded), with nothing to import beyond numpy. Everything else still goes
-to :mod:`crfkit.decode`.
+to :mod:`crfkit.kernels.decoder`.
 
 The result is the one of ``decode(model, data, nbest=1)``: the same lattice
 (model types, ``token_ok`` / ``trans_ok`` masks as ``-inf``), the same
 floating-point additions in the same order, and the same tie-breaking as
-:func:`crfkit.kernels.viterbi`: the lower previous label wins a tie in the
+:func:`crfkit.kernels.lattice.viterbi`: the lower previous label wins a tie in the
 max, the lower label a tie among final labels (``np.argmax`` returns the
 first maximum, the kernel keeps the first strictly larger value). So the
 paths are the same, ties included, and the scores too (to the bit on
@@ -62,7 +62,8 @@ ROW_CHUNK = 2048  # tokens whose scores are summed at once (stays in cache)
 
 @dataclass
 class Decoded:
-    """Raw decoding results of a batch, from :func:`best_paths` or :func:`crfkit.decode.decode`.
+    """Raw decoding results of a batch, from :func:`best_paths` or
+    :func:`crfkit.kernels.decoder.decode`.
 
     Defined here, on the numpy side, so that the plain labelling path and the
     output formatting need not import the Numba decoder to name it.
@@ -193,11 +194,11 @@ def log_softmax(x: np.ndarray, axis: int) -> np.ndarray:
 class Lattice:
     """Unigram scores of a batch and the transition scores into any of its tokens.
 
-    Follows :func:`crfkit.decode.decode_block`: transition penalties (0 or
+    Follows :func:`crfkit.kernels.decoder.decode_block`: transition penalties (0 or
     ``-inf``) are added to the dense block before the observation bigrams; a
     MaxEnt's ``psi`` is log-softmaxed per token; a MEMM normalises
     ``psi[t] + phi[t, a]`` over the label for every previous label ``a``
-    (see :func:`crfkit.decode.local_normalise`) from the *raw* scores, gets
+    (see :func:`crfkit.kernels.decoder.local_normalise`) from the *raw* scores, gets
     its penalties afterwards, and keeps only ``psi[0]`` (log-softmaxed).
     Token masks come last, so constraints restrict the model's own scores.
     """
@@ -344,7 +345,7 @@ def _best_previous(lattice: Lattice, previous: np.ndarray, tok: np.ndarray,
 
     The same sums as in the forward pass, so the same bits: the first
     maximum is the lower previous label on ties, as in
-    :func:`crfkit.kernels.viterbi`, and label 0 when all are ``-inf``.
+    :func:`crfkit.kernels.lattice.viterbi`, and label 0 when all are ``-inf``.
     Per-token transitions are built a second time for this.
     """
     out = np.empty(len(tok), dtype=np.int64)
