@@ -20,6 +20,7 @@ import click
 
 from crfkit import __version__
 from crfkit.errors import CrfkitError
+from crfkit.modeltypes import MODEL_TYPES
 
 if TYPE_CHECKING:
     from crfkit.label import TokenMeter
@@ -55,9 +56,10 @@ def cli() -> None:
 SEPARATORS = click.Choice(["auto", "tab", "space"])
 
 
-MODEL_TYPE_NAMES = ("crf", "memm", "maxent")
-"""The names of ``train.MODEL_TYPES`` and ``train.ALGORITHMS``, spelled out here so that
-``--help`` lists them without importing the training code (a test keeps them equal)."""
+MODEL_TYPE_NAMES = tuple(MODEL_TYPES)
+"""The names of ``modeltypes.MODEL_TYPES`` and ``train.ALGORITHMS``; the algorithms are
+spelled out here so that ``--help`` lists them without importing the training code (a test
+keeps them equal)."""
 ALGORITHM_NAMES = ("l-bfgs", "sgd-l1", "ap")
 
 
@@ -296,9 +298,9 @@ def label_command(model_file, input_file, output_file, labels_only, check, nthre
                            separator="\t" if sep == "tab" else " ")
     options.validate()
     if options.needs_kernels:  # the plain best path is numpy only: no Numba to load
-        from crfkit.train import _set_threads
+        from crfkit.kernels.blocks import set_thread_count
 
-        _set_threads(nthread)
+        set_thread_count(nthread)
     model = Model.load(model_file)
     if encoding is None:
         encoding = model.encoding
@@ -465,12 +467,8 @@ def patterns_command(pattern_file, data_file, sequence_number, sep, encoding) ->
     from itertools import islice
 
     from crfkit.errors import UsageError
-    from crfkit.features.patterns import (
-        check_columns,
-        describe_patterns,
-        explain_sequence,
-        read_patterns,
-    )
+    from crfkit.features.explain import describe_patterns, explain_sequence
+    from crfkit.features.patterns import check_columns, read_patterns
     from crfkit.reader import read_sequences
 
     patterns = read_patterns(pattern_file, encoding=encoding)

@@ -32,3 +32,11 @@ DENSE_ROW_CELLS = 1 << 17
 MAX_BLOCK_BUFFER_BYTES = 1 << 30
 
 NEG_INF = float("-inf")
+
+# How a model type normalises its scores (the table is crfkit.modeltypes; the kernels
+# take one of these): one log Z per sequence (CRF), a softmax per token given the
+# previous label (MEMM), a softmax per token (MaxEnt).
+NORM_GLOBAL, NORM_MEMM, NORM_MAXENT = 0, 1, 2
+
+# Label marginals print with four decimals: a probability is a whole number of these steps.
+PROB_STEPS = 10_000

@@ -31,6 +31,7 @@ from crfkit.features.strings import StringTable
 from crfkit.features.vocab import ObservationVocab
 from crfkit.memory import INDEX_BYTES, MemoryBudget, check, dense_costs, estimate_training
 from crfkit.model import Model
+from crfkit.modeltypes import MODEL_TYPES
 from crfkit.reader import Sequence
 from crfkit.space import Dataset, FeatureSpace
 
@@ -54,7 +55,7 @@ class Corpus:
 def model_patterns(patterns: list[Pattern], model_type: str) -> list[Pattern]:
     """The patterns a model of this type uses: MaxEnt has no label pairs, so it
     drops bigram-only patterns (``*`` patterns keep their unigram half)."""
-    if model_type != "maxent":
+    if MODEL_TYPES[model_type].label_pairs:
         return patterns
     kept = [p for p in patterns if p.has_unigram]
     if not kept:
@@ -111,7 +112,7 @@ def encode_training(patterns: list[Pattern], sequences: list[Sequence], *, cutof
     if init is not None:
         obs = _merge_vocab(featurizer, init.featurizer.vocab, obs)
     listed = [patterns[p] for p in featurizer.listed]
-    no_pairs = model_type == "maxent"
+    no_pairs = not MODEL_TYPES[model_type].label_pairs
     unigram = np.array([p.has_unigram for p in listed], dtype=bool)
     bigram = np.array([p.has_bigram and not p.is_constant and not no_pairs for p in listed],
                       dtype=bool)

@@ -24,11 +24,10 @@ import numpy as np
 
 from crfkit.errors import UsageError
 from crfkit.model import Model
+from crfkit.modeltypes import MODEL_TYPES
 
 ARROW = "→"
 ASCII_ARROW = "->"  # for output encodings without "→" (Latin-1, EUC-JP, ...)
-_TYPES = {"crf": "crf (linear-chain CRF)", "memm": "memm (maximum-entropy Markov model)",
-          "maxent": "maxent (per-token maximum entropy)"}
 
 
 @dataclass
@@ -113,7 +112,7 @@ def info(model: Model) -> list[tuple[str, str]]:
     s = model.space
     nonzero = int(np.count_nonzero(model.weights))
     lines = [
-        ("type", _TYPES.get(model.model_type, model.model_type)),
+        ("type", MODEL_TYPES[model.model_type].title),
         ("labels", f"{s.n_labels}: {' '.join(model.labels)}"),
         ("token columns", str(model.n_token_columns)),
         ("observations", str(s.n_obs)),

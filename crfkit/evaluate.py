@@ -132,7 +132,7 @@ from typing import IO
 import numpy as np
 
 from crfkit.errors import InputError, UsageError
-from crfkit.reader import _check_encoding as check_encoding
+from crfkit.reader import check_encoding
 
 __all__ = [
     "SCHEMES",

@@ -84,17 +84,16 @@ def _counting() -> list[tuple[object, ...]]:
 
 
 def _crf() -> list[tuple[object, ...]]:
-    from crfkit.kernels import lattice
+    from crfkit.kernels import loss
 
-    # the training kernel has two versions (lattice.loss_block); a corpus needs one
-    return [tuple(lattice._LOSS_BLOCK.values()), (lattice.shared_scores,),
-            (lattice.add_blocks,)]
+    # the training kernel has two versions (loss.crf_loss_block); a corpus needs one
+    return [tuple(loss.CRF_LOSS_KERNELS.values()), (loss.shared_scores,), (loss.add_blocks,)]
 
 
 def _local() -> list[tuple[object, ...]]:
-    from crfkit.kernels import lattice, local
+    from crfkit.kernels import loss
 
-    return [(local.local_loss_block,), (lattice.add_blocks,)]
+    return [(loss.local_loss_block,), (loss.add_blocks,)]
 
 
 def _sgd() -> list[tuple[object, ...]]:
@@ -110,6 +109,6 @@ def _perceptron() -> list[tuple[object, ...]]:
 
 
 def _devel() -> list[tuple[object, ...]]:
-    from crfkit.kernels import lattice
+    from crfkit.kernels import decoder
 
-    return [(lattice.viterbi_block,)]
+    return [(decoder.decode_block,)]

@@ -11,7 +11,7 @@ import numpy as np
 from numba import njit
 
 from crfkit import config
-from crfkit.labelformat import PROB_STEPS
+from crfkit.config import PROB_STEPS
 
 _NEWLINE = 10
 _SLASH = 47

@@ -38,10 +38,10 @@ from collections.abc import Sequence as Seq
 
 import numpy as np
 
+from crfkit.config import PROB_STEPS
 from crfkit.kernels.bestpath import Decoded
 from crfkit.reader import DocStart
 
-PROB_STEPS = 10_000  # four decimals
 OUTSIDE = "O"  # the cells of a document marker
 
 

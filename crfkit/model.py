@@ -20,11 +20,10 @@ from crfkit.features.extract import Featurizer
 from crfkit.features.patterns import Pattern, parse_pattern_line
 from crfkit.features.strings import StringTable
 from crfkit.features.vocab import ObservationVocab
+from crfkit.modeltypes import MODEL_TYPES
 from crfkit.space import FeatureSpace
 
 MODEL_KIND = "crfkit-model"
-# crf: globally normalised; memm / maxent: locally normalised (see crfkit.kernels.local).
-MODEL_TYPES = ("crf", "memm", "maxent")
 
 
 @dataclass
@@ -39,6 +38,11 @@ class Model:
     weights: np.ndarray
     info: dict = field(default_factory=dict)
     model_type: str = "crf"
+
+    @property
+    def normalisation(self) -> int:
+        """How the model type normalises its scores (``config.NORM_*``): what decoding reads."""
+        return MODEL_TYPES[self.model_type].normalisation
 
     @property
     def encoding(self) -> str:
@@ -173,8 +177,9 @@ class Model:
                 raise ModelFormatError(f"{arr_name}: label index out of range", path=name)
         space = FeatureSpace(n_labels=L, u_ptr=u_ptr, u_lab=u_lab, b_ptr=b_ptr, b_prev=b_prev,
                              b_cur=b_cur, has_trans=has_trans)
-        if model_type == "maxent" and (has_trans or space.n_b):
-            raise ModelFormatError("a maxent model cannot have label-pair features", path=name)
+        if not MODEL_TYPES[model_type].label_pairs and (has_trans or space.n_b):
+            raise ModelFormatError(f"a {model_type} model cannot have label-pair features",
+                                   path=name)
         weights = check.array("weights", np.float64, 1, length=space.n_weights)
         if not np.isfinite(weights).all():
             raise ModelFormatError("model weights are not finite", path=name)

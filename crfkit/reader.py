@@ -194,12 +194,12 @@ def is_live(source: str | os.PathLike | BinaryIO | None) -> bool:
 def canonical_encoding(encoding: str) -> str:
     """The codec name the reader decodes ``encoding`` with (``latin-1`` -> ``iso8859-1``;
     any UTF-8 spelling -> ``utf-8``); :class:`UsageError` if it cannot read column files."""
-    return _check_encoding(encoding)
+    return check_encoding(encoding)
 
 
 def _check_options(encoding: str, sep: str, min_columns: int) -> str:
     """Check the reading options up front; return the codec name to decode with."""
-    codec = _check_encoding(encoding)
+    codec = check_encoding(encoding)
     if sep not in _SEPARATORS:
         raise UsageError(f"unknown column separator {sep!r} (expected auto, tab or space)")
     if min_columns < 1:
@@ -423,7 +423,7 @@ def _gc_paused() -> Iterator[None]:
             gc.enable()
 
 
-def _check_encoding(encoding: str) -> str:
+def check_encoding(encoding: str) -> str:
     """Validate ``encoding``; return the name of the codec to decode with."""
     try:
         info = codecs.lookup(encoding)

@@ -54,6 +54,10 @@ class Dataset:
     def lengths(self) -> np.ndarray:
         return np.diff(self.seq_ptr)
 
+    def arrays(self) -> tuple:
+        """``(seq_ptr, tok_ptr, tok_obs, labels)``: the ``data`` argument of the kernels."""
+        return self.seq_ptr, self.tok_ptr, self.tok_obs, self.labels
+
 
 @dataclass
 class FeatureSpace:
@@ -86,6 +90,12 @@ class FeatureSpace:
     @property
     def n_weights(self) -> int:
         return self.trans_offset + (self.n_labels**2 if self.has_trans else 0)
+
+    def arrays(self) -> tuple:
+        """``(u_ptr, u_lab, b_ptr, b_prev, b_cur, n_u, trans_offset, has_trans)``: the
+        ``space`` argument of the kernels."""
+        return (self.u_ptr, self.u_lab, self.b_ptr, self.b_prev, self.b_cur, self.n_u,
+                self.trans_offset, bool(self.has_trans))
 
     @classmethod
     def from_training(

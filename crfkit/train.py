@@ -4,8 +4,9 @@ Choices are tables, Wapiti-style (``--algo list`` / ``--type list`` print them):
 
 * :data:`ALGORITHMS` maps an algorithm name to its runner and the model
   types it can train;
-* :data:`MODEL_TYPES` maps a model type to its description; the objective of
-  each type comes from :func:`make_objective`.
+* :data:`crfkit.modeltypes.MODEL_TYPES` holds the model types: their help,
+  normalisation (which the objective and the decoder take) and whether the
+  online trainers can train them.
 
 The :class:`Monitor` sits between the optimiser and the user: it prints one
 progress line per iteration, labels the development set (``-d``) with the
@@ -37,7 +38,10 @@ from crfkit.evaluate import evaluate
 from crfkit.features.patterns import Pattern
 from crfkit.features.strings import StringTable
 from crfkit.jitcache import announce_compile
-from crfkit.kernels.local import LocalObjective, decode_local
+from crfkit.kernels.bestpath import Weights
+from crfkit.kernels.blocks import set_thread_count
+from crfkit.kernels.decoder import decode
+from crfkit.kernels.epochs import PerceptronEpochs, SgdEpochs
 from crfkit.kernels.objective import Objective
 from crfkit.memory import (
     Estimate,
@@ -49,7 +53,8 @@ from crfkit.memory import (
     process_memory,
     seen_costs,
 )
-from crfkit.model import MODEL_TYPES, Model, compact
+from crfkit.model import Model, compact
+from crfkit.modeltypes import DEFAULT_TYPE, MODEL_TYPES, model_type
 from crfkit.optim import INTERRUPTED, Iteration, IterationHook, Result, lbfgs, perceptron, sgd
 from crfkit.progress import Progress
 from crfkit.reader import Sequence
@@ -92,9 +97,8 @@ class TrainOptions:
         if self.algo not in ALGORITHMS:
             raise UsageError(f"unknown algorithm {self.algo!r} (expected one of "
                              f"{', '.join(ALGORITHMS)}; '-a list' describes them)")
-        if self.model_type is not None and self.model_type not in MODEL_TYPES:
-            raise UsageError(f"unknown model type {self.model_type!r} (expected one of "
-                             f"{', '.join(MODEL_TYPES)}; '-T list' describes them)")
+        if self.model_type is not None:
+            model_type(self.model_type)  # one error line for an unknown type
         if not self.rho1 >= 0:
             raise UsageError(f"-1/--rho1 must be >= 0, got {self.rho1}")
         if self.rho2 is not None and not self.rho2 >= 0:
@@ -142,12 +146,11 @@ class Problem:
         return DEFAULT_RHO2 if self.options.rho2 is None else self.options.rho2
 
 
-def make_objective(problem: Problem) -> Objective | LocalObjective:
+def make_objective(problem: Problem) -> Objective:
     """The smooth objective (negative log-likelihood + L2) of the problem's model type."""
     c = problem.corpus
-    if problem.model_type == "crf":
-        return Objective(c.space, c.data, c.empirical, problem.rho2)
-    return LocalObjective(problem.model_type, c.space, c.data, c.empirical, problem.rho2)
+    return Objective(c.space, c.data, c.empirical, problem.rho2,
+                     MODEL_TYPES[problem.model_type].normalisation)
 
 
 # --- algorithms ------------------------------------------------------------------------------
@@ -167,15 +170,16 @@ def _run_lbfgs(problem: Problem, hook: IterationHook) -> Result:
 
 def _run_sgd(problem: Problem, hook: IterationHook) -> Result:
     o, c = problem.options, problem.corpus
-    return sgd.minimize(c.space, c.data, c.x0, rho1=o.rho1, eta0=o.eta0, alpha=o.alpha,
-                        maxiter=o.maxiter, seed=o.seed, stop_eps=o.stopeps,
-                        stop_window=o.stopwin, on_iteration=hook)
+    return sgd.minimize(SgdEpochs(c.space, c.data), c.x0, c.data.n_seqs, rho1=o.rho1,
+                        eta0=o.eta0, alpha=o.alpha, maxiter=o.maxiter, seed=o.seed,
+                        stop_eps=o.stopeps, stop_window=o.stopwin, on_iteration=hook)
 
 
 def _run_perceptron(problem: Problem, hook: IterationHook) -> Result:
     o, c = problem.options, problem.corpus
-    return perceptron.minimize(c.space, c.data, c.x0, maxiter=o.maxiter, seed=o.seed,
-                               stop_eps=o.stopeps, stop_window=o.stopwin, on_iteration=hook)
+    return perceptron.minimize(PerceptronEpochs(c.space, c.data), c.x0, c.data.n_seqs,
+                               maxiter=o.maxiter, seed=o.seed, stop_eps=o.stopeps,
+                               stop_window=o.stopwin, on_iteration=hook)
 
 
 @dataclass(frozen=True)
@@ -187,24 +191,19 @@ class Algorithm:
     help: str
 
 
+_ONLINE_TYPES = tuple(name for name, t in MODEL_TYPES.items() if t.online)
+
 ALGORITHMS: dict[str, Algorithm] = {
-    "l-bfgs": Algorithm(_run_lbfgs, MODEL_TYPES, True, True,
+    "l-bfgs": Algorithm(_run_lbfgs, tuple(MODEL_TYPES), True, True,
                         "quasi-Newton on the whole corpus (default); becomes OWL-QN when "
                         "-1/--rho1 > 0, so L1 weights reach exact zeros"),
-    "sgd-l1": Algorithm(_run_sgd, ("crf", "maxent"), True, False,
+    "sgd-l1": Algorithm(_run_sgd, _ONLINE_TYPES, True, False,
                         "stochastic gradient, one sequence at a time, with Tsuruoka's "
                         "cumulative L1 penalty; --eta0/--alpha set the decaying rate, "
                         "--seed the order; -i counts epochs"),
-    "ap": Algorithm(_run_perceptron, ("crf", "maxent"), False, False,
+    "ap": Algorithm(_run_perceptron, _ONLINE_TYPES, False, False,
                     "averaged perceptron: Viterbi on each sequence, update when wrong, "
                     "average the weights; no regularisation; -i counts epochs"),
-}
-
-TYPE_HELP = {
-    "crf": "linear-chain CRF: one normalisation per sequence (default)",
-    "memm": "maximum-entropy Markov model: a softmax per token given the previous label "
-            "(none at the first token), Viterbi decoding",
-    "maxent": "maximum entropy: a softmax per token, no label transitions",
 }
 
 
@@ -219,7 +218,7 @@ def algorithm_list() -> str:
 
 
 def type_list() -> str:
-    return describe(TYPE_HELP)
+    return describe({name: t.help for name, t in MODEL_TYPES.items()})
 
 
 # --- monitoring ------------------------------------------------------------------------------
@@ -266,7 +265,8 @@ class Monitor:
     def score(self, x: np.ndarray) -> tuple[float, float]:
         """Token error (%) and chunk F1 of the development set under weights x."""
         devel = self.devel
-        ids = decode_local(self.model_type, x, devel, self.corpus.space)
+        weights = Weights(self.corpus.space, x, MODEL_TYPES[self.model_type].normalisation)
+        ids = decode(weights, devel).paths[:, 0]
         report = evaluate(self.gold, _split(self.names[ids], devel.seq_ptr))
         error = 100.0 * float(np.mean(ids != devel.labels)) if devel.n_tokens else 0.0
         return error, report.f1
@@ -294,7 +294,7 @@ def train(patterns: list[Pattern] | None, sequences: Iterable[Sequence],
     patterns = _resolve_patterns(patterns, model_type, init)
     progress = progress or Progress(quiet=True)
     announce_compile(progress, options.algo, model_type, devel is not None)
-    _set_threads(options.nthread)
+    set_thread_count(options.nthread)
     budget = _budget(options, devel=devel is not None)
     started = time.perf_counter()
     training = list(sequences)
@@ -426,7 +426,7 @@ def _check_memory(corpus: Corpus, budget: MemoryBudget, all_features: bool) -> E
 
 def _resolve_type(options: TrainOptions, init: Model | None) -> str:
     if init is None:
-        return options.model_type or "crf"
+        return options.model_type or DEFAULT_TYPE
     if options.model_type is not None and options.model_type != init.model_type:
         raise UsageError(f"the initial model is a {init.model_type}: it cannot continue as a "
                          f"{options.model_type} (drop -T/--type)")
@@ -448,8 +448,3 @@ def _resolve_patterns(patterns: list[Pattern] | None, model_type: str,
                          "(omit -p to use the model's)")
     return patterns
 
-
-def _set_threads(n: int) -> None:
-    import numba
-
-    numba.set_num_threads(n if n > 0 else numba.config.NUMBA_NUM_THREADS)

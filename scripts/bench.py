@@ -193,7 +193,7 @@ def compile_bridge(patterns: list) -> Callable[[Rows], list[tuple[str, ...]]]:
     """Compile crfkit patterns into ``features(rows) -> attribute strings per token``.
 
     Each token gets, in pattern order, the observation string crfkit renders
-    for every unigram pattern (see :func:`crfkit.features.patterns.apply_pattern`). A
+    for every unigram pattern (see :func:`crfkit.features.explain.apply_pattern`). A
     sequence's columns are padded once with crfkit's padding values, and
     each pattern becomes a function that slices them, so there is no per-token
     parsing or regex. Only unigram patterns with ``%x`` commands and a

@@ -463,8 +463,8 @@ class PatternsTarget:
         return ("\ufeff" if case["bom"] else "") + case["newline"].join(case["lines"])
 
     def check(self, case) -> None:
+        from crfkit.features.explain import apply_pattern
         from crfkit.features.patterns import (
-            apply_pattern,
             check_columns,
             parse_patterns,
             read_patterns,

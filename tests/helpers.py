@@ -57,3 +57,27 @@ def random_corpus(seed: int, n_seqs: int = 6, max_len: int = 4) -> list[Sequence
                 for _ in range(n)]
         seqs.append(Sequence(rows=rows, lines=list(range(1, n + 1))))
     return seqs
+
+
+# --- the one decoder and the one objective, addressed by model type name ----------------------
+def type_objective(model_type: str, space, data, empirical, rho2: float):
+    """The training objective of a model type (crfkit.kernels.objective.Objective)."""
+    from crfkit.kernels.objective import Objective
+    from crfkit.modeltypes import model_type as row
+
+    return Objective(space, data, empirical, rho2, row(model_type).normalisation)
+
+
+def decode_scored(model_type: str, weights, data, space):
+    """Best label ids per token and each sequence's path score, by the one decoder."""
+    from crfkit.kernels.bestpath import Weights
+    from crfkit.kernels.decoder import decode
+    from crfkit.modeltypes import model_type as row
+
+    decoded = decode(Weights(space, weights, row(model_type).normalisation), data)
+    return decoded.paths[:, 0], decoded.scores[:, 0]
+
+
+def decode_best(model_type: str, weights, data, space):
+    """Best label id of every token under a model of ``model_type`` (the one decoder)."""
+    return decode_scored(model_type, weights, data, space)[0]

@@ -17,7 +17,7 @@ import itertools
 
 import numpy as np
 
-from crfkit.features.patterns import apply_pattern
+from crfkit.features.explain import apply_pattern
 
 
 def path_score(psi: np.ndarray, phi: np.ndarray, path: tuple[int, ...]) -> float:

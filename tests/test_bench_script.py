@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from crfkit.features.patterns import apply_pattern, parse_patterns, read_patterns
+from crfkit.features.explain import apply_pattern
+from crfkit.features.patterns import parse_patterns, read_patterns
 
 ROOT = Path(__file__).resolve().parents[1]
 _spec = importlib.util.spec_from_file_location("crfkit_bench_script", ROOT / "scripts" / "bench.py")

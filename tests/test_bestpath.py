@@ -28,6 +28,7 @@ from crfkit.kernels import bestpath
 from crfkit.kernels.bestpath import best_paths
 from crfkit.kernels.decoder import decode
 from crfkit.label import LabelOptions, label, label_stream
+from crfkit.modeltypes import MODEL_TYPES
 from crfkit.reader import Sequence
 from crfkit.space import Dataset, FeatureSpace
 from crfkit.train import TrainOptions, train
@@ -76,6 +77,7 @@ def random_model(rng, model_type, L, *, bigrams, trans, weights="float", n_obs=6
         bigrams = trans = False
     space = random_space(rng, L, n_obs, bigrams=bigrams, trans=trans, full=full)
     return SimpleNamespace(space=space, model_type=model_type,
+                           normalisation=MODEL_TYPES[model_type].normalisation,
                            weights=random_weights(rng, space.n_weights, weights))
 
 

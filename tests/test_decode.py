@@ -20,6 +20,7 @@ from crfkit.label import encode, label
 from crfkit.reader import Sequence
 from crfkit.train import TrainOptions, train
 from tests import naive
+from tests.helpers import decode_scored
 
 LABELS = ["O", "B-A", "I-A", "B-B", "I-B"]
 WORDS = ["x", "y", "z", "w"]
@@ -264,18 +265,17 @@ def test_batches_and_blocks_do_not_change_results(model):
 
 def test_local_models_give_probabilities_and_agree_with_their_decoder(model):
     """MEMM/MaxEnt log-probabilities sum to one over all paths, and the best path is the
-    one crfkit.kernels.local decodes."""
+    one the decoder finds alone (nbest=1)."""
     if model.model_type == "crf":
         pytest.skip("globally normalised")
-    from crfkit.kernels.local import decode_local_scored
 
     rng = np.random.default_rng(11)
     seqs = random_sequences(rng, 15, max_len=3)
     results = label(model, seqs, nbest=len(LABELS) ** 3)
     for seq, result in zip(seqs, results, strict=True):
         assert np.exp(result.log_probs).sum() == pytest.approx(1.0, abs=1e-9)
-        ids, scores = decode_local_scored(model.model_type, model.weights,
-                                          encode(model, [seq]), model.space)
+        ids, scores = decode_scored(model.model_type, model.weights,
+                                    encode(model, [seq]), model.space)
         assert ids.tolist() == result.ids[0].tolist()
         assert scores[0] == pytest.approx(result.log_probs[0], abs=1e-9)
 

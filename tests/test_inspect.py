@@ -1,7 +1,7 @@
 """``crfkit dump`` / ``crfkit info``: the dump reproduces the scores the labeller uses.
 
 The oracle for the dump is independent of its code: observation strings come
-from the slow reference :func:`crfkit.features.patterns.apply_pattern`, and summing
+from the slow reference :func:`crfkit.features.explain.apply_pattern`, and summing
 the dumped weights of a token's observations must give the kernels' unigram
 and transition scores.
 """
@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from crfkit.features.patterns import apply_pattern
+from crfkit.features.explain import apply_pattern
 from crfkit.kernels import lattice
 from crfkit.label import encode
 from crfkit.model import Model

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from crfkit.kernels import lattice
+from crfkit.kernels import gradient, lattice
 from tests import naive
 
 
@@ -26,10 +26,24 @@ def run_forward_backward(psi, phi, per_token):
     if per_token:
         shift = lattice.exp_transitions(phi_used, T, expb)
     else:
-        shift = lattice._exp_shifted(phi_used[0], expb[0]) * (T - 1)
+        shift = lattice.exp_shifted(phi_used[0], expb[0]) * (T - 1)
     log_z = shift + lattice.forward_backward(psi, expb, per_token, T, L, expu, alpha, beta,
                                              scale, tmp)
     return log_z, alpha * beta, phi_used, (expu, expb, alpha, beta, scale)
+
+
+def accumulate_expectations(G, tok_ptr, tok_obs, u_ptr, u_lab, b_ptr, b_prev, b_cur, n_u,
+                            trans_offset, has_trans, per_token, t0, T, L,
+                            alpha, beta, expu, expb, scale, pair, tmp, Gd):
+    """The expectation step of gradient.sequence_gradient, on given marginal factors."""
+    if per_token:
+        gradient.token_pair_expectations(G, tok_ptr, tok_obs, b_ptr, b_prev, b_cur, n_u,
+                                         trans_offset, has_trans, t0, T, L, alpha, beta, expu,
+                                         expb, scale, pair, tmp)
+    elif has_trans and T > 1:
+        gradient.shared_pair_expectations(G, trans_offset, T, L, alpha, beta, expu, expb,
+                                          scale, pair, tmp)
+    gradient.unigram_expectations(G, tok_ptr, tok_obs, u_ptr, u_lab, t0, T, L, alpha, beta, Gd)
 
 
 CASES = [(1, 1), (1, 3), (2, 1), (2, 2), (3, 3), (5, 2), (4, 4), (6, 3)]
@@ -93,7 +107,7 @@ def test_pair_expectations_match_enumeration(per_token):
     b_ptr = np.zeros(n_obs + 1, dtype=np.int64)
     empty = np.zeros(0, dtype=np.int32)
     G = np.zeros(L * L)
-    lattice.accumulate_expectations(G, tok_ptr, tok_obs, u_ptr, empty, b_ptr, empty, empty, 0,
+    accumulate_expectations(G, tok_ptr, tok_obs, u_ptr, empty, b_ptr, empty, empty, 0,
                                     0, True, per_token, 0, T, L, alpha, beta, expu, expb, scale,
                                     np.empty((L, L)), np.empty(L), np.empty((0, L)))
     _, pair = naive.marginals(psi, phi_used)
@@ -117,7 +131,7 @@ def test_sparse_transition_exponentials_equal_the_full_ones():
     full = np.empty((T, L, L))
     full_shift = lattice.exp_transitions(phi, T, full)
     exp_trans = np.empty((L, L))
-    trans_shift = lattice._exp_shifted(trans, exp_trans)
+    trans_shift = lattice.exp_shifted(trans, exp_trans)
     sparse = np.empty((T, L, L))
     sparse_shift = lattice.exp_transitions_sparse(phi, T, sparse, exp_trans, trans_shift,
                                                   tok_ptr, tok_obs, b_ptr, b_prev, b_cur, 0)
@@ -166,7 +180,7 @@ def test_dense_rows_give_the_same_bits_as_feature_by_feature(n_dense):
 
     def expectations(Gd):
         G = np.zeros(len(W))
-        lattice.accumulate_expectations(G, tok_ptr, tok_obs, u_ptr, u_lab, no_pairs, empty,
+        accumulate_expectations(G, tok_ptr, tok_obs, u_ptr, u_lab, no_pairs, empty,
                                         empty, len(W), 0, False, False, 0, T, L,
                                         alpha.copy(), beta, expu, expb, scale,
                                         np.empty((L, L)), np.empty(L), Gd)

@@ -18,12 +18,11 @@ import pytest
 from crfkit import fileformat
 from crfkit.corpus import encode_training, model_patterns
 from crfkit.errors import ModelFormatError, UsageError
-from crfkit.kernels.local import LocalObjective, decode_local, decode_local_scored
 from crfkit.kernels.objective import Objective
 from crfkit.label import encode
 from crfkit.model import Model, compact
 from crfkit.train import TrainOptions, train
-from tests.helpers import PATTERNS, random_corpus
+from tests.helpers import PATTERNS, decode_best, decode_scored, random_corpus, type_objective
 from tests.naive import log_partition, path_score, reference_scores
 
 
@@ -51,7 +50,7 @@ def test_memm_objective_matches_reference(seed):
     corpus = encode_training(PATTERNS, seqs, model_type="memm")
     w = np.random.default_rng(seed).normal(size=corpus.space.n_weights)
     g = np.empty_like(w)
-    got = LocalObjective("memm", corpus.space, corpus.data, corpus.empirical, 0.3)(w, g)
+    got = type_objective("memm", corpus.space, corpus.data, corpus.empirical, 0.3)(w, g)
     assert got == pytest.approx(memm_reference(corpus, w, seqs, 0.3), rel=1e-10)
 
 
@@ -60,7 +59,7 @@ def test_maxent_is_a_crf_without_label_pairs():
     corpus = encode_training(model_patterns(PATTERNS, "maxent"), seqs, model_type="maxent")
     w = np.random.default_rng(5).normal(size=corpus.space.n_weights)
     g_local, g_crf = np.empty_like(w), np.empty_like(w)
-    f_local = LocalObjective("maxent", corpus.space, corpus.data, corpus.empirical, 0.2)(w, g_local)
+    f_local = type_objective("maxent", corpus.space, corpus.data, corpus.empirical, 0.2)(w, g_local)
     f_crf = Objective(corpus.space, corpus.data, corpus.empirical, 0.2)(w, g_crf)
     assert f_local == pytest.approx(f_crf, rel=1e-11)
     np.testing.assert_allclose(g_local, g_crf, rtol=1e-9, atol=1e-11)
@@ -80,7 +79,7 @@ def test_memm_decoding_is_the_most_probable_path(seed):
     seqs = random_corpus(seed, n_seqs=8, max_len=5)
     corpus = encode_training(PATTERNS, seqs, model_type="memm")
     w = np.random.default_rng(seed).normal(size=corpus.space.n_weights)
-    ids, scores = decode_local_scored("memm", w, corpus.data, corpus.space)
+    ids, scores = decode_scored("memm", w, corpus.data, corpus.space)
     L = len(corpus.labels)
     for s, seq in enumerate(seqs):
         psi, phi = reference_scores(corpus, w, seq)
@@ -103,13 +102,13 @@ def test_maxent_decoding_is_the_token_argmax():
     seqs = random_corpus(6, n_seqs=8)
     corpus = encode_training(model_patterns(PATTERNS, "maxent"), seqs, model_type="maxent")
     w = np.random.default_rng(6).normal(size=corpus.space.n_weights)
-    ids = decode_local("maxent", w, corpus.data, corpus.space)
+    ids = decode_best("maxent", w, corpus.data, corpus.space)
     for s, seq in enumerate(seqs):
         psi, _ = reference_scores(corpus, w, seq)
         t0 = corpus.data.seq_ptr[s]
         assert list(ids[t0:t0 + len(seq.rows)]) == list(np.argmax(psi, axis=1))
     with pytest.raises(UsageError):
-        decode_local("hmm", w, corpus.data, corpus.space)
+        decode_best("hmm", w, corpus.data, corpus.space)
 
 
 # --- model files -----------------------------------------------------------------------------
@@ -120,8 +119,8 @@ def test_model_file_records_the_type(model_type):
     loaded = Model.from_bytes(model.to_bytes())
     assert loaded.model_type == model_type
     data = encode(loaded, seqs)
-    assert np.array_equal(decode_local(model_type, loaded.weights, data, loaded.space),
-                          decode_local(model_type, model.weights, data, model.space))
+    assert np.array_equal(decode_best(model_type, loaded.weights, data, loaded.space),
+                          decode_best(model_type, model.weights, data, model.space))
 
 
 def test_model_file_with_a_bad_type_is_refused():
@@ -147,8 +146,8 @@ def test_compact_keeps_the_labelling_and_drops_zeros():
     loaded = Model.from_bytes(small.to_bytes())
     more = random_corpus(18, n_seqs=20, max_len=6)
     for corpus in (seqs, more):
-        want = decode_local("crf", model.weights, encode(model, corpus), model.space)
-        got = decode_local("crf", loaded.weights, encode(loaded, corpus), loaded.space)
+        want = decode_best("crf", model.weights, encode(model, corpus), model.space)
+        got = decode_best("crf", loaded.weights, encode(loaded, corpus), loaded.space)
         assert np.array_equal(got, want)
     # every remaining feature kept its weight: compare by (observation text, labels);
     # the transition block stays dense

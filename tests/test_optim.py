@@ -16,7 +16,7 @@ import pytest
 
 from crfkit.corpus import encode_training
 from crfkit.kernels import lattice
-from crfkit.kernels.epochs import perceptron_epoch, sgd_epoch
+from crfkit.kernels.epochs import PerceptronEpochs, SgdEpochs
 from crfkit.kernels.objective import Objective
 from crfkit.optim import INTERRUPTED, Iteration, lbfgs, perceptron, sgd
 from crfkit.space import Dataset
@@ -118,12 +118,9 @@ def run_sgd_epoch(space, data, W, order, eta0, rho1, q=None, state=None):
     n = W.size
     q = np.zeros(n) if q is None else q
     state = np.zeros(1) if state is None else state
-    out = np.zeros(4)
-    sgd_epoch(W, np.asarray(order, dtype=np.int64), data.seq_ptr, data.tok_ptr, data.tok_obs,
-              data.labels, space.u_ptr, space.u_lab, space.b_ptr, space.b_prev, space.b_cur,
-              space.n_u, space.trans_offset, space.has_trans, space.n_b > 0, space.n_labels,
-              eta0, 1.0, rho1, 0, q, np.zeros(n), state, out)
-    return out
+    loss, token_errors, sequence_errors, overflowed = SgdEpochs(space, data)(
+        W, np.asarray(order, dtype=np.int64), 0, eta0, 1.0, rho1, q, state)
+    return np.array([loss, token_errors, sequence_errors, overflowed], dtype=float)
 
 
 @pytest.mark.parametrize("rho1", [0.0, 0.3])
@@ -174,7 +171,8 @@ def test_sgd_comes_close_to_the_owlqn_optimum(small_crf):
 
     best = lbfgs.minimize(objective, np.zeros(c.space.n_weights), l1=rho1, stop_eps=0,
                           maxiter=2000)
-    result = sgd.minimize(c.space, c.data, np.zeros(c.space.n_weights), rho1=rho1, maxiter=50)
+    result = sgd.minimize(SgdEpochs(c.space, c.data), np.zeros(c.space.n_weights),
+                          c.data.n_seqs, rho1=rho1, maxiter=50)
     assert F(best.x) <= F(result.x) <= 1.01 * F(best.x)
     assert np.sum(result.x == 0) > c.space.n_weights // 3  # the cumulative penalty zeroes
     # the online objective reported for the last epoch is an honest estimate
@@ -183,8 +181,9 @@ def test_sgd_comes_close_to_the_owlqn_optimum(small_crf):
 
 def test_sgd_is_reproducible_from_its_seed(small_crf):
     c = small_crf
-    runs = [sgd.minimize(c.space, c.data, np.zeros(c.space.n_weights), rho1=0.1, maxiter=3,
-                         seed=seed).x for seed in (5, 5, 6)]
+    runs = [sgd.minimize(SgdEpochs(c.space, c.data), np.zeros(c.space.n_weights),
+                         c.data.n_seqs, rho1=0.1, maxiter=3, seed=seed).x
+            for seed in (5, 5, 6)]
     assert np.array_equal(runs[0], runs[1])
     assert not np.array_equal(runs[0], runs[2])
 
@@ -242,12 +241,9 @@ def test_perceptron_matches_the_explicit_average(small_crf):
     W = np.zeros(space.n_weights)
     U = np.zeros_like(W)
     seen = 0
-    out = np.zeros(2)
+    epoch = PerceptronEpochs(space, data)
     for order in orders:
-        perceptron_epoch(W, U, seen, order.astype(np.int64), data.seq_ptr, data.tok_ptr,
-                         data.tok_obs, data.labels, space.u_ptr, space.u_lab, space.b_ptr,
-                         space.b_prev, space.b_cur, space.n_u, space.trans_offset,
-                         space.has_trans, space.n_b > 0, space.n_labels, out)
+        epoch(W, U, order.astype(np.int64), seen)
         seen += data.n_seqs
     want = reference_perceptron(space, data, orders)
     np.testing.assert_allclose(W - U / seen, want, atol=1e-9)
@@ -262,6 +258,7 @@ def test_perceptron_stops_on_separable_data():
     seqs = [Sequence(rows=[list(r) for r in rows[i:] + rows[:i]], lines=[1, 2, 3])
             for i in range(3)]
     c = encode_training(parse_patterns("U:%x[0,0]\nB\n"), seqs)
-    result = perceptron.minimize(c.space, c.data, np.zeros(c.space.n_weights), maxiter=50)
+    result = perceptron.minimize(PerceptronEpochs(c.space, c.data), np.zeros(c.space.n_weights),
+                                 c.data.n_seqs, maxiter=50)
     assert "no training error" in result.reason
     assert result.iterations < 50

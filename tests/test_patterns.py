@@ -3,7 +3,7 @@ sequence, with the expected observation strings written by hand.
 
 Every case is checked on BOTH paths so that they cannot drift apart:
 
-* the slow reference, :func:`crfkit.features.patterns.apply_pattern`;
+* the slow reference, :func:`crfkit.features.explain.apply_pattern`;
 * the vectorised extractor, :class:`crfkit.features.extract.Featurizer` (training
   path: ``components(grow=True)`` + ``build_vocab`` + ``observation_strings``;
   and the frozen labelling path: ``components(grow=False)`` + ``observations``).
@@ -20,11 +20,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from crfkit.features import extract
 from crfkit.errors import PatternError
+from crfkit.features import extract
+from crfkit.features.explain import apply_pattern
 from crfkit.features.extract import Featurizer
 from crfkit.features.patterns import (
-    apply_pattern,
     check_columns,
     parse_pattern_line,
     parse_patterns,

@@ -12,11 +12,10 @@ import numpy as np
 import pytest
 
 from crfkit.evaluate import evaluate
-from crfkit.kernels.local import decode_local
 from crfkit.label import encode
 from crfkit.model import Model
 from crfkit.reader import read_sequences
-from tests.helpers import ROOT, one_error_line, run
+from tests.helpers import ROOT, decode_best, one_error_line, run
 
 PAT = str(ROOT / "patterns/address.pat")
 
@@ -48,7 +47,7 @@ def test_f1(model_path: Path, test_path: Path) -> float:
     model = Model.load(model_path)
     seqs = list(read_sequences(test_path))
     data = encode(model, seqs)
-    ids = decode_local(model.model_type, model.weights, data, model.space)
+    ids = decode_best(model.model_type, model.weights, data, model.space)
     names = np.array(model.labels, dtype=object)
     pred = [names[ids[data.seq_ptr[s]:data.seq_ptr[s + 1]]].tolist() for s in range(len(seqs))]
     return evaluate([[r[-1] for r in s.rows] for s in seqs], pred).f1
@@ -99,7 +98,7 @@ def test_algorithms_and_types_train_and_label(corpus, args, least):
     assert loaded.model_type == expected_type
     assert loaded.info["algorithm"] == (args[args.index("-a") + 1] if "-a" in args else "l-bfgs")
     assert test_f1(model, corpus["test"]) > least
-    # `crfkit label` decodes each type as crfkit.kernels.local does
+    # `crfkit label` decodes each type as the one decoder does
     labelled = run("label", "-m", str(model), "-l", str(corpus["test"])).stdout.split()
     assert labelled == predicted(model, corpus["test"])
 
@@ -107,7 +106,7 @@ def test_algorithms_and_types_train_and_label(corpus, args, least):
 def predicted(model_path: Path, test_path: Path) -> list[str]:
     model = Model.load(model_path)
     data = encode(model, list(read_sequences(test_path)))
-    ids = decode_local(model.model_type, model.weights, data, model.space)
+    ids = decode_best(model.model_type, model.weights, data, model.space)
     return [model.labels[i] for i in ids]
 
 

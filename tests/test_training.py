@@ -1,7 +1,7 @@
 """The whole objective (features + kernels) against slow references.
 
 * vectorised feature extraction equals the string-by-string reference
-  (:func:`crfkit.features.patterns.apply_pattern`);
+  (:func:`crfkit.features.explain.apply_pattern`);
 * the objective equals brute-force enumeration over all label paths;
 * the gradient equals central finite differences.
 """
@@ -12,12 +12,11 @@ import numpy as np
 import pytest
 
 from crfkit.corpus import model_patterns
-from crfkit.features.patterns import apply_pattern
-from crfkit.kernels.local import LocalObjective
+from crfkit.features.explain import apply_pattern
 from crfkit.kernels.objective import Objective
 from crfkit.train import encode_training
 from tests import naive
-from tests.helpers import PATTERNS, random_corpus
+from tests.helpers import PATTERNS, random_corpus, type_objective
 
 
 @pytest.mark.parametrize("seed", [0, 1, 2])
@@ -57,7 +56,7 @@ def objective_of(model_type: str, seqs, rho2: float):
     corpus = encode_training(model_patterns(PATTERNS, model_type), seqs, model_type=model_type)
     if model_type == "crf":
         return Objective(corpus.space, corpus.data, corpus.empirical, rho2), corpus
-    return LocalObjective(model_type, corpus.space, corpus.data, corpus.empirical, rho2), corpus
+    return type_objective(model_type, corpus.space, corpus.data, corpus.empirical, rho2), corpus
 
 
 @pytest.mark.parametrize("model_type,seed", [("crf", 0), ("crf", 5), ("memm", 4), ("maxent", 4)])

@@ -25,7 +25,7 @@ two fast paths, each tested against the regex engine: a regex made only of
 dots (``"...$"``, ``"^.."``: affixes) is a slice, and a regex with a literal
 every match must contain (``"\\w-\\w"``) is searched only in tokens that
 contain it. :func:`transform_value` is the plain definition, used by the
-slow reference :func:`crfkit.features.patterns.apply_pattern`.
+slow reference :func:`crfkit.features.explain.apply_pattern`.
 """
 
 from __future__ import annotations
@@ -171,7 +171,7 @@ def transform_value(transform: Transform, token: str | None, *, padding: int = 0
     """Value for a single token, or for padding (``padding`` steps out) when ``token`` is None.
 
     The plain definition, without the fast paths of :func:`transform_values`:
-    :func:`crfkit.features.patterns.apply_pattern` uses it, so comparing the reference
+    :func:`crfkit.features.explain.apply_pattern` uses it, so comparing the reference
     with the vectorised extractor also checks those fast paths.
     """
     if token is None:

@@ -47,17 +47,33 @@ slow (seconds) for a batch made of one 50,000-token sequence.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 import numpy as np
 
-if TYPE_CHECKING:  # crfkit.model pulls in the featurizer; only its type is needed here
-    from crfkit.model import Model
-    from crfkit.space import Dataset, FeatureSpace
+from crfkit.config import NORM_MAXENT, NORM_MEMM
+from crfkit.space import Dataset, FeatureSpace
 
 CHUNK_CELLS = 1 << 20  # floats in one (L, L, rows) block of transitions: 8 MB
 DENSE_CELLS = 1 << 22  # floats in the table of observation rows of unigram scores: 32 MB
 ROW_CHUNK = 2048  # tokens whose scores are summed at once (stays in cache)
+
+
+class Weighted(Protocol):
+    """What decoding reads of a model: a :class:`crfkit.model.Model` is one."""
+
+    space: FeatureSpace
+    weights: np.ndarray  # float64 (space.n_weights,)
+    normalisation: int  # config.NORM_*: how the model type normalises
+
+
+@dataclass
+class Weights:
+    """A feature space with weights under training (scoring a development set)."""
+
+    space: FeatureSpace
+    weights: np.ndarray
+    normalisation: int
 
 
 @dataclass
@@ -75,7 +91,7 @@ class Decoded:
     marginals: np.ndarray | None  # float64 (n_tokens, L) token marginals, if asked for
 
 
-def best_paths(model: Model, data: Dataset, *, token_ok: np.ndarray | None = None,
+def best_paths(model: Weighted, data: Dataset, *, token_ok: np.ndarray | None = None,
                trans_ok: np.ndarray | None = None) -> Decoded:
     """Best path and score of every sequence: ``decode(model, data, nbest=1)`` without Numba.
 
@@ -203,12 +219,12 @@ class Lattice:
     Token masks come last, so constraints restrict the model's own scores.
     """
 
-    def __init__(self, model: Model, data: Dataset, token_ok: np.ndarray | None,
+    def __init__(self, model: Weighted, data: Dataset, token_ok: np.ndarray | None,
                  trans_ok: np.ndarray | None) -> None:
         s, W = model.space, model.weights
         self.space, self.data, self.W = s, data, W
         self.L = L = s.n_labels
-        self.memm = model.model_type == "memm"
+        self.memm = model.normalisation == NORM_MEMM
         self.per_token = s.n_b > 0 or self.memm  # else one matrix serves every token
         self.pen = np.zeros((L, L))
         if trans_ok is not None:
@@ -216,7 +232,7 @@ class Lattice:
         self.raw = transition_block(W, s)
         self.trans = self.raw + self.pen
         psi = unigram_scores(W, s, data)
-        if model.model_type == "maxent":
+        if model.normalisation == NORM_MAXENT:
             psi = log_softmax(psi, axis=1)
         if self.memm:
             self.psi_raw = psi

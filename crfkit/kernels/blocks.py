@@ -49,6 +49,11 @@ def thread_count() -> int:
     return max(1, numba.get_num_threads())
 
 
+def set_thread_count(n: int) -> None:
+    """Use ``n`` threads from now on (``-t``); 0 means all cores (``NUMBA_NUM_THREADS``)."""
+    numba.set_num_threads(n if n > 0 else numba.config.NUMBA_NUM_THREADS)
+
+
 def run_blocks(task: Callable[[int], None], n_blocks: int) -> None:
     """Call ``task(0) .. task(n_blocks - 1)``, on up to :func:`thread_count` threads at once.
 

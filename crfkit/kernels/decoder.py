@@ -42,15 +42,12 @@ import numpy as np
 from numba import njit
 
 from crfkit import config
+from crfkit.config import NORM_GLOBAL, NORM_MEMM
 from crfkit.errors import UsageError
 from crfkit.kernels import lattice
-from crfkit.kernels.bestpath import Decoded
+from crfkit.kernels.bestpath import Decoded, Weighted
 from crfkit.kernels.blocks import partition_blocks, run_blocks
-from crfkit.model import Model
 from crfkit.space import Dataset
-
-# How a model type normalises (crfkit.model.MODEL_TYPES): globally, or per token.
-LOCAL, LOCAL_NONE, LOCAL_MEMM = lattice.LOCAL, lattice.LOCAL_NONE, lattice.LOCAL_MEMM
 
 
 # --- kernels ---------------------------------------------------------------------------------
@@ -170,7 +167,7 @@ def posterior_path(marg, psi, pen, constrained, T, L, gain, delta, back, path):
 
 
 @njit(**config.JIT)
-def decode_shared(W, trans_offset, has_trans, local, L, pen):
+def decode_shared(W, trans_offset, has_trans, norm, L, pen):
     """What every block reads: the transitions with their penalties ``pen[0]`` (``trans``),
     the base of the observation bigrams, and the exponentiated transitions with their shift."""
     raw_trans = lattice.transition_block(W, trans_offset, has_trans, L)
@@ -179,109 +176,137 @@ def decode_shared(W, trans_offset, has_trans, local, L, pen):
         for b in range(L):
             trans[a, b] = raw_trans[a, b] + pen[0, a, b]
     # a MEMM normalises the raw scores first and gets its penalties afterwards
-    bigram_base = raw_trans if local == LOCAL_MEMM else trans
+    bigram_base = raw_trans if norm == NORM_MEMM else trans
     exp_trans = np.empty((1, L, L))
-    trans_shift = lattice._exp_shifted(trans, exp_trans[0])
+    trans_shift = lattice.exp_shifted(trans, exp_trans[0])
     return trans, bigram_base, exp_trans, trans_shift
 
 
+# Argument groups of the block decoder (``space`` as in crfkit.kernels.gradient):
+#   shared = (trans, bigram_base, exp_trans, trans_shift)          from decode_shared
+#   masks  = (token_ok, use_token_ok, pen, constrained)
+#   asked  = (N, want_logz, want_marg, posterior)
+#   out    = (paths (n_tok, N), scores (n_seq, N), logz (n_seq,), marginals (n_tok | 0, L))
 @njit(**config.JIT)
-def decode_block(W, seq_ptr, tok_ptr, tok_obs, u_ptr, u_lab, b_ptr, b_prev, b_cur, n_u,
-                 per_token, local, L, s0, s1, token_ok, use_token_ok, pen, constrained, N,
-                 want_logz, want_marg, posterior, trans, bigram_base, exp_trans, trans_shift,
-                 out_paths, out_scores, out_logz, out_marg):
-    """Decode sequences s0..s1-1 (the arrays of :func:`decode_shared` give the transitions).
-
-    ``out_paths[tok, r]`` receives the label of rank ``r`` (left untouched
-    where a sequence has fewer paths), ``out_scores[s, r]`` its score,
-    ``out_logz[s]`` log Z when ``want_logz``, ``out_marg[tok]`` the token
-    marginals when ``want_marg``. ``pen[0]`` (0 or -inf) is added to every
-    transition; ``posterior`` replaces the Viterbi path by posterior decoding.
-    ``local`` selects the normalisation of the model type (LOCAL_*); masks
-    are applied after it, so constraints renormalise the model's own
-    distribution.
-    """
-    need_fb = want_logz or want_marg or posterior
-    Tmax = lattice.longest_sequence(seq_ptr, s0, s1)
+def _buffers(Tmax, L, N, per_token, need_fb, exp_trans):
+    """Work arrays of a block: lattice (psi, phi, tmp, no_dense), forward-backward
+    (expu, expb, alpha, beta, scale), Viterbi (delta, back, path) and n-best lists."""
     TP = Tmax if per_token else 1
-    psi = np.empty((Tmax, L))
-    phi = np.empty((TP, L, L))
-    lattice.copy_matrix(trans, phi[0])
-    delta = np.empty((Tmax, L))
-    back = np.empty((Tmax, L), dtype=np.int32)
-    path = np.empty(Tmax, dtype=np.int32)
     FB = Tmax if need_fb else 1
-    expu = np.empty((FB, L))
-    expb = np.empty((TP, L, L)) if per_token and need_fb else exp_trans
-    alpha = np.empty((FB, L))
-    beta = np.empty((FB, L))
-    scale = np.empty(FB)
-    tmp = np.empty(L)
-    no_dense = np.empty((0, L))  # no dense rows (see lattice.unigram_scores)
     NB = Tmax if N > 1 else 1
-    ndelta = np.empty((NB, L, N))
-    nback = np.empty((NB, L, N), dtype=np.int32)
-    ncount = np.empty((NB, L), dtype=np.int32)
-    npaths = np.empty((N, Tmax), dtype=np.int32)
-    nscores = np.empty(N)
+    expb = np.empty((TP, L, L)) if per_token and need_fb else exp_trans
+    return ((np.empty((Tmax, L)), np.empty((TP, L, L)), np.empty(L), np.empty((0, L))),
+            (np.empty((FB, L)), expb, np.empty((FB, L)), np.empty((FB, L)), np.empty(FB)),
+            (np.empty((Tmax, L)), np.empty((Tmax, L), dtype=np.int32),
+             np.empty(Tmax, dtype=np.int32)),
+            (np.empty((NB, L, N)), np.empty((NB, L, N), dtype=np.int32),
+             np.empty((NB, L), dtype=np.int32), np.empty((N, Tmax), dtype=np.int32),
+             np.empty(N)))
+
+
+@njit(**config.JIT)
+def _scores(W, space, tok_ptr, tok_obs, t0, T, L, per_token, norm, masks, shared, lat):
+    """psi and phi of one sequence in the model type's normalisation, masks applied last,
+    so constraints renormalise the model's own distribution."""
+    token_ok, use_token_ok, pen, constrained = masks
+    psi, phi, tmp, no_dense = lat
+    lattice.chain_scores(W, space, tok_ptr, tok_obs, t0, T, per_token, shared[1], psi, phi,
+                         no_dense)
+    if norm != NORM_GLOBAL:
+        lattice.local_normalise(psi, phi, T, L, norm, tmp)
+        if norm == NORM_MEMM and constrained:
+            for t in range(1, T):
+                for a in range(L):
+                    for b in range(L):
+                        phi[t, a, b] += pen[0, a, b]
+    if use_token_ok:
+        mask_tokens(psi, token_ok, t0, T, L)
+
+
+@njit(**config.JIT)
+def _marginals(psi, phi, per_token, T, L, trans_shift, fb, tmp):
+    """log Z of one sequence; leaves the token marginals in fb's alpha."""
+    expu, expb, alpha, beta, scale = fb
+    if per_token:
+        shift = lattice.exp_transitions(phi, T, expb)
+    else:
+        shift = trans_shift * (T - 1)
+    logz = shift + lattice.forward_backward(psi, expb, per_token, T, L, expu, alpha, beta,
+                                            scale, tmp)
+    for t in range(T):
+        for y in range(L):
+            alpha[t, y] *= beta[t, y]
+    return logz
+
+
+@njit(**config.JIT)
+def _paths(psi, phi, per_token, T, L, asked, masks, marg, gain, vit, nb, t0, s, out):
+    """The posterior path, the best path or the N best of one sequence, into ``out``."""
+    N, want_logz, want_marg, posterior = asked
+    pen, constrained = masks[2], masks[3]
+    out_paths, out_scores = out[0], out[1]
+    delta, back, path = vit
+    if posterior:
+        posterior_path(marg, psi, pen, constrained, T, L, gain, delta, back, path)
+        out_scores[s, 0] = path_score(psi, phi, per_token, T, path)
+    elif N == 1:
+        out_scores[s, 0] = lattice.viterbi(psi, phi, per_token, T, L, delta, back, path)
+    if posterior or N == 1:
+        for t in range(T):
+            out_paths[t0 + t, 0] = path[t]
+        return
+    ndelta, nback, ncount, npaths, nscores = nb
+    found = nbest_viterbi(psi, phi, per_token, T, L, N, ndelta, nback, ncount, npaths, nscores)
+    for r in range(found):
+        out_scores[s, r] = nscores[r]
+        for t in range(T):
+            out_paths[t0 + t, r] = npaths[r, t]
+
+
+@njit(**config.JIT)
+def decode_block(W, space, data, per_token, norm, L, s0, s1, masks, asked, shared, out):
+    """Decode sequences s0..s1-1 of ``data`` = (seq_ptr, tok_ptr, tok_obs).
+
+    ``out[0][tok, r]`` receives the label of rank ``r`` (left untouched where a
+    sequence has fewer paths), ``out[1][s, r]`` its score, ``out[2][s]`` log Z
+    when asked, ``out[3][tok]`` the token marginals when asked. ``pen[0]`` (0
+    or -inf) is added to every transition; ``posterior`` replaces the Viterbi
+    path by posterior decoding. ``norm`` is the model type's normalisation
+    (``config.NORM_*``).
+    """
+    seq_ptr, tok_ptr, tok_obs = data
+    N, want_logz, want_marg, posterior = asked
+    need_fb = want_logz or want_marg or posterior
+    lat, fb, vit, nb = _buffers(lattice.longest_sequence(seq_ptr, s0, s1), L, N, per_token,
+                                need_fb, shared[2])
+    psi, phi, tmp = lat[0], lat[1], lat[2]
+    lattice.copy_matrix(shared[0], phi[0])
     for s in range(s0, s1):
         t0 = seq_ptr[s]
         T = seq_ptr[s + 1] - t0
         if T == 0:
             continue
-        lattice.unigram_scores(W, tok_ptr, tok_obs, u_ptr, u_lab, t0, T, psi, no_dense)
-        if per_token:
-            lattice.bigram_scores(W, tok_ptr, tok_obs, b_ptr, b_prev, b_cur, n_u,
-                                  bigram_base, t0, T, phi)
-        if local != LOCAL_NONE:
-            lattice.local_normalise(psi, phi, T, L, local, tmp)
-            if local == LOCAL_MEMM and constrained:
-                for t in range(1, T):
-                    for a in range(L):
-                        for b in range(L):
-                            phi[t, a, b] += pen[0, a, b]
-        if use_token_ok:
-            mask_tokens(psi, token_ok, t0, T, L)
+        _scores(W, space, tok_ptr, tok_obs, t0, T, L, per_token, norm, masks, shared, lat)
         if need_fb:
-            if per_token:
-                shift = lattice.exp_transitions(phi, T, expb)
-            else:
-                shift = trans_shift * (T - 1)
-            logz = shift + lattice.forward_backward(psi, expb, per_token, T, L, expu,
-                                                    alpha, beta, scale, tmp)
-            out_logz[s] = logz
-            for t in range(T):
-                for y in range(L):
-                    alpha[t, y] *= beta[t, y]
+            out[2][s] = _marginals(psi, phi, per_token, T, L, shared[3], fb, tmp)
             if want_marg:
                 for t in range(T):
                     for y in range(L):
-                        out_marg[t0 + t, y] = alpha[t, y]
-        if posterior:
-            posterior_path(alpha, psi, pen, constrained, T, L, expu, delta, back, path)
-            out_scores[s, 0] = path_score(psi, phi, per_token, T, path)
-            for t in range(T):
-                out_paths[t0 + t, 0] = path[t]
-        elif N == 1:
-            out_scores[s, 0] = lattice.viterbi(psi, phi, per_token, T, L, delta, back, path)
-            for t in range(T):
-                out_paths[t0 + t, 0] = path[t]
-        else:
-            found = nbest_viterbi(psi, phi, per_token, T, L, N, ndelta, nback, ncount,
-                                  npaths, nscores)
-            for r in range(found):
-                out_scores[s, r] = nscores[r]
-                for t in range(T):
-                    out_paths[t0 + t, r] = npaths[r, t]
+                        out[3][t0 + t, y] = fb[2][t, y]
+        _paths(psi, phi, per_token, T, L, asked, masks, fb[2], fb[0], vit, nb, t0, s, out)
 
 
 # --- batch driver ----------------------------------------------------------------------------
-def decode(model: Model, data: Dataset, *, nbest: int = 1, log_z: bool = False,
+def decode(model: Weighted, data: Dataset, *, nbest: int = 1, log_z: bool = False,
            marginals: bool = False, posterior: bool = False,
            token_ok: np.ndarray | None = None, trans_ok: np.ndarray | None = None) -> Decoded:
     """Decode a batch: the ``nbest`` best paths (or the posterior path), optionally
-    log Z and token marginals, under optional masks.
+    log Z and token marginals, under optional masks. The one decoder of every
+    model type: labelling, scoring a development set while training, and the
+    tests use it; :func:`crfkit.kernels.bestpath.best_paths` is its numpy twin.
 
+    ``model`` is anything with ``space``, ``weights`` and ``normalisation``
+    (a :class:`crfkit.model.Model`, or :class:`crfkit.kernels.bestpath.Weights`).
     ``token_ok`` (n_tokens, L) and ``trans_ok`` (L, L) are boolean masks of
     allowed labels / transitions (see the module docstring). A sequence with
     no allowed path gets score ``-inf``; the caller decides how to report it.
@@ -293,10 +318,30 @@ def decode(model: Model, data: Dataset, *, nbest: int = 1, log_z: bool = False,
     s = model.space
     L = s.n_labels
     n_tok, n_seq = data.n_tokens, data.n_seqs
-    paths = np.full((n_tok, nbest), -1, dtype=np.int32)
-    scores = np.full((n_seq, nbest), -np.inf)
-    logz = np.full(n_seq, np.nan)
-    marg = np.zeros((n_tok if marginals else 0, L))
+    out = (np.full((n_tok, nbest), -1, dtype=np.int32), np.full((n_seq, nbest), -np.inf),
+           np.full(n_seq, np.nan), np.zeros((n_tok if marginals else 0, L)))
+    masks = _masks(token_ok, trans_ok, n_tok, L)
+    norm = model.normalisation
+    per_token = s.n_b > 0 or norm == NORM_MEMM  # a MEMM's phi depends on psi
+    if n_seq:
+        blocks = partition_blocks(data.lengths, config.N_BLOCKS)
+        shared = decode_shared(model.weights, s.trans_offset, s.has_trans, norm, L, masks[2])
+        space, arrays = s.arrays(), (data.seq_ptr, data.tok_ptr, data.tok_obs)
+        asked = (nbest, log_z, marginals, posterior)
+
+        def block(b: int) -> None:
+            decode_block(model.weights, space, arrays, per_token, norm, L, blocks[b],
+                         blocks[b + 1], masks, asked, shared, out)
+
+        run_blocks(block, len(blocks) - 1)
+    return Decoded(paths=out[0], scores=out[1], log_z=out[2],
+                   marginals=out[3] if marginals else None)
+
+
+def _masks(token_ok: np.ndarray | None, trans_ok: np.ndarray | None, n_tok: int,
+           L: int) -> tuple:
+    """The ``masks`` group: token mask, whether it applies, transition penalties, and
+    whether any transition is forbidden."""
     use_token_ok = token_ok is not None
     if token_ok is None:
         token_ok = np.ones((1, L), dtype=np.bool_)
@@ -306,19 +351,4 @@ def decode(model: Model, data: Dataset, *, nbest: int = 1, log_z: bool = False,
     pen = np.zeros((1, L, L))  # (1, L, L): the shape of a transition block shared by all tokens
     if trans_ok is not None:
         pen[0][~trans_ok] = -np.inf
-    local = LOCAL[model.model_type]
-    per_token = s.n_b > 0 or local == LOCAL_MEMM  # a MEMM's phi depends on psi
-    if n_seq:
-        blocks = partition_blocks(data.lengths, config.N_BLOCKS)
-        token_ok = np.ascontiguousarray(token_ok, dtype=np.bool_)
-        shared = decode_shared(model.weights, s.trans_offset, s.has_trans, local, L, pen)
-
-        def block(b: int) -> None:
-            decode_block(model.weights, data.seq_ptr, data.tok_ptr, data.tok_obs, s.u_ptr,
-                         s.u_lab, s.b_ptr, s.b_prev, s.b_cur, s.n_u, per_token, local, L,
-                         blocks[b], blocks[b + 1], token_ok, use_token_ok, pen, constrained,
-                         nbest, log_z, marginals, posterior, *shared, paths, scores, logz, marg)
-
-        run_blocks(block, len(blocks) - 1)
-    return Decoded(paths=paths, scores=scores, log_z=logz,
-                   marginals=marg if marginals else None)
+    return np.ascontiguousarray(token_ok, dtype=np.bool_), use_token_ok, pen, constrained

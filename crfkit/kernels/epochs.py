@@ -2,9 +2,12 @@
 
 Both visit the sequences in a given order (the caller shuffles) and update
 the flat weight vector ``W`` in place after each sequence, so they are
-serial by nature; they reuse the lattice kernels of :mod:`crfkit.kernels.lattice`
-and touch only the weights of the features firing in the current sequence
-(plus the transition block), never the whole vector.
+serial by nature. SGD's gradient of a sequence is the one L-BFGS uses
+(:func:`crfkit.kernels.gradient.sequence_gradient`, minus the gold path's
+counts, :func:`crfkit.kernels.gradient.add_path_counts`); the perceptron's
+update is the gold path's counts minus the predicted path's, from the same
+function. Both touch only the weights of the features firing in the current
+sequence (plus the transition block), never the whole vector.
 
 SGD with the cumulative L1 penalty (Tsuruoka, Tsujii & Ananiadou, 2009)
 minimises ``sum_s loss_s(w) + rho1 |w|_1`` one sequence at a time with the
@@ -30,36 +33,66 @@ import numpy as np
 from numba import njit
 
 from crfkit.config import JIT
-from crfkit.kernels import lattice
+from crfkit.kernels.gradient import (
+    add_path_counts,
+    posterior_errors,
+    sequence_gradient,
+    work_buffers,
+)
+from crfkit.kernels.lattice import (
+    chain_scores,
+    copy_matrix,
+    load_transitions,
+    longest_sequence,
+    viterbi,
+)
+from crfkit.space import Dataset, FeatureSpace
 
-# Tiny per-weight helpers called millions of times per epoch: without Numba-level
+# A tiny per-weight helper called millions of times per epoch: without Numba-level
 # inlining each call passes its arrays by value and costs ~100 ns (measured: the
 # SGD update walk ran 6x slower than the forward-backward it follows).
 INLINE_JIT = {**JIT, "inline": "always"}
 
 
 @njit(**JIT)
-def _load_transitions(W, trans_offset, has_trans, L, trans):
-    """trans = the current L x L transition block (zeros without one)."""
-    for a in range(L):
-        for b in range(L):
-            trans[a, b] = W[trans_offset + a * L + b] if has_trans else 0.0
+def touched_weights(space, tok_ptr, tok_obs, L, t0, T, out):
+    """Indices of every weight a sequence's features own, into ``out``; returns how many.
+
+    A weight can be listed more than once (an observation firing at two
+    tokens); the transition block comes last. ``out`` must hold
+    :func:`max_touched` entries.
+    """
+    u_ptr, u_lab, b_ptr, b_prev, b_cur, n_u, trans_offset, has_trans = space
+    n = 0
+    for t in range(T):
+        for j in range(tok_ptr[t0 + t], tok_ptr[t0 + t + 1]):
+            o = tok_obs[j]
+            for k in range(u_ptr[o], u_ptr[o + 1]):
+                out[n] = k
+                n += 1
+            if t:
+                for k in range(b_ptr[o], b_ptr[o + 1]):
+                    out[n] = n_u + k
+                    n += 1
+    if has_trans and T > 1:
+        for k in range(trans_offset, trans_offset + L * L):
+            out[n] = k
+            n += 1
+    return n
 
 
 @njit(**JIT)
-def _sequence_scores(W, tok_ptr, tok_obs, u_ptr, u_lab, b_ptr, b_prev, b_cur, n_u, trans_offset,
-                     has_trans, per_token, L, t0, T, trans, psi, phi, no_dense):
-    """trans, psi[:T] and phi of tokens t0 .. t0+T-1 at the current weights.
-
-    With ``per_token`` phi[1:T] holds the transition scores of each token,
-    else only phi[0] is used and holds the transition block.
-    """
-    _load_transitions(W, trans_offset, has_trans, L, trans)
-    lattice.unigram_scores(W, tok_ptr, tok_obs, u_ptr, u_lab, t0, T, psi, no_dense)
-    if per_token:
-        lattice.bigram_scores(W, tok_ptr, tok_obs, b_ptr, b_prev, b_cur, n_u, trans, t0, T, phi)
-    else:
-        lattice.copy_matrix(trans, phi[0])
+def max_touched(space, seq_ptr, tok_ptr, tok_obs, L):
+    """The largest :func:`touched_weights` count over all sequences (its buffer size)."""
+    u_ptr, u_lab, b_ptr, b_prev, b_cur, n_u, trans_offset, has_trans = space
+    most = 0
+    for s in range(len(seq_ptr) - 1):
+        n = L * L if has_trans else 0
+        for j in range(tok_ptr[seq_ptr[s]], tok_ptr[seq_ptr[s + 1]]):
+            o = tok_obs[j]
+            n += (u_ptr[o + 1] - u_ptr[o]) + (b_ptr[o + 1] - b_ptr[o])
+        most = max(most, n)
+    return most
 
 
 # --- SGD with the cumulative L1 penalty --------------------------------------------------------
@@ -78,10 +111,10 @@ def _penalise(W, q, k, u):
 def _step(W, G, q, k, eta, u, l1):
     """Apply the gradient collected in G[k] and reset it, then the L1 penalty.
 
-    A weight fired twice in a sequence is visited twice; the second visit
-    finds G[k] == 0 and does nothing, so each weight moves once per sequence
-    without a "visited" mark. (A gradient of exactly 0 also skips the
-    penalty; being cumulative, the penalty catches up at the next visit.)
+    A weight listed twice is visited twice; the second visit finds G[k] == 0
+    and does nothing, so each weight moves once per sequence without a
+    "visited" mark. (A gradient of exactly 0 also skips the penalty; being
+    cumulative, the penalty catches up at the next visit.)
     """
     if G[k] == 0.0:
         return
@@ -92,31 +125,35 @@ def _step(W, G, q, k, eta, u, l1):
 
 
 @njit(**JIT)
-def sgd_epoch(W, order, seq_ptr, tok_ptr, tok_obs, labels, u_ptr, u_lab, b_ptr, b_prev, b_cur,
-              n_u, trans_offset, has_trans, per_token, L, eta0, alpha, rho1, seen, q, G, state,
-              out):
+def _gold_score(psi, phi, trans, per_token, labels, t0, T):
+    """Score of the gold path of tokens t0 .. t0+T-1 under psi and phi (or trans)."""
+    gold = 0.0
+    for t in range(T):
+        y = labels[t0 + t]
+        gold += psi[t, y]
+        if t:
+            gold += phi[t, labels[t0 + t - 1], y] if per_token else trans[labels[t0 + t - 1], y]
+    return gold
+
+
+@njit(**JIT)
+def sgd_epoch(W, order, space, data, per_token, L, eta0, alpha, rho1, seen, q, G, touched,
+              state, out):
     """One pass of SGD-L1 over the sequences in ``order``; updates W, q, state in place.
 
     ``seen``: sequences processed in earlier epochs (sets the learning rate);
     ``state[0]`` carries ``u`` across epochs. ``G`` must be all zeros (it is
-    left so). out = [sum of per-sequence losses (at the weights they were
-    seen with), token errors, sequence errors, 1 if a sequence overflowed].
-    Returns the last learning rate.
+    left so); ``touched`` holds :func:`max_touched` indices. out = [sum of
+    per-sequence losses (at the weights they were seen with), token errors,
+    sequence errors, 1 if a sequence overflowed]. Returns the last learning rate.
     """
+    seq_ptr, tok_ptr, tok_obs, labels = data
     N = len(order)
-    Tmax = lattice.longest_sequence(seq_ptr, 0, len(seq_ptr) - 1)
-    TP = Tmax if per_token else 1
-    psi = np.empty((Tmax, L))
-    phi = np.empty((TP, L, L))
     trans = np.empty((L, L))
-    expu = np.empty((Tmax, L))
-    expb = np.empty((TP, L, L))
-    alpha_ = np.empty((Tmax, L))
-    beta = np.empty((Tmax, L))
-    scale = np.empty(Tmax)
-    pair = np.empty((L, L))
-    tmp = np.empty(L)
-    no_dense = np.empty((0, L))  # no dense rows (see lattice.unigram_scores)
+    exp_trans = np.empty((1, L, L))
+    work = work_buffers(longest_sequence(seq_ptr, 0, len(seq_ptr) - 1), L, per_token, exp_trans)
+    psi, phi, alpha_ = work[0], work[1], work[4]
+    no_dense = np.empty((0, L))  # no dense rows (see kernels.lattice.unigram_scores)
     u = state[0]
     loss = 0.0
     tok_err = 0
@@ -125,69 +162,31 @@ def sgd_epoch(W, order, seq_ptr, tok_ptr, tok_obs, labels, u_ptr, u_lab, b_ptr, 
     l1 = rho1 > 0.0
     for i in range(N):
         s = order[i]
-        counter = seen + i
-        eta = eta0 * alpha ** (counter / N)
+        eta = eta0 * alpha ** ((seen + i) / N)
         u += eta * rho1 / N
         t0 = seq_ptr[s]
         T = seq_ptr[s + 1] - t0
         if T == 0:
             continue
-        _sequence_scores(W, tok_ptr, tok_obs, u_ptr, u_lab, b_ptr, b_prev, b_cur, n_u,
-                         trans_offset, has_trans, per_token, L, t0, T, trans, psi, phi,
-                         no_dense)
+        trans_shift = load_transitions(W, space[6], space[7], L, trans, exp_trans)
+        shift, logz = sequence_gradient(W, space, tok_ptr, tok_obs, t0, T, L, per_token, trans,
+                                        exp_trans, trans_shift, no_dense, no_dense, work, G)
         if per_token:
-            shift = lattice.exp_transitions(phi, T, expb)
+            logz = shift + logz
         else:
-            shift = lattice._exp_shifted(trans, expb[0]) * (T - 1)
-        logz = shift + lattice.forward_backward(psi, expb, per_token, T, L, expu, alpha_, beta,
-                                                scale, tmp)
+            logz = trans_shift * (T - 1) + logz
         if not np.isfinite(logz):
             out[3] = 1.0
             break
-        gold = 0.0
-        for t in range(T):
-            y = labels[t0 + t]
-            gold += psi[t, y]
-            if t:
-                gold += phi[t, labels[t0 + t - 1], y] if per_token else trans[labels[t0 + t - 1], y]
-        loss += logz - gold
-        lattice.accumulate_expectations(G, tok_ptr, tok_obs, u_ptr, u_lab, b_ptr, b_prev, b_cur,
-                                        n_u, trans_offset, has_trans, per_token, t0, T, L,
-                                        alpha_, beta, expu, expb, scale, pair, tmp, no_dense)
-        wrong = 0
-        for t in range(T):
-            if lattice.argmax(alpha_[t]) != labels[t0 + t]:
-                wrong += 1
+        loss += logz - _gold_score(psi, phi, trans, per_token, labels, t0, T)
+        wrong = posterior_errors(alpha_, labels, t0, T)
         tok_err += wrong
         if wrong:
             seq_err += 1
-        # G -= gold feature counts
-        for t in range(T):
-            y = labels[t0 + t]
-            yp = labels[t0 + t - 1] if t else -1
-            for j in range(tok_ptr[t0 + t], tok_ptr[t0 + t + 1]):
-                o = tok_obs[j]
-                for k in range(u_ptr[o], u_ptr[o + 1]):
-                    if u_lab[k] == y:
-                        G[k] -= 1.0
-                if t:
-                    for k in range(b_ptr[o], b_ptr[o + 1]):
-                        if b_prev[k] == yp and b_cur[k] == y:
-                            G[n_u + k] -= 1.0
-            if t and has_trans:
-                G[trans_offset + yp * L + y] -= 1.0
+        add_path_counts(G, space, tok_ptr, tok_obs, L, t0, T, labels, t0, -1.0)
         # W -= eta * G on every touched weight (G back to zero), then the L1 penalty
-        for t in range(T):
-            for j in range(tok_ptr[t0 + t], tok_ptr[t0 + t + 1]):
-                o = tok_obs[j]
-                for k in range(u_ptr[o], u_ptr[o + 1]):
-                    _step(W, G, q, k, eta, u, l1)
-                if t:
-                    for k in range(b_ptr[o], b_ptr[o + 1]):
-                        _step(W, G, q, n_u + k, eta, u, l1)
-        if has_trans and T > 1:
-            for k in range(trans_offset, trans_offset + L * L):
-                _step(W, G, q, k, eta, u, l1)
+        for n in range(touched_weights(space, tok_ptr, tok_obs, L, t0, T, touched)):
+            _step(W, G, q, touched[n], eta, u, l1)
     state[0] = u
     out[0] = loss
     out[1] = tok_err
@@ -196,44 +195,23 @@ def sgd_epoch(W, order, seq_ptr, tok_ptr, tok_obs, labels, u_ptr, u_lab, b_ptr, 
 
 
 # --- averaged perceptron ------------------------------------------------------------------------
-@njit(**INLINE_JIT)
-def _find_unigram(u_ptr, u_lab, o, y):
-    """Weight index of observation o's unigram feature for label y, or -1 if it does not exist."""
-    for k in range(u_ptr[o], u_ptr[o + 1]):
-        if u_lab[k] == y:
-            return k
-    return -1
-
-
-@njit(**INLINE_JIT)
-def _find_bigram(b_ptr, b_prev, b_cur, n_u, o, a, b):
-    """Weight index of observation o's bigram feature (a, b), or -1 if it does not exist."""
-    for k in range(b_ptr[o], b_ptr[o + 1]):
-        if b_prev[k] == a and b_cur[k] == b:
-            return n_u + k
-    return -1
-
-
-@njit(**INLINE_JIT)
-def _bump(W, U, k, d, c):
-    if k >= 0:
-        W[k] += d
-        U[k] += c * d
-
-
 @njit(**JIT)
-def perceptron_epoch(W, U, seen, order, seq_ptr, tok_ptr, tok_obs, labels, u_ptr, u_lab, b_ptr,
-                     b_prev, b_cur, n_u, trans_offset, has_trans, per_token, L, out):
-    """One pass of the perceptron over ``order``; W and U (Daumé's sums) updated in place.
+def perceptron_epoch(W, U, seen, order, space, data, per_token, L, G, touched, out):
+    """One pass of the perceptron over ``order``; W and U (Daume's sums) updated in place.
 
-    ``seen``: sequences processed in earlier epochs. out = [token errors,
-    sequence errors] of the Viterbi paths made during the pass.
+    ``seen``: sequences processed in earlier epochs; ``G`` all zeros (left so),
+    ``touched`` as for :func:`sgd_epoch`. out = [token errors, sequence errors]
+    of the Viterbi paths made during the pass. A wrong path's update is the
+    gold path's feature counts minus the predicted path's: whole numbers, so
+    W and U are exact sums whatever order they are added in.
     """
-    Tmax = lattice.longest_sequence(seq_ptr, 0, len(seq_ptr) - 1)
+    seq_ptr, tok_ptr, tok_obs, labels = data
+    Tmax = longest_sequence(seq_ptr, 0, len(seq_ptr) - 1)
     TP = Tmax if per_token else 1
     psi = np.empty((Tmax, L))
     phi = np.empty((TP, L, L))
     trans = np.empty((L, L))
+    exp_trans = np.empty((1, L, L))
     delta = np.empty((Tmax, L))
     back = np.empty((Tmax, L), dtype=np.int32)
     path = np.empty(Tmax, dtype=np.int32)
@@ -247,10 +225,11 @@ def perceptron_epoch(W, U, seen, order, seq_ptr, tok_ptr, tok_obs, labels, u_ptr
         T = seq_ptr[s + 1] - t0
         if T == 0:
             continue
-        _sequence_scores(W, tok_ptr, tok_obs, u_ptr, u_lab, b_ptr, b_prev, b_cur, n_u,
-                         trans_offset, has_trans, per_token, L, t0, T, trans, psi, phi,
-                         no_dense)
-        lattice.viterbi(psi, phi, per_token, T, L, delta, back, path)
+        load_transitions(W, space[6], space[7], L, trans, exp_trans)
+        chain_scores(W, space, tok_ptr, tok_obs, t0, T, per_token, trans, psi, phi, no_dense)
+        if not per_token:
+            copy_matrix(trans, phi[0])
+        viterbi(psi, phi, per_token, T, L, delta, back, path)
         wrong = 0
         for t in range(T):
             if path[t] != labels[t0 + t]:
@@ -259,24 +238,51 @@ def perceptron_epoch(W, U, seen, order, seq_ptr, tok_ptr, tok_obs, labels, u_ptr
             continue
         tok_err += wrong
         seq_err += 1
-        for t in range(T):
-            y = labels[t0 + t]
-            p = path[t]
-            yp = labels[t0 + t - 1] if t else -1
-            pp = path[t - 1] if t else -1
-            same_pair = t == 0 or (yp == pp and y == p)
-            if not same_pair and has_trans:
-                _bump(W, U, trans_offset + yp * L + y, 1.0, c)
-                _bump(W, U, trans_offset + pp * L + p, -1.0, c)
-            if y == p and same_pair:
-                continue
-            for j in range(tok_ptr[t0 + t], tok_ptr[t0 + t + 1]):
-                o = tok_obs[j]
-                if y != p:
-                    _bump(W, U, _find_unigram(u_ptr, u_lab, o, y), 1.0, c)
-                    _bump(W, U, _find_unigram(u_ptr, u_lab, o, p), -1.0, c)
-                if not same_pair:
-                    _bump(W, U, _find_bigram(b_ptr, b_prev, b_cur, n_u, o, yp, y), 1.0, c)
-                    _bump(W, U, _find_bigram(b_ptr, b_prev, b_cur, n_u, o, pp, p), -1.0, c)
+        add_path_counts(G, space, tok_ptr, tok_obs, L, t0, T, labels, t0, 1.0)
+        add_path_counts(G, space, tok_ptr, tok_obs, L, t0, T, path, 0, -1.0)
+        for n in range(touched_weights(space, tok_ptr, tok_obs, L, t0, T, touched)):
+            k = touched[n]
+            d = G[k]
+            if d != 0.0:
+                W[k] += d
+                U[k] += c * d
+                G[k] = 0.0
     out[0] = tok_err
     out[1] = seq_err
+
+
+# --- Python drivers: what the online optimisers of crfkit.optim call ---------------------------
+class SgdEpochs:
+    """``run(W, order, seen, eta0, alpha, rho1, q, state) -> (loss, token errors, sequence
+    errors, overflowed)``: one SGD-L1 epoch of a dataset (:func:`sgd_epoch`)."""
+
+    def __init__(self, space: FeatureSpace, data: Dataset) -> None:
+        self.space, self.data = space.arrays(), data.arrays()
+        self.per_token, self.L = space.n_b > 0, space.n_labels
+        self.G = np.zeros(space.n_weights)
+        self.touched = np.empty(max_touched(self.space, *self.data[:3], self.L), dtype=np.int64)
+        self.out = np.zeros(4)
+
+    def __call__(self, W: np.ndarray, order: np.ndarray, seen: int, eta0: float, alpha: float,
+                 rho1: float, q: np.ndarray, state: np.ndarray) -> tuple[float, int, int, bool]:
+        sgd_epoch(W, order, self.space, self.data, self.per_token, self.L, float(eta0),
+                  float(alpha), float(rho1), seen, q, self.G, self.touched, state, self.out)
+        out = self.out
+        return float(out[0]), int(out[1]), int(out[2]), bool(out[3])
+
+
+class PerceptronEpochs:
+    """``run(W, U, order, seen) -> (token errors, sequence errors)``: one perceptron epoch."""
+
+    def __init__(self, space: FeatureSpace, data: Dataset) -> None:
+        self.space, self.data = space.arrays(), data.arrays()
+        self.per_token, self.L = space.n_b > 0, space.n_labels
+        self.G = np.zeros(space.n_weights)
+        self.touched = np.empty(max_touched(self.space, *self.data[:3], self.L), dtype=np.int64)
+        self.out = np.zeros(2)
+
+    def __call__(self, W: np.ndarray, U: np.ndarray, order: np.ndarray,
+                 seen: int) -> tuple[int, int]:
+        perceptron_epoch(W, U, seen, order, self.space, self.data, self.per_token, self.L,
+                         self.G, self.touched, self.out)
+        return int(self.out[0]), int(self.out[1])

@@ -31,12 +31,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from crfkit.config import JIT
-
-# How a model type normalises (crfkit.model.MODEL_TYPES): globally (one log Z per
-# sequence), or per token; :func:`local_normalise` rewrites a local model's scores.
-LOCAL_NONE, LOCAL_MEMM, LOCAL_MAXENT = 0, 1, 2
-LOCAL = {"crf": LOCAL_NONE, "memm": LOCAL_MEMM, "maxent": LOCAL_MAXENT}
+from crfkit.config import JIT, NORM_MAXENT, NORM_MEMM
 
 
 # --- encoding: features -> scores ----------------------------------------------------------
@@ -125,9 +120,36 @@ def transition_block(W, trans_offset, has_trans, L):
     return trans
 
 
+# A feature space as the kernels take it (FeatureSpace.arrays()):
+#     space = (u_ptr, u_lab, b_ptr, b_prev, b_cur, n_u, trans_offset, has_trans)
+@njit(inline="always", **JIT)
+def chain_scores(W, space, tok_ptr, tok_obs, t0, T, per_token, base, psi, phi, Wd):
+    """psi[:T] of tokens t0 .. t0+T-1 and, with ``per_token``, phi[1:T] = ``base`` + the
+    observation bigrams (without, every token shares one matrix and phi is left alone).
+
+    Inlined into its callers (``inline="always"``), so a caller whose ``per_token``
+    is a compile-time constant does not compile the bigram half at all.
+    """
+    u_ptr, u_lab, b_ptr, b_prev, b_cur, n_u, trans_offset, has_trans = space
+    unigram_scores(W, tok_ptr, tok_obs, u_ptr, u_lab, t0, T, psi, Wd)
+    if per_token:
+        bigram_scores(W, tok_ptr, tok_obs, b_ptr, b_prev, b_cur, n_u, base, t0, T, phi)
+
+
+@njit(**JIT)
+def load_transitions(W, trans_offset, has_trans, L, trans, exp_trans):
+    """trans = the L x L transition block (zeros without one) and exp_trans[0] its
+    exponential shifted by the returned maximum, written into given buffers."""
+    for a in range(L):
+        for b in range(L):
+            trans[a, b] = W[trans_offset + a * L + b] if has_trans else 0.0
+    # as one row: the same values, and a first run need not compile the matrix version
+    return exp_shifted(trans.reshape(L * L), exp_trans[0].reshape(L * L))
+
+
 # --- lattice: scores -> log Z, marginals, best path ----------------------------------------
 @njit(**JIT)
-def _max(src):
+def max_of(src):
     """max(src) of a row or a matrix, NaN if any entry is NaN (as ``src.max()``).
 
     Loops: ``ndarray.max`` and ``np.argmax`` are generic in Numba and cost
@@ -161,14 +183,14 @@ def argmax(row):
 
 
 @njit(**JIT)
-def _exp_shifted(src, dst):
+def exp_shifted(src, dst):
     """dst = exp(src - max(src)) for a row or a matrix; returns the max (0 if it is not finite).
 
     ``src.ndim`` is a compile-time constant, so Numba keeps only the loop of
     the rank it compiles for: as fast as a function per rank (a flat
     ``reshape`` view costs ~20% at small label counts).
     """
-    m = _max(src)
+    m = max_of(src)
     if not np.isfinite(m):
         m = 0.0
     if src.ndim == 1:
@@ -186,7 +208,7 @@ def exp_transitions(phi, T, expb):
     """expb[t] = exp(phi[t] - max) for t >= 1; returns the sum of the maxima."""
     shift = 0.0
     for t in range(1, T):
-        shift += _exp_shifted(phi[t], expb[t])
+        shift += exp_shifted(phi[t], expb[t])
     return shift
 
 
@@ -209,7 +231,7 @@ def exp_transitions_sparse(phi, T, expb, exp_trans, trans_shift, tok_ptr, tok_ob
                 if phi[t, b_prev[k], b_cur[k]] - trans_shift > 700.0:
                     safe = False
         if not safe:
-            shift += _exp_shifted(phi[t], expb[t])
+            shift += exp_shifted(phi[t], expb[t])
             continue
         copy_matrix(exp_trans, expb[t])
         for j in range(tok_ptr[t0 + t], tok_ptr[t0 + t + 1]):
@@ -231,7 +253,7 @@ def forward_backward(psi, expb, per_token, T, L, expu, alpha, beta, scale, tmp):
     """
     logz = 0.0
     for t in range(T):
-        logz += _exp_shifted(psi[t], expu[t])
+        logz += exp_shifted(psi[t], expu[t])
 
     s = 0.0
     for y in range(L):
@@ -309,7 +331,7 @@ def viterbi(psi, phi, per_token, T, L, delta, back, path):
 @njit(**JIT)
 def _log_softmax(src, dst):
     """dst = src - log sum exp(src) (src and dst may be the same row)."""
-    m = _max(src)
+    m = max_of(src)
     total = 0.0
     for y in range(src.shape[0]):
         total += np.exp(src[y] - m)
@@ -327,7 +349,7 @@ def local_normalise(psi, phi, T, L, local, row):
     phi[t, a])`` and ``psi[t] = 0`` for t >= 1. The CRF lattice code then
     works unchanged, with log Z = 0 unless constraints remove paths.
     """
-    if local == LOCAL_MEMM:
+    if local == NORM_MEMM:
         for t in range(1, T):
             for a in range(L):
                 for b in range(L):
@@ -335,263 +357,6 @@ def local_normalise(psi, phi, T, L, local, row):
                 _log_softmax(row, phi[t, a])
             psi[t] = 0.0
         _log_softmax(psi[0], psi[0])
-    elif local == LOCAL_MAXENT:
+    elif local == NORM_MAXENT:
         for t in range(T):
             _log_softmax(psi[t], psi[t])
-
-
-
-# --- expectations: marginals -> gradient ---------------------------------------------------
-@njit(**JIT)
-def token_pair_expectations(G, tok_ptr, tok_obs, b_ptr, b_prev, b_cur, n_u, trans_offset,
-                            has_trans, t0, T, L, alpha, beta, expu, expb, scale, pair, tmp):
-    """G += P(y[t-1] = a, y[t] = b) for the transition and observation-bigram features
-    of every token, each with its own matrix ``expb[t]``."""
-    for t in range(1, T):
-        M = expb[t]
-        inv = 1.0 / scale[t]
-        for b in range(L):
-            tmp[b] = expu[t, b] * beta[t, b] * inv
-        for a in range(L):
-            w = alpha[t - 1, a]
-            for b in range(L):
-                pair[a, b] = w * M[a, b] * tmp[b]
-        if has_trans:
-            for a in range(L):
-                for b in range(L):
-                    G[trans_offset + a * L + b] += pair[a, b]
-        for j in range(tok_ptr[t0 + t], tok_ptr[t0 + t + 1]):
-            o = tok_obs[j]
-            for k in range(b_ptr[o], b_ptr[o + 1]):
-                G[n_u + k] += pair[b_prev[k], b_cur[k]]
-
-
-@njit(**JIT)
-def shared_pair_expectations(G, trans_offset, T, L, alpha, beta, expu, expb, scale, pair, tmp):
-    """G += sum_t P(y[t-1] = a, y[t] = b) for the transition block, when every token
-    shares the one matrix ``expb[0]``:
-
-        sum_t P(a, b at t) = M[a, b] * sum_t alpha[t-1, a] U[t, b] beta[t, b] / scale[t]
-    """
-    pair[:, :] = 0.0
-    for t in range(1, T):
-        inv = 1.0 / scale[t]
-        for b in range(L):
-            tmp[b] = expu[t, b] * beta[t, b] * inv
-        for a in range(L):
-            w = alpha[t - 1, a]
-            for b in range(L):
-                pair[a, b] += w * tmp[b]
-    M = expb[0]
-    for a in range(L):
-        for b in range(L):
-            G[trans_offset + a * L + b] += pair[a, b] * M[a, b]
-
-
-@njit(**JIT)
-def unigram_expectations(G, tok_ptr, tok_obs, u_ptr, u_lab, t0, T, L, alpha, beta, Gd):
-    """G += the token marginals of the unigram features; turns alpha into the marginals
-    (alpha[t] * beta[t]). Those of observations 0..K-1 go to the dense rows ``Gd``
-    (K, L) instead (K may be 0), added whole; :func:`flush_dense` moves them into G."""
-    K = Gd.shape[0]
-    for t in range(T):
-        for y in range(L):
-            alpha[t, y] *= beta[t, y]
-        for j in range(tok_ptr[t0 + t], tok_ptr[t0 + t + 1]):
-            o = tok_obs[j]
-            if o < K:
-                for y in range(L):
-                    Gd[o, y] += alpha[t, y]
-            else:
-                for k in range(u_ptr[o], u_ptr[o + 1]):
-                    G[k] += alpha[t, u_lab[k]]
-
-
-@njit(**JIT)
-def accumulate_expectations(G, tok_ptr, tok_obs, u_ptr, u_lab, b_ptr, b_prev, b_cur, n_u,
-                            trans_offset, has_trans, per_token, t0, T, L,
-                            alpha, beta, expu, expb, scale, pair, tmp, Gd):
-    """Add the model's expected feature counts for one sequence to G (label pairs, then
-    unigrams; see the three functions above). Also turns alpha into the token marginals."""
-    if per_token:
-        token_pair_expectations(G, tok_ptr, tok_obs, b_ptr, b_prev, b_cur, n_u, trans_offset,
-                                has_trans, t0, T, L, alpha, beta, expu, expb, scale, pair, tmp)
-    elif has_trans and T > 1:
-        shared_pair_expectations(G, trans_offset, T, L, alpha, beta, expu, expb, scale, pair,
-                                 tmp)
-    unigram_expectations(G, tok_ptr, tok_obs, u_ptr, u_lab, t0, T, L, alpha, beta, Gd)
-
-
-@njit(**JIT)
-def dot(a, b):
-    """Serial dot product: a fixed summation order, unlike threaded BLAS."""
-    acc = 0.0
-    for i in range(a.size):
-        acc += a[i] * b[i]
-    return acc
-
-
-# --- batch kernels: one block of sequences each (kernels.blocks runs them on threads) ---
-@njit(**JIT)
-def shared_scores(W, u_ptr, u_lab, trans_offset, has_trans, L, n_dense):
-    """What every block of an evaluation at W reads: the transition block, its exponential
-    (``exp_trans[0]``, shifted by the returned max) and the dense rows of the ``n_dense``
-    most frequent observations (:func:`dense_rows`)."""
-    trans = transition_block(W, trans_offset, has_trans, L)
-    exp_trans = np.empty((1, L, L))
-    # as one row: the same values, and a first run need not compile the matrix version
-    trans_shift = _exp_shifted(trans.reshape(L * L), exp_trans.reshape(L * L))
-    return trans, exp_trans, trans_shift, dense_rows(W, u_ptr, u_lab, n_dense, L)
-
-
-def _loss_block_kernel(per_token: bool):
-    """The kernel :func:`loss_block` calls, for transitions that vary per token
-    (observation bigrams) or one transition matrix shared by all tokens.
-
-    ``per_token`` is a constant of the closure, so Numba drops the other
-    branch before compiling: a first run that needs only one kind compiles
-    only its half (the bigram half is a third of the lattice code).
-    """
-
-    @njit(**JIT)
-    def kernel(W, seq_ptr, tok_ptr, tok_obs, labels, u_ptr, u_lab, b_ptr, b_prev, b_cur, n_u,
-               trans_offset, has_trans, L, s0, s1, trans, exp_trans, trans_shift, Wd, G, out):
-        Tmax = longest_sequence(seq_ptr, s0, s1)
-        TP = Tmax if per_token else 1
-        psi = np.empty((Tmax, L))
-        phi = np.empty((TP, L, L))
-        copy_matrix(trans, phi[0])
-        expu = np.empty((Tmax, L))
-        expb = np.empty((TP, L, L)) if per_token else exp_trans
-        alpha = np.empty((Tmax, L))
-        beta = np.empty((Tmax, L))
-        scale = np.empty(Tmax)
-        pair = np.empty((L, L))
-        tmp = np.empty(L)
-        Gd = np.zeros(Wd.shape)
-        G[:] = 0.0
-        logz_sum = 0.0
-        tok_err = 0
-        seq_err = 0
-        for s in range(s0, s1):
-            t0 = seq_ptr[s]
-            T = seq_ptr[s + 1] - t0
-            if T == 0:
-                continue
-            unigram_scores(W, tok_ptr, tok_obs, u_ptr, u_lab, t0, T, psi, Wd)
-            if per_token:
-                bigram_scores(W, tok_ptr, tok_obs, b_ptr, b_prev, b_cur, n_u, trans, t0, T, phi)
-                logz_sum += exp_transitions_sparse(phi, T, expb, exp_trans[0], trans_shift,
-                                                   tok_ptr, tok_obs, b_ptr, b_prev, b_cur, t0)
-            else:
-                logz_sum += trans_shift * (T - 1)
-            logz_sum += forward_backward(psi, expb, per_token, T, L, expu, alpha, beta, scale,
-                                         tmp)
-            if per_token:
-                token_pair_expectations(G, tok_ptr, tok_obs, b_ptr, b_prev, b_cur, n_u,
-                                        trans_offset, has_trans, t0, T, L, alpha, beta, expu,
-                                        expb, scale, pair, tmp)
-            elif has_trans and T > 1:
-                shared_pair_expectations(G, trans_offset, T, L, alpha, beta, expu, expb, scale,
-                                         pair, tmp)
-            unigram_expectations(G, tok_ptr, tok_obs, u_ptr, u_lab, t0, T, L, alpha, beta, Gd)
-            wrong = 0
-            for t in range(T):
-                if argmax(alpha[t]) != labels[t0 + t]:
-                    wrong += 1
-            tok_err += wrong
-            if wrong:
-                seq_err += 1
-        flush_dense(G, Gd, u_ptr, u_lab)
-        out[0] = logz_sum
-        out[1] = tok_err
-        out[2] = seq_err
-
-    return kernel
-
-
-_LOSS_BLOCK = {False: _loss_block_kernel(False), True: _loss_block_kernel(True)}
-
-
-def loss_block(W: np.ndarray, seq_ptr: np.ndarray, tok_ptr: np.ndarray, tok_obs: np.ndarray,
-               labels: np.ndarray, u_ptr: np.ndarray, u_lab: np.ndarray, b_ptr: np.ndarray,
-               b_prev: np.ndarray, b_cur: np.ndarray, n_u: int, trans_offset: int,
-               has_trans: bool, per_token: bool, L: int, s0: int, s1: int, trans: np.ndarray,
-               exp_trans: np.ndarray, trans_shift: float, Wd: np.ndarray, G: np.ndarray,
-               out: np.ndarray) -> None:
-    """Sequences s0..s1-1: the sum of their log Z into out[0], expected counts into G.
-
-    out[1] / out[2] count token / sequence errors of posterior decoding
-    (argmax of marginals), a free by-product used for the progress line.
-    ``trans``, ``exp_trans``, ``trans_shift`` and ``Wd`` come from
-    :func:`shared_scores`. The observations that have a row in ``Wd`` use
-    dense rows of weights and of expectations (:func:`dense_rows`); each of
-    their features' gradient is still the same additions in the same order,
-    from zero. ``per_token``: the model has observation bigrams (``phi``
-    differs per token).
-    """
-    _LOSS_BLOCK[bool(per_token)](W, seq_ptr, tok_ptr, tok_obs, labels, u_ptr, u_lab, b_ptr,
-                                 b_prev, b_cur, n_u, trans_offset, has_trans, L, s0, s1, trans,
-                                 exp_trans, trans_shift, Wd, G, out)
-
-
-@njit(**JIT)
-def add_blocks(G_blocks, fresh, g):
-    """g (+)= G_blocks[0] + G_blocks[1] + ..., in row order (``fresh``: g starts at row 0).
-
-    Called once per wave of blocks, in block order, so the sum of every
-    weight's gradient is taken in the same order whatever the wave size.
-    """
-    start = 0
-    if fresh:
-        for i in range(g.size):
-            g[i] = G_blocks[0, i]
-        start = 1
-    for b in range(start, G_blocks.shape[0]):
-        for i in range(g.size):
-            g[i] += G_blocks[b, i]
-
-
-@njit(**JIT)
-def finish_gradient(empirical, W, rho2, g):
-    """g += rho2 * W - empirical: expectations minus counts, plus the L2 term.
-
-    One loop, so the split between vectorised and scalar (possibly
-    differently contracted) iterations depends only on the size.
-    """
-    for i in range(g.size):
-        g[i] += rho2 * W[i] - empirical[i]
-
-
-@njit(**JIT)
-def viterbi_block(W, seq_ptr, tok_ptr, tok_obs, u_ptr, u_lab, b_ptr, b_prev, b_cur,
-                  n_u, per_token, local, L, s0, s1, trans, out_labels, out_scores):
-    """Best path of sequences s0..s1-1: labels into out_labels (per token), scores per sequence.
-
-    ``local`` (LOCAL_*): the model type's normalisation; a MEMM needs
-    ``per_token``. Its scores are then path log-probabilities.
-    """
-    Tmax = longest_sequence(seq_ptr, s0, s1)
-    TP = Tmax if per_token else 1
-    psi = np.empty((Tmax, L))
-    phi = np.empty((TP, L, L))
-    copy_matrix(trans, phi[0])
-    row = np.empty(L)
-    delta = np.empty((Tmax, L))
-    back = np.empty((Tmax, L), dtype=np.int32)
-    path = np.empty(Tmax, dtype=np.int32)
-    no_dense = np.empty((0, L))
-    for s in range(s0, s1):
-        t0 = seq_ptr[s]
-        T = seq_ptr[s + 1] - t0
-        if T == 0:
-            out_scores[s] = 0.0
-            continue
-        unigram_scores(W, tok_ptr, tok_obs, u_ptr, u_lab, t0, T, psi, no_dense)
-        if per_token:
-            bigram_scores(W, tok_ptr, tok_obs, b_ptr, b_prev, b_cur, n_u, trans, t0, T, phi)
-        if local != LOCAL_NONE:
-            local_normalise(psi, phi, T, L, local, row)
-        out_scores[s] = viterbi(psi, phi, per_token, T, L, delta, back, path)
-        for t in range(T):
-            out_labels[t0 + t] = path[t]

@@ -4,8 +4,11 @@
     g(w) = E_model[features] - empirical + rho2 w
 
 (the gold path score of every sequence is ``w . empirical`` since features
-are indicators). The kernels fill one gradient buffer per block of
-sequences; :meth:`Objective.__call__` sums them in block order.
+are indicators). ``log Z_s`` is the sequence's partition function for a CRF,
+the sum of its tokens' local normalisers for a MEMM or MaxEnt (the model
+type's ``normalisation``, :mod:`crfkit.modeltypes`). The kernels of
+:mod:`crfkit.kernels.loss` fill one gradient buffer per block of sequences;
+:meth:`Objective.__call__` sums them in block order.
 """
 
 from __future__ import annotations
@@ -14,7 +17,7 @@ import numpy as np
 
 from crfkit import config
 from crfkit.errors import CrfkitError
-from crfkit.kernels import lattice
+from crfkit.kernels import loss
 from crfkit.kernels.blocks import partition_blocks, run_blocks, thread_count
 from crfkit.space import Dataset, FeatureSpace
 
@@ -24,19 +27,23 @@ class Objective:
 
     The sequences are split into fixed blocks (:func:`partition_blocks`), each
     filling a gradient row of ``G_blocks`` and its ``out`` row (log-sum,
-    token errors, sequence errors); :meth:`_loss_block` runs the kernel that
-    fills one, so a subclass with another normalisation (see
-    :class:`crfkit.kernels.local.LocalObjective`) overrides only that, :meth:`_shared`
-    and ``overflow``. Blocks run in waves of one per thread, each wave's rows added to the
-    gradient in block order: the sum order (and the model) does not depend on
-    the thread count, and only one gradient row per thread is held (16 rows
-    were 58 MB on CoNLL-2000).
+    token errors, sequence errors). Blocks run in waves of one per thread,
+    each wave's rows added to the gradient in block order: the sum order (and
+    the model) does not depend on the thread count, and only one gradient row
+    per thread is held (16 rows were 58 MB on CoNLL-2000). ``normalisation``
+    (``config.NORM_*``) picks the loss kernel.
     """
 
-    overflow = "numerical overflow in forward-backward"
-
     def __init__(self, space: FeatureSpace, data: Dataset, empirical: np.ndarray,
-                 rho2: float) -> None:
+                 rho2: float, normalisation: int = config.NORM_GLOBAL) -> None:
+        if normalisation == config.NORM_MAXENT and (space.has_trans or space.n_b):
+            raise ValueError("a maxent feature space must have no label-pair features")
+        if len(data.labels) != data.n_tokens:
+            raise ValueError("training data must carry gold labels")
+        self.normalisation = normalisation
+        self.overflow = ("numerical overflow in forward-backward"
+                         if normalisation == config.NORM_GLOBAL else
+                         "numerical overflow in the local softmax")
         self.space = space
         self.data = data
         self.empirical = empirical
@@ -45,27 +52,35 @@ class Objective:
         self.block_ptr = partition_blocks(data.lengths, min(config.N_BLOCKS, max_blocks))
         n_blocks = len(self.block_ptr) - 1
         self.wave = max(1, min(thread_count(), n_blocks))
-        # The most frequent observations get dense rows (lattice.dense_rows).
+        # The most frequent observations get dense rows (kernels.lattice.dense_rows).
         self.n_dense = min(space.n_obs, config.DENSE_ROW_CELLS // max(1, space.n_labels))
         self.G_blocks = np.empty((self.wave, space.n_weights))
         self.out = np.empty((n_blocks, 3))
         self.token_errors = 0
         self.sequence_errors = 0
         self.evaluations = 0
+        self.space_arrays = space.arrays()
+        self.data_arrays = data.arrays()
 
     def _shared(self, w: np.ndarray) -> tuple:
         """What every block reads at ``w`` (computed once per evaluation)."""
         s = self.space
-        return lattice.shared_scores(w, s.u_ptr, s.u_lab, s.trans_offset, s.has_trans,
-                                     s.n_labels, self.n_dense)
+        if self.normalisation != config.NORM_GLOBAL:
+            return ()
+        return loss.shared_scores(w, s.u_ptr, s.u_lab, s.trans_offset, s.has_trans,
+                                  s.n_labels, self.n_dense)
 
     def _loss_block(self, w: np.ndarray, shared: tuple, s0: int, s1: int, G: np.ndarray,
                     out: np.ndarray) -> None:
         """Fill ``G`` (a gradient row) and ``out`` (3 values) for sequences s0..s1-1 at ``w``."""
-        s, d = self.space, self.data
-        lattice.loss_block(w, d.seq_ptr, d.tok_ptr, d.tok_obs, d.labels, s.u_ptr, s.u_lab,
-                           s.b_ptr, s.b_prev, s.b_cur, s.n_u, s.trans_offset, s.has_trans,
-                           s.n_b > 0, s.n_labels, s0, s1, *shared, G, out)
+        s = self.space
+        if self.normalisation == config.NORM_GLOBAL:
+            loss.crf_loss_block(w, self.space_arrays, self.data_arrays, s.n_b > 0, s.n_labels,
+                                s0, s1, *shared, G, out)
+        else:
+            loss.local_loss_block(w, self.space_arrays, self.data_arrays,
+                                  self.normalisation == config.NORM_MEMM, s.n_labels, s0, s1,
+                                  G, out)
 
     def __call__(self, w: np.ndarray, g: np.ndarray) -> float:
         shared = self._shared(w)
@@ -79,12 +94,12 @@ class Objective:
                                  self.G_blocks[i], self.out[first + i])
 
             run_blocks(block, last - first)
-            lattice.add_blocks(self.G_blocks[:last - first], first == 0, g)
+            loss.add_blocks(self.G_blocks[:last - first], first == 0, g)
         log_z = float(np.sum(self.out[:, 0]))
         if not np.isfinite(log_z):
             raise CrfkitError(f"{self.overflow}: the weights diverged (try a larger -2/--rho2)")
-        lattice.finish_gradient(self.empirical, w, self.rho2, g)
+        loss.finish_gradient(self.empirical, w, self.rho2, g)
         self.token_errors = int(self.out[:, 1].sum())
         self.sequence_errors = int(self.out[:, 2].sum())
         self.evaluations += 1
-        return log_z - lattice.dot(w, self.empirical) + 0.5 * self.rho2 * lattice.dot(w, w)
+        return log_z - loss.dot(w, self.empirical) + 0.5 * self.rho2 * loss.dot(w, w)

@@ -37,8 +37,8 @@ import numpy as np
 from numba import njit
 
 from crfkit.config import JIT
-from crfkit.kernels.lattice import dot
 from crfkit.optim import INTERRUPTED, Iteration, IterationHook, Result, StopRule
+from crfkit.optim.vectors import dot
 
 ARMIJO = 1e-4
 MAX_LINESEARCH = 30

@@ -1,8 +1,9 @@
 """The averaged perceptron (Collins, 2002): Viterbi-driven updates, averaged weights.
 
 Each epoch visits the sequences in a new random order (from ``seed``); the
-kernel :func:`crfkit.kernels.epochs.perceptron_epoch` decodes each one and, when the
-path is wrong, moves the weights towards the gold path. The model returned
+caller's epoch (in crfkit :class:`crfkit.kernels.epochs.PerceptronEpochs`)
+decodes each one and, when the path is wrong, moves the weights towards the
+gold path. The model returned
 (and shown to the iteration hook) is the *average* of the weight vectors
 after every sequence, which generalises far better than the last one.
 
@@ -15,30 +16,31 @@ number of epochs are the perceptron's regularisers.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 
-from crfkit.kernels.epochs import perceptron_epoch
 from crfkit.optim import IterationHook, Result, StopRule, run_epochs
-from crfkit.space import Dataset, FeatureSpace
+
+# One epoch over ``order`` (``seen`` visited before), updating the weights W and
+# Daume's sums U in place: epoch(W, U, order, seen) -> (token errors, sequence errors)
+PerceptronEpoch = Callable[[np.ndarray, np.ndarray, np.ndarray, int], "tuple[int, int]"]
 
 
-def minimize(space: FeatureSpace, data: Dataset, x0: np.ndarray, *, maxiter: int = 0,
+def minimize(epoch: PerceptronEpoch, x0: np.ndarray, n_seqs: int, *, maxiter: int = 0,
              seed: int = 0, stop_eps: float = 1e-5, stop_window: int = 10,
              on_iteration: IterationHook | None = None) -> Result:
-    """Train CRF weights by the averaged perceptron from ``x0``; ``maxiter`` counts epochs."""
+    """Train weights by the averaged perceptron from ``x0`` over ``n_seqs`` sequences;
+    ``maxiter`` counts epochs."""
     W = x0.astype(np.float64, copy=True)
     U = np.zeros_like(W)
     avg = W.copy()
-    out = np.zeros(2)
-    s = space
 
-    def epoch(order: np.ndarray, seen: int) -> tuple[float, int, int]:
-        perceptron_epoch(W, U, seen, order, data.seq_ptr, data.tok_ptr, data.tok_obs,
-                         data.labels, s.u_ptr, s.u_lab, s.b_ptr, s.b_prev, s.b_cur, s.n_u,
-                         s.trans_offset, s.has_trans, s.n_b > 0, s.n_labels, out)
-        np.multiply(U, -1.0 / max(seen + data.n_seqs, 1), out=avg)
+    def one_epoch(order: np.ndarray, seen: int) -> tuple[float, int, int]:
+        token_errors, sequence_errors = epoch(W, U, order, seen)
+        np.multiply(U, -1.0 / max(seen + n_seqs, 1), out=avg)
         np.add(avg, W, out=avg)
-        return float(out[0]), int(out[0]), int(out[1])
+        return float(token_errors), token_errors, sequence_errors
 
     rule = StopRule(stop_eps, stop_window)
 
@@ -47,5 +49,5 @@ def minimize(space: FeatureSpace, data: Dataset, x0: np.ndarray, *, maxiter: int
             return "no training error (the data are separable)"
         return rule(f)
 
-    return run_epochs(epoch, avg, data.n_seqs, stop, maxiter=maxiter, seed=seed,
+    return run_epochs(one_epoch, avg, n_seqs, stop, maxiter=maxiter, seed=seed,
                       on_iteration=on_iteration)

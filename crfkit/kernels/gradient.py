@@ -1,0 +1,176 @@
+"""The gradient of one sequence: the one place where a CRF's expectations are computed.
+
+:func:`sequence_gradient` takes one sequence from its features to its log
+partition and its expected feature counts (scores -> exponentials -> scaled
+forward-backward -> expectations). L-BFGS's batch kernel
+(:mod:`crfkit.kernels.loss`) and the SGD epoch (:mod:`crfkit.kernels.epochs`)
+both call it; :func:`add_path_counts` adds a label path's feature counts, which
+SGD subtracts for the gold path and the perceptron adds (gold) and subtracts
+(predicted). The negative log-likelihood of a sequence is
+
+    log Z - score(gold path),   its gradient   E_model[counts] - counts(gold path)
+
+Work buffers of one block (allocated once per block, sized to its longest
+sequence, never inside the per-sequence loop)::
+
+    work = (psi (T, L), phi (TP, L, L), expu (T, L), expb (TP, L, L),
+            alpha (T, L), beta (T, L), scale (T,), pair (L, L), tmp (L,))
+
+with TP = T when transitions vary per token (observation bigrams), else 1
+(``expb`` is then the shared exponentiated transition block).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+from crfkit.config import JIT
+from crfkit.kernels.lattice import (
+    argmax,
+    chain_scores,
+    exp_transitions_sparse,
+    forward_backward,
+)
+
+
+@njit(**JIT)
+def work_buffers(Tmax, L, per_token, exp_trans):
+    """The ``work`` tuple of a block whose longest sequence has Tmax tokens."""
+    TP = Tmax if per_token else 1
+    expb = np.empty((TP, L, L)) if per_token else exp_trans
+    return (np.empty((Tmax, L)), np.empty((TP, L, L)), np.empty((Tmax, L)), expb,
+            np.empty((Tmax, L)), np.empty((Tmax, L)), np.empty(Tmax), np.empty((L, L)),
+            np.empty(L))
+
+
+@njit(inline="always", **JIT)
+def sequence_gradient(W, space, tok_ptr, tok_obs, t0, T, L, per_token, trans, exp_trans,
+                      trans_shift, Wd, Gd, work, G):
+    """Expected feature counts of tokens t0 .. t0+T-1 added to G; returns (shift, logz).
+
+    log Z of the sequence is ``shift + logz`` with observation bigrams
+    (``per_token``), else ``trans_shift * (T - 1) + logz``: the caller adds
+    the parts itself, so that every trainer sums them in the same order.
+    ``trans``/``exp_trans``/``trans_shift`` come from
+    :func:`crfkit.kernels.lattice.load_transitions`; observations below
+    ``len(Wd)`` are scored and accumulated as dense rows (``Wd``, ``Gd``; may be
+    empty). Leaves the token marginals in ``work``'s alpha. Inlined, so a caller
+    whose ``per_token`` is a compile-time constant compiles only its half.
+    """
+    u_ptr, u_lab, b_ptr, b_prev, b_cur, n_u, trans_offset, has_trans = space
+    psi, phi, expu, expb, alpha, beta, scale, pair, tmp = work
+    chain_scores(W, space, tok_ptr, tok_obs, t0, T, per_token, trans, psi, phi, Wd)
+    shift = 0.0
+    if per_token:
+        shift = exp_transitions_sparse(phi, T, expb, exp_trans[0], trans_shift, tok_ptr,
+                                       tok_obs, b_ptr, b_prev, b_cur, t0)
+    logz = forward_backward(psi, expb, per_token, T, L, expu, alpha, beta, scale, tmp)
+    if per_token:
+        token_pair_expectations(G, tok_ptr, tok_obs, b_ptr, b_prev, b_cur, n_u, trans_offset,
+                                has_trans, t0, T, L, alpha, beta, expu, expb, scale, pair, tmp)
+    elif has_trans and T > 1:
+        shared_pair_expectations(G, trans_offset, T, L, alpha, beta, expu, expb, scale, pair,
+                                 tmp)
+    unigram_expectations(G, tok_ptr, tok_obs, u_ptr, u_lab, t0, T, L, alpha, beta, Gd)
+    return shift, logz
+
+
+@njit(**JIT)
+def posterior_errors(marginals, labels, t0, T):
+    """Tokens whose most probable label (posterior decoding) is not the gold one."""
+    wrong = 0
+    for t in range(T):
+        if argmax(marginals[t]) != labels[t0 + t]:
+            wrong += 1
+    return wrong
+
+
+@njit(**JIT)
+def add_path_counts(G, space, tok_ptr, tok_obs, L, t0, T, path, p0, coef):
+    """G += coef for every feature that fires along a label path of tokens t0 .. t0+T-1.
+
+    ``path[p0 + t]`` is the label of token t0 + t. Features the space lacks (a
+    combination never seen in training) are skipped.
+    """
+    u_ptr, u_lab, b_ptr, b_prev, b_cur, n_u, trans_offset, has_trans = space
+    for t in range(T):
+        y = path[p0 + t]
+        yp = path[p0 + t - 1] if t else -1
+        for j in range(tok_ptr[t0 + t], tok_ptr[t0 + t + 1]):
+            o = tok_obs[j]
+            for k in range(u_ptr[o], u_ptr[o + 1]):
+                if u_lab[k] == y:
+                    G[k] += coef
+            if t:
+                for k in range(b_ptr[o], b_ptr[o + 1]):
+                    if b_prev[k] == yp and b_cur[k] == y:
+                        G[n_u + k] += coef
+        if t and has_trans:
+            G[trans_offset + yp * L + y] += coef
+
+
+# --- expectations: marginals -> gradient -----------------------------------------------------
+@njit(**JIT)
+def token_pair_expectations(G, tok_ptr, tok_obs, b_ptr, b_prev, b_cur, n_u, trans_offset,
+                            has_trans, t0, T, L, alpha, beta, expu, expb, scale, pair, tmp):
+    """G += P(y[t-1] = a, y[t] = b) for the transition and observation-bigram features
+    of every token, each with its own matrix ``expb[t]``."""
+    for t in range(1, T):
+        M = expb[t]
+        inv = 1.0 / scale[t]
+        for b in range(L):
+            tmp[b] = expu[t, b] * beta[t, b] * inv
+        for a in range(L):
+            w = alpha[t - 1, a]
+            for b in range(L):
+                pair[a, b] = w * M[a, b] * tmp[b]
+        if has_trans:
+            for a in range(L):
+                for b in range(L):
+                    G[trans_offset + a * L + b] += pair[a, b]
+        for j in range(tok_ptr[t0 + t], tok_ptr[t0 + t + 1]):
+            o = tok_obs[j]
+            for k in range(b_ptr[o], b_ptr[o + 1]):
+                G[n_u + k] += pair[b_prev[k], b_cur[k]]
+
+
+@njit(**JIT)
+def shared_pair_expectations(G, trans_offset, T, L, alpha, beta, expu, expb, scale, pair, tmp):
+    """G += sum_t P(y[t-1] = a, y[t] = b) for the transition block, when every token
+    shares the one matrix ``expb[0]``:
+
+        sum_t P(a, b at t) = M[a, b] * sum_t alpha[t-1, a] U[t, b] beta[t, b] / scale[t]
+    """
+    pair[:, :] = 0.0
+    for t in range(1, T):
+        inv = 1.0 / scale[t]
+        for b in range(L):
+            tmp[b] = expu[t, b] * beta[t, b] * inv
+        for a in range(L):
+            w = alpha[t - 1, a]
+            for b in range(L):
+                pair[a, b] += w * tmp[b]
+    M = expb[0]
+    for a in range(L):
+        for b in range(L):
+            G[trans_offset + a * L + b] += pair[a, b] * M[a, b]
+
+
+@njit(**JIT)
+def unigram_expectations(G, tok_ptr, tok_obs, u_ptr, u_lab, t0, T, L, alpha, beta, Gd):
+    """G += the token marginals of the unigram features; turns alpha into the marginals
+    (alpha[t] * beta[t]). Those of observations 0..K-1 go to the dense rows ``Gd``
+    (K, L) instead (K may be 0), added whole; :func:`flush_dense` moves them into G."""
+    K = Gd.shape[0]
+    for t in range(T):
+        for y in range(L):
+            alpha[t, y] *= beta[t, y]
+        for j in range(tok_ptr[t0 + t], tok_ptr[t0 + t + 1]):
+            o = tok_obs[j]
+            if o < K:
+                for y in range(L):
+                    Gd[o, y] += alpha[t, y]
+            else:
+                for k in range(u_ptr[o], u_ptr[o + 1]):
+                    G[k] += alpha[t, u_lab[k]]

@@ -1,0 +1,238 @@
+"""The batch loss kernels: one block of sequences -> its loss and gradient row.
+
+Each kernel handles the sequences ``s0 .. s1-1`` of one block and writes only
+that block's gradient row ``G`` and its ``out`` row (sum of log-normalisers,
+token errors, sequence errors); :mod:`crfkit.kernels.objective` runs blocks on
+threads and sums rows in block order, so results never depend on the thread
+count. Argument groups (see :mod:`crfkit.kernels.gradient`)::
+
+    space = (u_ptr, u_lab, b_ptr, b_prev, b_cur, n_u, trans_offset, has_trans)
+    data  = (seq_ptr, tok_ptr, tok_obs, labels)
+
+* CRF (:func:`crf_loss_block`): forward-backward per sequence through
+  :func:`crfkit.kernels.gradient.sequence_gradient`;
+* MEMM and MaxEnt (:func:`local_loss_block`): a softmax per token, with the
+  gold previous label for a MEMM (teacher forcing), so no forward-backward:
+
+      f(w) = sum_t log sum_y exp s_t(y) - w . empirical + rho2/2 |w|^2
+
+  where ``s_t`` is the score row of token t given the gold previous label.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+from crfkit.config import JIT
+from crfkit.kernels.gradient import posterior_errors, sequence_gradient, work_buffers
+from crfkit.kernels.lattice import (
+    argmax,
+    dense_rows,
+    flush_dense,
+    load_transitions,
+    longest_sequence,
+    max_of,
+)
+
+
+# --- CRF -------------------------------------------------------------------------------------
+@njit(**JIT)
+def shared_scores(W, u_ptr, u_lab, trans_offset, has_trans, L, n_dense):
+    """What every block of an evaluation at W reads: the transition block, its exponential
+    (``exp_trans[0]``, shifted by the returned max) and the dense rows of the ``n_dense``
+    most frequent observations (:func:`crfkit.kernels.lattice.dense_rows`)."""
+    trans = np.empty((L, L))
+    exp_trans = np.empty((1, L, L))
+    trans_shift = load_transitions(W, trans_offset, has_trans, L, trans, exp_trans)
+    return trans, exp_trans, trans_shift, dense_rows(W, u_ptr, u_lab, n_dense, L)
+
+
+def _crf_loss_kernel(per_token: bool):
+    """The kernel :func:`crf_loss_block` calls, for transitions that vary per token
+    (observation bigrams) or one transition matrix shared by all tokens.
+
+    ``per_token`` is a constant of the closure, and the per-sequence gradient is
+    inlined, so Numba drops the other branch before compiling: a first run
+    that needs only one kind compiles only its half (the bigram half is a third
+    of the lattice code).
+    """
+
+    @njit(**JIT)
+    def kernel(W, space, data, L, s0, s1, trans, exp_trans, trans_shift, Wd, G, out):
+        seq_ptr, tok_ptr, tok_obs, labels = data
+        work = work_buffers(longest_sequence(seq_ptr, s0, s1), L, per_token, exp_trans)
+        alpha = work[4]
+        Gd = np.zeros(Wd.shape)
+        G[:] = 0.0
+        logz_sum = 0.0
+        tok_err = 0
+        seq_err = 0
+        for s in range(s0, s1):
+            t0 = seq_ptr[s]
+            T = seq_ptr[s + 1] - t0
+            if T == 0:
+                continue
+            shift, logz = sequence_gradient(W, space, tok_ptr, tok_obs, t0, T, L, per_token,
+                                            trans, exp_trans, trans_shift, Wd, Gd, work, G)
+            if per_token:
+                logz_sum += shift
+            else:
+                logz_sum += trans_shift * (T - 1)
+            logz_sum += logz
+            wrong = posterior_errors(alpha, labels, t0, T)
+            tok_err += wrong
+            if wrong:
+                seq_err += 1
+        flush_dense(G, Gd, space[0], space[1])
+        out[0] = logz_sum
+        out[1] = tok_err
+        out[2] = seq_err
+
+    return kernel
+
+
+CRF_LOSS_KERNELS = {False: _crf_loss_kernel(False), True: _crf_loss_kernel(True)}
+
+
+def crf_loss_block(W: np.ndarray, space: tuple, data: tuple, per_token: bool, L: int, s0: int,
+                   s1: int, trans: np.ndarray, exp_trans: np.ndarray, trans_shift: float,
+                   Wd: np.ndarray, G: np.ndarray, out: np.ndarray) -> None:
+    """Sequences s0..s1-1: the sum of their log Z into out[0], expected counts into G.
+
+    out[1] / out[2] count token / sequence errors of posterior decoding
+    (argmax of marginals), a free by-product used for the progress line.
+    ``trans``, ``exp_trans``, ``trans_shift`` and ``Wd`` come from
+    :func:`shared_scores`. The observations that have a row in ``Wd`` use
+    dense rows of weights and of expectations; each of their features'
+    gradient is still the same additions in the same order, from zero.
+    ``per_token``: the model has observation bigrams (``phi`` differs per token).
+    """
+    CRF_LOSS_KERNELS[bool(per_token)](W, space, data, L, s0, s1, trans, exp_trans, trans_shift,
+                                      Wd, G, out)
+
+
+# --- MEMM and MaxEnt: a softmax per token ---------------------------------------------------
+@njit(**JIT)
+def _token_scores(W, space, tok_ptr, tok_obs, L, g, prev, score):
+    """score[y] = unigram scores of token g (+ transition and bigram scores from ``prev`` >= 0)."""
+    u_ptr, u_lab, b_ptr, b_prev, b_cur, n_u, trans_offset, has_trans = space
+    score[:] = 0.0
+    for j in range(tok_ptr[g], tok_ptr[g + 1]):
+        o = tok_obs[j]
+        for k in range(u_ptr[o], u_ptr[o + 1]):
+            score[u_lab[k]] += W[k]
+    if prev >= 0:
+        if has_trans:
+            base = trans_offset + prev * L
+            for y in range(L):
+                score[y] += W[base + y]
+        for j in range(tok_ptr[g], tok_ptr[g + 1]):
+            o = tok_obs[j]
+            for k in range(b_ptr[o], b_ptr[o + 1]):
+                if b_prev[k] == prev:
+                    score[b_cur[k]] += W[n_u + k]
+
+
+@njit(**JIT)
+def _softmax_inplace(score):
+    """Turn scores into probabilities; return log sum exp of the scores."""
+    m = max_of(score)
+    total = 0.0
+    for y in range(score.shape[0]):
+        score[y] = np.exp(score[y] - m)
+        total += score[y]
+    inv = 1.0 / total
+    for y in range(score.shape[0]):
+        score[y] *= inv
+    return m + np.log(total)
+
+
+@njit(**JIT)
+def _add_expectations(G, prob, space, tok_ptr, tok_obs, L, g, prev):
+    """G += the expected counts of token g's features under its local distribution ``prob``."""
+    u_ptr, u_lab, b_ptr, b_prev, b_cur, n_u, trans_offset, has_trans = space
+    for j in range(tok_ptr[g], tok_ptr[g + 1]):
+        o = tok_obs[j]
+        for k in range(u_ptr[o], u_ptr[o + 1]):
+            G[k] += prob[u_lab[k]]
+    if prev >= 0:
+        if has_trans:
+            base = trans_offset + prev * L
+            for y in range(L):
+                G[base + y] += prob[y]
+        for j in range(tok_ptr[g], tok_ptr[g + 1]):
+            o = tok_obs[j]
+            for k in range(b_ptr[o], b_ptr[o + 1]):
+                if b_prev[k] == prev:
+                    G[n_u + k] += prob[b_cur[k]]
+
+
+@njit(**JIT)
+def local_loss_block(W, space, data, use_prev, L, s0, s1, G, out):
+    """Sequences s0..s1-1: the sum of the local log-normalisers into out[0], expectations into G.
+
+    ``use_prev``: MEMM (condition on the gold previous label) or MaxEnt.
+    out[1] / out[2] count token / sequence errors of the per-token argmax
+    given the gold previous label (for the progress line).
+    """
+    seq_ptr, tok_ptr, tok_obs, labels = data
+    score = np.empty(L)
+    G[:] = 0.0
+    lse_sum = 0.0
+    tok_err = 0
+    seq_err = 0
+    for s in range(s0, s1):
+        wrong = 0
+        for g in range(seq_ptr[s], seq_ptr[s + 1]):
+            prev = labels[g - 1] if use_prev and g > seq_ptr[s] else -1
+            _token_scores(W, space, tok_ptr, tok_obs, L, g, prev, score)
+            if argmax(score) != labels[g]:
+                wrong += 1
+            lse_sum += _softmax_inplace(score)
+            _add_expectations(G, score, space, tok_ptr, tok_obs, L, g, prev)
+        tok_err += wrong
+        if wrong:
+            seq_err += 1
+    out[0] = lse_sum
+    out[1] = tok_err
+    out[2] = seq_err
+
+
+
+# --- summing blocks ----------------------------------------------------------------------------
+@njit(**JIT)
+def add_blocks(G_blocks, fresh, g):
+    """g (+)= G_blocks[0] + G_blocks[1] + ..., in row order (``fresh``: g starts at row 0).
+
+    Called once per wave of blocks, in block order, so the sum of every
+    weight's gradient is taken in the same order whatever the wave size.
+    """
+    start = 0
+    if fresh:
+        for i in range(g.size):
+            g[i] = G_blocks[0, i]
+        start = 1
+    for b in range(start, G_blocks.shape[0]):
+        for i in range(g.size):
+            g[i] += G_blocks[b, i]
+
+
+@njit(**JIT)
+def finish_gradient(empirical, W, rho2, g):
+    """g += rho2 * W - empirical: expectations minus counts, plus the L2 term.
+
+    One loop, so the split between vectorised and scalar (possibly
+    differently contracted) iterations depends only on the size.
+    """
+    for i in range(g.size):
+        g[i] += rho2 * W[i] - empirical[i]
+
+
+@njit(**JIT)
+def dot(a, b):
+    """Serial dot product: a fixed summation order, unlike threaded BLAS."""
+    acc = 0.0
+    for i in range(a.size):
+        acc += a[i] * b[i]
+    return acc

@@ -1,0 +1,167 @@
+"""The package's layering, checked from the source: the data path stays a path.
+
+Every ``import`` of every module under ``crfkit/`` counts, including those
+inside functions (deferred imports hide cycles, they do not remove them)
+and those under ``TYPE_CHECKING``. The rules:
+
+* no cycle between modules;
+* ``crfkit/kernels/`` (everything Numba compiles, and its numpy twin)
+  imports nothing from crfkit but ``config``, ``errors``, ``space`` and
+  itself;
+* ``crfkit/optim/`` imports nothing from crfkit but ``config``, ``errors``
+  and itself: an optimiser sees a function and a vector, never a model;
+* ``crfkit/features/`` imports nothing but ``config``, ``errors``,
+  ``reader`` and itself: extraction knows sequences and patterns only;
+* no module imports another module's private (``_name``) names.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+PACKAGE = Path(__file__).resolve().parent.parent / "crfkit"
+
+ALLOWED = {
+    "crfkit.kernels": {"crfkit.config", "crfkit.errors", "crfkit.space"},
+    "crfkit.optim": {"crfkit.config", "crfkit.errors"},
+    "crfkit.features": {"crfkit.config", "crfkit.errors", "crfkit.reader"},
+}
+
+
+def module_name(path: Path, root: Path) -> str:
+    parts = list(path.relative_to(root.parent).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def imports_of(source: str, name: str, modules: set[str]) -> list[tuple[str, list[str], int]]:
+    """(imported crfkit module, names taken from it, line) for every import in the source.
+
+    ``from crfkit.x import y`` counts as importing ``crfkit.x.y`` when that is
+    a module, else as importing ``crfkit.x`` (names ``[y]``).
+    """
+    package = name if name in modules and _is_package(name, modules) else name.rpartition(".")[0]
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Import):
+            found += [(a.name, [], node.lineno) for a in node.names if a.name.startswith("crfkit")]
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                anchor = package.split(".")
+                anchor = anchor[:len(anchor) - node.level + 1]
+                base = ".".join(anchor + ([base] if base else []))
+            if not base.startswith("crfkit"):
+                continue
+            for alias in node.names:
+                sub = f"{base}.{alias.name}"
+                if sub in modules:
+                    found.append((sub, [], node.lineno))
+                else:
+                    found.append((base, [alias.name], node.lineno))
+    return found
+
+
+def _is_package(name: str, modules: set[str]) -> bool:
+    return any(m.startswith(name + ".") for m in modules)
+
+
+def import_graph(root: Path = PACKAGE) -> dict[str, list[tuple[str, list[str], int]]]:
+    files = {module_name(p, root): p for p in sorted(root.rglob("*.py"))}
+    modules = set(files)
+    return {name: [(m, names, line) for m, names, line in imports_of(p.read_text(), name, modules)
+                   if m != name and m in modules]
+            for name, p in files.items()}
+
+
+def find_cycle(graph: dict[str, list[tuple[str, list[str], int]]]) -> list[str] | None:
+    """One import cycle (as a list of modules, first == last), or None."""
+    state: dict[str, int] = {}  # 1: on the current path, 2: done
+    path: list[str] = []
+
+    def visit(node: str) -> list[str] | None:
+        state[node] = 1
+        path.append(node)
+        for target, _, _ in graph.get(node, []):
+            if target == "crfkit":  # the package's public API re-exports; it sits on top
+                continue
+            if state.get(target) == 1:
+                return path[path.index(target):] + [target]
+            if target not in state:
+                cycle = visit(target)
+                if cycle:
+                    return cycle
+        path.pop()
+        state[node] = 2
+        return None
+
+    for node in sorted(graph):
+        if node not in state:
+            cycle = visit(node)
+            if cycle:
+                return cycle
+    return None
+
+
+def violations(graph: dict[str, list[tuple[str, list[str], int]]]) -> list[str]:
+    """Broken layering rules and private imports, one line each."""
+    found = []
+    for name, imports in sorted(graph.items()):
+        layer = next((layer for layer in ALLOWED if name == layer or
+                      name.startswith(layer + ".")), None)
+        for target, names, line in imports:
+            if layer and not (target == layer or target.startswith(layer + ".")
+                              or target in ALLOWED[layer]):
+                found.append(f"{name}:{line} imports {target} (outside what {layer} may use)")
+            for taken in names:
+                if taken.startswith("_") and not taken.startswith("__"):
+                    found.append(f"{name}:{line} imports private {taken} from {target}")
+    return found
+
+
+def test_no_import_cycle():
+    assert find_cycle(import_graph()) is None
+
+
+def test_layers_and_private_names():
+    assert violations(import_graph()) == []
+
+
+# --- the checks themselves can fail --------------------------------------------------------------
+def write_package(tmp_path: Path, files: dict[str, str]) -> Path:
+    root = tmp_path / "crfkit"
+    for rel, text in files.items():
+        path = root / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+    return root
+
+
+def test_a_cycle_through_a_deferred_import_is_found(tmp_path):
+    root = write_package(tmp_path, {
+        "__init__.py": "",
+        "a.py": "from crfkit.b import f\n",
+        "b.py": "def f():\n    from crfkit import a\n",
+    })
+    assert find_cycle(import_graph(root)) in (["crfkit.a", "crfkit.b", "crfkit.a"],
+                                              ["crfkit.b", "crfkit.a", "crfkit.b"])
+
+
+@pytest.mark.parametrize("files, expected", [
+    ({"kernels/k.py": "from crfkit.model import Model\n", "model.py": ""},
+     "crfkit.kernels.k:1 imports crfkit.model (outside what crfkit.kernels may use)"),
+    ({"optim/o.py": "from crfkit.kernels import lattice\n", "kernels/lattice.py": ""},
+     "crfkit.optim.o:1 imports crfkit.kernels.lattice (outside what crfkit.optim may use)"),
+    ({"label.py": "\n\nfrom crfkit.reader import _check\n", "reader.py": ""},
+     "crfkit.label:3 imports private _check from crfkit.reader"),
+    ({"features/x.py": "from ..train import y\n", "train.py": ""},
+     "crfkit.features.x:1 imports crfkit.train (outside what crfkit.features may use)"),
+])
+def test_a_broken_rule_is_reported(tmp_path, files, expected):
+    root = write_package(tmp_path, {"__init__.py": "", "kernels/__init__.py": "",
+                                    "optim/__init__.py": "", "features/__init__.py": "", **files})
+    assert violations(import_graph(root)) == [expected]
