@@ -11,11 +11,8 @@ Three entry points:
   weights are copied by a key lookup, never re-learnt;
 * :func:`encode_devel` encodes a development corpus under the (frozen)
   training vocabulary, refusing labels the model cannot predict;
-* :func:`feature_keys` / :func:`space_from_keys` convert a feature space to
-  sorted integer keys and back; merging two spaces is a union of keys.
-
-Feature keys: unigram ``o * L + y``, bigram ``(o * L + a) * L + b``; sorting
-the keys sorts by observation first, which is the CSR order of the space.
+* merging the model's feature space with the new corpus's is a union of
+  feature keys (:meth:`crfkit.space.FeatureSpace.keys`).
 """
 
 from __future__ import annotations
@@ -187,42 +184,6 @@ def encode_devel(corpus: Corpus, sequences: list[Sequence], source: str) -> Deve
     return DevelSet(data, names, warnings)
 
 
-# --- feature keys --------------------------------------------------------------------------------
-def feature_keys(space: FeatureSpace, n_labels: int | None = None
-                 ) -> tuple[np.ndarray, np.ndarray]:
-    """Sorted int64 keys of the unigram and bigram features (module docstring).
-
-    ``n_labels`` (>= the space's) re-keys the features for a larger label set.
-    """
-    L = n_labels or space.n_labels
-    u_owner = np.repeat(np.arange(space.n_obs, dtype=np.int64), np.diff(space.u_ptr))
-    b_owner = np.repeat(np.arange(space.n_obs, dtype=np.int64), np.diff(space.b_ptr))
-    u_keys = u_owner * L + space.u_lab
-    b_keys = (b_owner * L + space.b_prev) * L + space.b_cur
-    return u_keys, b_keys
-
-
-def space_from_keys(u_keys: np.ndarray, b_keys: np.ndarray, n_obs: int, n_labels: int,
-                    has_trans: bool) -> FeatureSpace:
-    """The feature space holding exactly these (sorted, distinct) keys."""
-    L = n_labels
-    return FeatureSpace(
-        n_labels=L,
-        u_ptr=_ptr(u_keys // L, n_obs),
-        u_lab=(u_keys % L).astype(np.int32),
-        b_ptr=_ptr(b_keys // (L * L), n_obs),
-        b_prev=((b_keys // L) % L).astype(np.int32),
-        b_cur=(b_keys % L).astype(np.int32),
-        has_trans=has_trans,
-    )
-
-
-def _ptr(owner: np.ndarray, n: int) -> np.ndarray:
-    ptr = np.zeros(n + 1, dtype=np.int64)
-    np.cumsum(np.bincount(owner, minlength=n), out=ptr[1:])
-    return ptr
-
-
 # --- warm start ----------------------------------------------------------------------------------
 def _merge_vocab(featurizer: Featurizer, old: ObservationVocab, obs: np.ndarray) -> np.ndarray:
     """Put the old observations first (same ids), then the new corpus's unseen ones.
@@ -259,11 +220,11 @@ def _merge_space(new: FeatureSpace, empirical: np.ndarray, old: FeatureSpace,
     transition block (L_old x L_old) goes to the top-left of the new one.
     """
     L, L_old = new.n_labels, old.n_labels
-    nu_new, nb_new = feature_keys(new)
-    ou, ob = feature_keys(old, L)
+    nu_new, nb_new = new.keys()
+    ou, ob = old.keys(L)
     u_keys = np.union1d(nu_new, ou)
     b_keys = np.union1d(nb_new, ob)
-    space = space_from_keys(u_keys, b_keys, new.n_obs, L, new.has_trans)
+    space = FeatureSpace.from_keys(u_keys, b_keys, new.n_obs, L, new.has_trans)
     emp = np.zeros(space.n_weights)
     x0 = np.zeros(space.n_weights)
     n_u, t_off = space.n_u, space.trans_offset

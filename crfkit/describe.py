@@ -45,9 +45,7 @@ def features(model: Model) -> Features:
     s = model.space
     L = s.n_labels
     obs_text = np.array(model.featurizer.observation_strings(), dtype=object)
-    n_obs = s.n_obs
-    u_obs = np.repeat(np.arange(n_obs), np.diff(s.u_ptr))
-    b_obs = np.repeat(np.arange(n_obs), np.diff(s.b_ptr))
+    u_obs, b_obs = s.owners()
     parts_obs = [obs_text[u_obs], obs_text[b_obs]]
     parts_prev = [np.full(s.n_u, -1, dtype=np.int64), s.b_prev.astype(np.int64)]
     parts_label = [s.u_lab.astype(np.int64), s.b_cur.astype(np.int64)]

@@ -104,24 +104,8 @@ class Model:
         if meta.get("kind") != MODEL_KIND:
             raise ModelFormatError("not a crfkit model (the container holds something else)",
                                    path=name)
-        labels = check.string_list("labels")
-        if not labels or len(set(labels)) != len(labels):
-            raise ModelFormatError("model labels are missing or repeated", path=name)
-        for label in labels:  # the reader never yields one; it would break the output format
-            if "\n" in label:
-                raise ModelFormatError(f"model label {label!r} contains a line break", path=name)
-        patterns = []
-        for entry in check.value("patterns", list):
-            if not isinstance(entry, dict) or not isinstance(entry.get("text"), str) \
-                    or not isinstance(entry.get("line"), int) or not entry["text"] \
-                    or "\n" in entry["text"] or "\r" in entry["text"]:
-                raise ModelFormatError("bad pattern entry in model", path=name)
-            try:
-                patterns.append(parse_pattern_line(entry["text"], lineno=entry["line"]))
-            except Exception as err:  # noqa: BLE001 - any parse failure means a bad file
-                raise ModelFormatError(f"bad pattern in model: {err}", path=name) from None
-        if not patterns:
-            raise ModelFormatError("model has no patterns", path=name)
+        labels = check.labels()
+        patterns = check.patterns()
         n_columns = check.value("n_token_columns", int)
         if n_columns < 1:
             raise ModelFormatError(f"model has {n_columns} token columns (at least 1 needed)",
@@ -141,42 +125,8 @@ class Model:
             for c in p.commands:
                 if not 0 <= c.column < n_columns:
                     raise ModelFormatError("pattern column out of range in model", path=name)
-
-        featurizer = Featurizer(patterns)
-        tables = []
-        for i in range(len(featurizer.transforms)):
-            blob = check.array(f"table{i}_blob", np.uint8, 1)
-            offsets = check.array(f"table{i}_offsets", np.int64, 1)
-            tables.append(StringTable(fileformat.unpack_strings(blob, offsets)))
-        featurizer.tables = tables
-
-        L = len(labels)
-        keys = check.array("obs_keys", np.uint64, 1)
-        n_obs = len(keys)
-        obs_pattern = check.array("obs_pattern", np.int32, 1, length=n_obs)
-        listed = np.zeros(len(patterns), dtype=bool)
-        listed[featurizer.listed] = True
-        if n_obs and (obs_pattern.min() < 0 or obs_pattern.max() >= len(patterns)
-                      or not listed[obs_pattern].all()):
-            raise ModelFormatError("observation pattern index out of range", path=name)
-        n_values = int(featurizer.n_commands[obs_pattern].sum())
-        obs_values = check.array("obs_values", np.int32, 1, length=n_values)
-        featurizer.vocab = ObservationVocab(
-            keys, obs_pattern, obs_values,
-            check_values=lambda values: check.value_ids(values, obs_pattern, featurizer))
-        if featurizer.vocab.has_repeated_keys():
-            raise ModelFormatError("repeated observation keys", path=name)
-
-        u_ptr = check.pointer("u_ptr", n_obs)
-        u_lab = check.array("u_lab", np.int32, 1, length=int(u_ptr[-1]))
-        b_ptr = check.pointer("b_ptr", n_obs)
-        b_prev = check.array("b_prev", np.int32, 1, length=int(b_ptr[-1]))
-        b_cur = check.array("b_cur", np.int32, 1, length=int(b_ptr[-1]))
-        for arr_name, arr in (("u_lab", u_lab), ("b_prev", b_prev), ("b_cur", b_cur)):
-            if len(arr) and (arr.min() < 0 or arr.max() >= L):
-                raise ModelFormatError(f"{arr_name}: label index out of range", path=name)
-        space = FeatureSpace(n_labels=L, u_ptr=u_ptr, u_lab=u_lab, b_ptr=b_ptr, b_prev=b_prev,
-                             b_cur=b_cur, has_trans=has_trans)
+        featurizer = check.featurizer(patterns)
+        space = check.space(len(featurizer.vocab), len(labels), has_trans)
         if not MODEL_TYPES[model_type].label_pairs and (has_trans or space.n_b):
             raise ModelFormatError(f"a {model_type} model cannot have label-pair features",
                                    path=name)
@@ -202,21 +152,8 @@ def compact(model: Model) -> Model:
     W = model.weights
     keep_u = W[:s.n_u] != 0.0
     keep_b = W[s.n_u:s.trans_offset] != 0.0
-    u_owner = np.repeat(np.arange(s.n_obs), np.diff(s.u_ptr))
-    b_owner = np.repeat(np.arange(s.n_obs), np.diff(s.b_ptr))
-    keep_obs = (np.bincount(u_owner[keep_u], minlength=s.n_obs)
-                + np.bincount(b_owner[keep_b], minlength=s.n_obs)) > 0
-    new_id = np.cumsum(keep_obs) - 1
-    n_obs = int(keep_obs.sum())
-
-    def ptr(owner: np.ndarray) -> np.ndarray:
-        out = np.zeros(n_obs + 1, dtype=np.int64)
-        np.cumsum(np.bincount(new_id[owner], minlength=n_obs), out=out[1:])
-        return out
-
-    space = FeatureSpace(n_labels=s.n_labels, u_ptr=ptr(u_owner[keep_u]), u_lab=s.u_lab[keep_u],
-                         b_ptr=ptr(b_owner[keep_b]), b_prev=s.b_prev[keep_b],
-                         b_cur=s.b_cur[keep_b], has_trans=s.has_trans)
+    space, keep_obs = s.subset(keep_u, keep_b)
+    n_obs = space.n_obs
     weights = np.concatenate([W[:s.n_u][keep_u], W[s.n_u:s.trans_offset][keep_b],
                               W[s.trans_offset:]])
     old = model.featurizer
@@ -238,6 +175,69 @@ class _Checker:
 
     def fail(self, message: str) -> ModelFormatError:
         return ModelFormatError(message, path=self.name)
+
+    def labels(self) -> list[str]:
+        labels = self.string_list("labels")
+        if not labels or len(set(labels)) != len(labels):
+            raise self.fail("model labels are missing or repeated")
+        for label in labels:  # the reader never yields one; it would break the output format
+            if "\n" in label:
+                raise self.fail(f"model label {label!r} contains a line break")
+        return labels
+
+    def patterns(self) -> list[Pattern]:
+        patterns = []
+        for entry in self.value("patterns", list):
+            if not isinstance(entry, dict) or not isinstance(entry.get("text"), str) \
+                    or not isinstance(entry.get("line"), int) or not entry["text"] \
+                    or "\n" in entry["text"] or "\r" in entry["text"]:
+                raise self.fail("bad pattern entry in model")
+            try:
+                patterns.append(parse_pattern_line(entry["text"], lineno=entry["line"]))
+            except Exception as err:  # noqa: BLE001 - any parse failure means a bad file
+                raise self.fail(f"bad pattern in model: {err}") from None
+        if not patterns:
+            raise self.fail("model has no patterns")
+        return patterns
+
+    def featurizer(self, patterns: list[Pattern]) -> Featurizer:
+        """The featurizer with its string tables and observation vocabulary, checked."""
+        featurizer = Featurizer(patterns)
+        tables = []
+        for i in range(len(featurizer.transforms)):
+            blob = self.array(f"table{i}_blob", np.uint8, 1)
+            offsets = self.array(f"table{i}_offsets", np.int64, 1)
+            tables.append(StringTable(fileformat.unpack_strings(blob, offsets)))
+        featurizer.tables = tables
+        keys = self.array("obs_keys", np.uint64, 1)
+        n_obs = len(keys)
+        obs_pattern = self.array("obs_pattern", np.int32, 1, length=n_obs)
+        listed = np.zeros(len(patterns), dtype=bool)
+        listed[featurizer.listed] = True
+        if n_obs and (obs_pattern.min() < 0 or obs_pattern.max() >= len(patterns)
+                      or not listed[obs_pattern].all()):
+            raise self.fail("observation pattern index out of range")
+        n_values = int(featurizer.n_commands[obs_pattern].sum())
+        obs_values = self.array("obs_values", np.int32, 1, length=n_values)
+        featurizer.vocab = ObservationVocab(
+            keys, obs_pattern, obs_values,
+            check_values=lambda values: self.value_ids(values, obs_pattern, featurizer))
+        if featurizer.vocab.has_repeated_keys():
+            raise self.fail("repeated observation keys")
+        return featurizer
+
+    def space(self, n_obs: int, L: int, has_trans: bool) -> FeatureSpace:
+        """The feature space, every offset and label index checked."""
+        u_ptr = self.pointer("u_ptr", n_obs)
+        u_lab = self.array("u_lab", np.int32, 1, length=int(u_ptr[-1]))
+        b_ptr = self.pointer("b_ptr", n_obs)
+        b_prev = self.array("b_prev", np.int32, 1, length=int(b_ptr[-1]))
+        b_cur = self.array("b_cur", np.int32, 1, length=int(b_ptr[-1]))
+        for arr_name, arr in (("u_lab", u_lab), ("b_prev", b_prev), ("b_cur", b_cur)):
+            if len(arr) and (arr.min() < 0 or arr.max() >= L):
+                raise self.fail(f"{arr_name}: label index out of range")
+        return FeatureSpace(n_labels=L, u_ptr=u_ptr, u_lab=u_lab, b_ptr=b_ptr, b_prev=b_prev,
+                            b_cur=b_cur, has_trans=has_trans)
 
     def value(self, key: str, kind: type):
         value = self.meta.get(key)

@@ -15,6 +15,13 @@ Weight layout (one float64 vector)::
 Per observation ``o``, its unigram features are ``u_ptr[o]:u_ptr[o+1]`` with
 labels ``u_lab``; its bigram features are ``b_ptr[o]:b_ptr[o+1]`` with label
 pairs ``(b_prev, b_cur)``, weight index ``n_u + k``.
+
+Feature keys (:meth:`FeatureSpace.keys`): unigram ``o * L + y``, bigram
+``(o * L + a) * L + b``. Sorting the keys sorts by observation first, which is
+the CSR order of the space, so a space is a pair of sorted key arrays
+(:meth:`FeatureSpace.from_keys`) and merging two spaces is a union of keys.
+All the arithmetic on the layout lives here: the corpus (warm start),
+compaction and ``dump`` call it.
 """
 
 from __future__ import annotations
@@ -97,6 +104,47 @@ class FeatureSpace:
         return (self.u_ptr, self.u_lab, self.b_ptr, self.b_prev, self.b_cur, self.n_u,
                 self.trans_offset, bool(self.has_trans))
 
+    def owners(self) -> tuple[np.ndarray, np.ndarray]:
+        """The observation of every unigram feature and of every bigram feature (int64)."""
+        return owners(self.u_ptr), owners(self.b_ptr)
+
+    def keys(self, n_labels: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """Sorted int64 keys of the unigram and bigram features (module docstring).
+
+        ``n_labels`` (>= the space's) re-keys the features for a larger label set.
+        """
+        L = n_labels or self.n_labels
+        u_owner, b_owner = self.owners()
+        return u_owner * L + self.u_lab, (b_owner * L + self.b_prev) * L + self.b_cur
+
+    @classmethod
+    def from_keys(cls, u_keys: np.ndarray, b_keys: np.ndarray, n_obs: int, n_labels: int,
+                  has_trans: bool) -> FeatureSpace:
+        """The feature space holding exactly these (sorted, distinct) keys."""
+        L = n_labels
+        return cls(n_labels=L, u_ptr=pointer(u_keys // L, n_obs),
+                   u_lab=(u_keys % L).astype(np.int32),
+                   b_ptr=pointer(b_keys // (L * L), n_obs),
+                   b_prev=((b_keys // L) % L).astype(np.int32),
+                   b_cur=(b_keys % L).astype(np.int32), has_trans=has_trans)
+
+    def subset(self, keep_u: np.ndarray, keep_b: np.ndarray) -> tuple[FeatureSpace, np.ndarray]:
+        """The space of the kept unigram and bigram features (flags per feature), and which
+        observations still own one (they are renumbered in order; the transition block
+        stays whole)."""
+        u_owner, b_owner = self.owners()
+        keep_obs = (np.bincount(u_owner[keep_u], minlength=self.n_obs)
+                    + np.bincount(b_owner[keep_b], minlength=self.n_obs)) > 0
+        new_id = np.cumsum(keep_obs) - 1
+        n_obs = int(keep_obs.sum())
+        space = FeatureSpace(n_labels=self.n_labels,
+                             u_ptr=pointer(new_id[u_owner[keep_u]], n_obs),
+                             u_lab=self.u_lab[keep_u],
+                             b_ptr=pointer(new_id[b_owner[keep_b]], n_obs),
+                             b_prev=self.b_prev[keep_b], b_cur=self.b_cur[keep_b],
+                             has_trans=self.has_trans)
+        return space, keep_obs
+
     @classmethod
     def from_training(
         cls,
@@ -145,6 +193,18 @@ class FeatureSpace:
         return space, empirical
 
 
+def owners(ptr: np.ndarray) -> np.ndarray:
+    """The owner ``o`` of every entry of a CSR offset table (``ptr[o] <= k < ptr[o+1]``)."""
+    return np.repeat(np.arange(len(ptr) - 1, dtype=np.int64), np.diff(ptr))
+
+
+def pointer(owner: np.ndarray, n: int) -> np.ndarray:
+    """The CSR offset table of ``n`` owners from the (sorted) owner of every entry."""
+    ptr = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum(np.bincount(owner, minlength=n), out=ptr[1:])
+    return ptr
+
+
 def _every_code(ptr: np.ndarray, codes: np.ndarray, counts: np.ndarray, owners: np.ndarray,
                 n_codes: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """CSR with all ``n_codes`` codes for each flagged observation, seen counts kept."""
@@ -153,6 +213,6 @@ def _every_code(ptr: np.ndarray, codes: np.ndarray, counts: np.ndarray, owners: 
     np.cumsum(sizes, out=dense_ptr[1:])
     dense_codes = np.tile(np.arange(n_codes, dtype=np.int32), int(owners.sum()))
     dense_counts = np.zeros(len(dense_codes), dtype=np.int64)
-    owner = np.repeat(np.arange(len(sizes)), np.diff(ptr))  # all flagged
+    owner = owners(ptr)  # all flagged
     dense_counts[dense_ptr[owner] + codes] = counts
     return dense_ptr, dense_codes, dense_counts

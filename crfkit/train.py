@@ -297,20 +297,8 @@ def train(patterns: list[Pattern] | None, sequences: Iterable[Sequence],
     set_thread_count(options.nthread)
     budget = _budget(options, devel=devel is not None)
     started = time.perf_counter()
-    training = list(sequences)
-    progress.status(f"* extracting and counting features of {len(training):,} sequences")
-    corpus = encode_training(patterns, training, cutoff=options.cutoff, source=source,
-                             model_type=model_type, init=init,
-                             all_features=options.all_features, budget=budget)
-    # The corpus's rows are no longer needed, but the string tables hold some of
-    # their strings, and those few would pin most of the rows' memory pages.
-    # Park the tables as single blocks while the rows are freed, then rebuild.
-    tables = [table.packed() for table in corpus.featurizer.tables]
-    labels = StringTable(corpus.labels).packed()
-    corpus.featurizer.tables, corpus.labels = [], []
-    del training
-    corpus.featurizer.tables = [StringTable.unpack(t) for t in tables]
-    corpus.labels = StringTable.unpack(labels).strings
+    corpus = _encode(patterns, sequences, options, model_type=model_type, init=init,
+                     budget=budget, source=source, progress=progress)
     space, data = corpus.space, corpus.data
     dev_set = None if devel is None else encode_devel(corpus, list(devel), devel_source)
     if dev_set is not None:
@@ -335,10 +323,9 @@ def train(patterns: list[Pattern] | None, sequences: Iterable[Sequence],
     else:
         progress.message(f"* stopped after {result.iterations} iterations: {result.reason} "
                          f"({elapsed:.1f}s)")
-    recorded = _recorded_options(options, model_type, devel=devel is not None)
     info = {
         "algorithm": options.algo,
-        "options": recorded,
+        "options": _recorded_options(options, model_type, devel=devel is not None),
         "iterations": result.iterations,
         "objective": result.f,
         "stop_reason": result.reason,
@@ -349,16 +336,7 @@ def train(patterns: list[Pattern] | None, sequences: Iterable[Sequence],
     if init is not None:
         info["initial_model"] = dict(init.info)
     if monitor.best_x is not None:
-        info["devel_best"] = {"iteration": monitor.best_iteration, "f1": monitor.best_f1}
-        info["devel_last"] = {"iteration": monitor.last_iteration, "f1": monitor.last_f1}
-        keep_best = options.keep_best_devel or options.devel_patience > 0
-        if keep_best:
-            weights = monitor.best_x
-            info["nonzero_weights"] = int(np.count_nonzero(weights))
-        kept = monitor.best_iteration if keep_best else monitor.last_iteration
-        progress.message(f"* development F1 {monitor.last_f1:.2f} at the last iteration "
-                         f"({monitor.last_iteration}), best {monitor.best_f1:.2f} at iteration "
-                         f"{monitor.best_iteration}: keeping the weights of iteration {kept}")
+        weights = _devel_outcome(monitor, options, weights, info, progress)
     model = Model(labels=corpus.labels, patterns=patterns,
                   n_token_columns=corpus.n_token_columns, featurizer=corpus.featurizer,
                   space=space, weights=weights, info=info, model_type=model_type)
@@ -367,6 +345,43 @@ def train(patterns: list[Pattern] | None, sequences: Iterable[Sequence],
         progress.message(f"* compacted: {model.space.n_obs} of {space.n_obs} observations, "
                          f"{model.space.n_weights} of {space.n_weights} features kept")
     return model
+
+
+def _encode(patterns: list[Pattern], sequences: Iterable[Sequence], options: TrainOptions, *,
+            model_type: str, init: Model | None, budget: MemoryBudget, source: str,
+            progress: Progress) -> Corpus:
+    """The training corpus encoded for the kernels, its rows freed."""
+    training = list(sequences)
+    progress.status(f"* extracting and counting features of {len(training):,} sequences")
+    corpus = encode_training(patterns, training, cutoff=options.cutoff, source=source,
+                             model_type=model_type, init=init,
+                             all_features=options.all_features, budget=budget)
+    # The corpus's rows are no longer needed, but the string tables hold some of
+    # their strings, and those few would pin most of the rows' memory pages.
+    # Park the tables as single blocks while the rows are freed, then rebuild.
+    tables = [table.packed() for table in corpus.featurizer.tables]
+    labels = StringTable(corpus.labels).packed()
+    corpus.featurizer.tables, corpus.labels = [], []
+    del training
+    corpus.featurizer.tables = [StringTable.unpack(t) for t in tables]
+    corpus.labels = StringTable.unpack(labels).strings
+    return corpus
+
+
+def _devel_outcome(monitor: Monitor, options: TrainOptions, weights: np.ndarray, info: dict,
+                   progress: Progress) -> np.ndarray:
+    """Record the last and best development F1, say which weights are kept, return them."""
+    info["devel_best"] = {"iteration": monitor.best_iteration, "f1": monitor.best_f1}
+    info["devel_last"] = {"iteration": monitor.last_iteration, "f1": monitor.last_f1}
+    keep_best = options.keep_best_devel or options.devel_patience > 0
+    if keep_best:
+        weights = monitor.best_x
+        info["nonzero_weights"] = int(np.count_nonzero(weights))
+    kept = monitor.best_iteration if keep_best else monitor.last_iteration
+    progress.message(f"* development F1 {monitor.last_f1:.2f} at the last iteration "
+                     f"({monitor.last_iteration}), best {monitor.best_f1:.2f} at iteration "
+                     f"{monitor.best_iteration}: keeping the weights of iteration {kept}")
+    return weights
 
 
 # Options that only some algorithms read: recorded only for those.
