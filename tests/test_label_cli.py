@@ -11,22 +11,17 @@ import io
 import math
 
 import pytest
-from click.testing import CliRunner
 
-from crfkit.cli import cli
 from crfkit.label import label
 from crfkit.model import Model
 from crfkit.reader import read_sequences
-from tests.helpers import one_error_line
+from tests.helpers import one_error_line, run
 
 PATTERNS = "U00:%x[0,0]\nU01:%x[-1,0]/%x[0,0]\nU02:%x[0,1]\nB\n"
 TRAIN = ("the DT B-NP\ncat NN I-NP\nsat VBD B-VP\non IN O\nthe DT B-NP\nmat NN I-NP\n\n"
          "a DT B-NP\ndog NN I-NP\nran VBD B-VP\n\nbig JJ B-NP\ndogs NNS I-NP\nbark VBP B-VP\n")
 TEST = "the DT\ndog NN\nran VBD\n\nbig JJ\ncat NN\n"
 
-
-def run(*args: str, input: str | None = None):
-    return CliRunner().invoke(cli, list(args), input=input, catch_exceptions=False)
 
 
 @pytest.fixture(scope="module")

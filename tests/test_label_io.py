@@ -13,14 +13,12 @@ from pathlib import Path
 
 import click.testing
 import pytest
-from click.testing import CliRunner
 
 import crfkit.label as labelling
 from crfkit import forklabel
-from crfkit.cli import cli
 from crfkit.label import TokenMeter
 from crfkit.model import Model
-from tests.helpers import one_error_line
+from tests.helpers import one_error_line, run
 
 ROOT = Path(__file__).resolve().parents[1]
 PATTERNS = "U00:%x[0,0]\nU01:%x[-1,0]/%x[0,0]\nU02:%x[0,1]\nB\n"
@@ -30,9 +28,6 @@ TRAIN = ("the DT B-NP\ncat NN I-NP\nsat VBD B-VP\non IN O\nthe DT B-NP\nmat NN I
 DOCS = ("-DOCSTART- -DOCSTART- B-NP\nthe DT B-NP\ndog NN I-NP\n\nbig JJ B-NP\n"
         "-DOCSTART- -X- O\n\ncat NN I-NP\n\n-DOCSTART-\n")
 
-
-def run(*args, input: str | bytes | None = None):
-    return CliRunner().invoke(cli, [str(a) for a in args], input=input, catch_exceptions=False)
 
 
 @pytest.fixture(scope="module")

@@ -252,16 +252,24 @@ def perceptron_epoch(W, U, seen, order, space, data, per_token, L, G, touched, o
 
 
 # --- Python drivers: what the online optimisers of crfkit.optim call ---------------------------
-class SgdEpochs:
-    """``run(W, order, seen, eta0, alpha, rho1, q, state) -> (loss, token errors, sequence
-    errors, overflowed)``: one SGD-L1 epoch of a dataset (:func:`sgd_epoch`)."""
+class _Epochs:
+    """A dataset's arrays and the buffers its epochs reuse (gradient, touched weights)."""
+
+    n_out = 0
 
     def __init__(self, space: FeatureSpace, data: Dataset) -> None:
         self.space, self.data = space.arrays(), data.arrays()
         self.per_token, self.L = space.n_b > 0, space.n_labels
         self.G = np.zeros(space.n_weights)
         self.touched = np.empty(max_touched(self.space, *self.data[:3], self.L), dtype=np.int64)
-        self.out = np.zeros(4)
+        self.out = np.zeros(self.n_out)
+
+
+class SgdEpochs(_Epochs):
+    """``run(W, order, seen, eta0, alpha, rho1, q, state) -> (loss, token errors, sequence
+    errors, overflowed)``: one SGD-L1 epoch of a dataset (:func:`sgd_epoch`)."""
+
+    n_out = 4
 
     def __call__(self, W: np.ndarray, order: np.ndarray, seen: int, eta0: float, alpha: float,
                  rho1: float, q: np.ndarray, state: np.ndarray) -> tuple[float, int, int, bool]:
@@ -271,15 +279,10 @@ class SgdEpochs:
         return float(out[0]), int(out[1]), int(out[2]), bool(out[3])
 
 
-class PerceptronEpochs:
+class PerceptronEpochs(_Epochs):
     """``run(W, U, order, seen) -> (token errors, sequence errors)``: one perceptron epoch."""
 
-    def __init__(self, space: FeatureSpace, data: Dataset) -> None:
-        self.space, self.data = space.arrays(), data.arrays()
-        self.per_token, self.L = space.n_b > 0, space.n_labels
-        self.G = np.zeros(space.n_weights)
-        self.touched = np.empty(max_touched(self.space, *self.data[:3], self.L), dtype=np.int64)
-        self.out = np.zeros(2)
+    n_out = 2
 
     def __call__(self, W: np.ndarray, U: np.ndarray, order: np.ndarray,
                  seen: int) -> tuple[int, int]:

@@ -227,12 +227,3 @@ def finish_gradient(empirical, W, rho2, g):
     """
     for i in range(g.size):
         g[i] += rho2 * W[i] - empirical[i]
-
-
-@njit(**JIT)
-def dot(a, b):
-    """Serial dot product: a fixed summation order, unlike threaded BLAS."""
-    acc = 0.0
-    for i in range(a.size):
-        acc += a[i] * b[i]
-    return acc

@@ -20,6 +20,7 @@ from crfkit.errors import CrfkitError
 from crfkit.kernels import loss
 from crfkit.kernels.blocks import partition_blocks, run_blocks, thread_count
 from crfkit.space import Dataset, FeatureSpace
+from crfkit.vectors import dot
 
 
 class Objective:
@@ -102,4 +103,4 @@ class Objective:
         self.token_errors = int(self.out[:, 1].sum())
         self.sequence_errors = int(self.out[:, 2].sum())
         self.evaluations += 1
-        return log_z - loss.dot(w, self.empirical) + 0.5 * self.rho2 * loss.dot(w, w)
+        return log_z - dot(w, self.empirical) + 0.5 * self.rho2 * dot(w, w)

@@ -38,7 +38,7 @@ from numba import njit
 
 from crfkit.config import JIT
 from crfkit.optim import INTERRUPTED, Iteration, IterationHook, Result, StopRule
-from crfkit.optim.vectors import dot
+from crfkit.vectors import dot
 
 ARMIJO = 1e-4
 MAX_LINESEARCH = 30
