@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from crfkit.errors import ModelFormatError
-from crfkit.features import Featurizer, ObservationVocab, StringTable, tuple_keys
+from crfkit.features import Featurizer, ObservationVocab, tuple_keys
 from crfkit.model import Model
 from crfkit.patterns import Pattern
 from crfkit.space import FeatureSpace

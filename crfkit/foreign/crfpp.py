@@ -1,4 +1,4 @@
-"""CRF++ model files (``crf_learn`` 0.5x), binary and text (``crf_learn -t``), read as crfkit models.
+"""CRF++ model files (``crf_learn`` 0.5x), binary and text (``-t``), read as crfkit models.
 
 Both forms hold the same things: a version, the cost factor, ``maxid``
 (the weight count), ``xsize`` (token columns), the labels, the templates,
@@ -44,11 +44,15 @@ _MAX_DEPTH = 1 << 16
 
 
 def looks_binary(head: bytes) -> bool:
-    """A CRF++ binary model starts with version 1xx and type 0."""
+    """A CRF++ binary model: a small version number, type 0, a positive cost factor.
+
+    Any version is recognised here, so that an unknown one is named as such.
+    """
     if len(head) < _HEAD.size:
         return False
-    version, kind, cost, *_ = _HEAD.unpack_from(head)
-    return 100 <= version < 200 and kind == 0 and 0.0 < cost < 1e10
+    version, kind, cost, maxid, xsize, *_ = _HEAD.unpack_from(head)
+    return 0 < version < 10_000 and kind == 0 and 0.0 < cost < 1e10 and maxid > 0 \
+        and 0 < xsize < 100_000
 
 
 def looks_text(head: bytes) -> bool:
