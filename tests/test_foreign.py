@@ -349,5 +349,54 @@ def test_crfsuite_needs_patterns_that_generate_its_attributes(tmp_path):
         read_model(PEERS / "wapiti.model", patterns=str(short))
     with pytest.raises(ModelFormatError, match="looks like a CRF\\+\\+"):
         read_model(PEERS / "crfpp.model", fmt="wapiti")
-    with pytest.raises(CrfkitError, match="not a model file"):
+    with pytest.raises(CrfkitError, match="not a crfkit model file, nor a CRF"):
         read_model(PEERS / "template")
+
+
+def best_path_local(rows, labels, unigram, bigram, patterns, memm):
+    """Wapiti's MEMM (or maxent) best path by enumeration: locally normalised scores."""
+    L = len(labels)
+
+    def psi(i, prev):
+        score = np.zeros(L)
+        for p in patterns:
+            text = apply_pattern(p, rows, i)
+            if p.kind in "u*":
+                score += unigram.get(text, np.zeros(L))
+            if memm and i and p.kind in "b*":
+                score += bigram.get(text, np.zeros((L, L)))[prev]
+        return score - np.log(np.exp(score - score.max()).sum()) - score.max()
+
+    best, best_path = -np.inf, None
+    for path in itertools.product(range(L), repeat=len(rows)):
+        total = sum(psi(i, path[i - 1] if i else 0)[y] for i, y in enumerate(path))
+        if total > best + 1e-12:
+            best, best_path = total, path
+    return [labels[y] for y in best_path]
+
+
+@pytest.mark.parametrize("kind, name", [(1, "memm"), (0, "maxent")])
+def test_wapiti_memm_and_maxent_models_keep_their_type(tmp_path, kind, name):
+    rng = np.random.default_rng(7 + kind)
+    labels = ["X", "Y", "Z"]
+    pats = ["u:w=%x[0,0]", "u:p=%x[-1,1]", "b"]
+    patterns = parse_patterns("\n".join(pats))
+    corpus = small_corpus(4, padding_like="d")
+    observations = sorted({apply_pattern(p, rows, i).replace("_B-1", "_x-1")
+                           for rows in corpus for i in range(len(rows)) for p in patterns})
+    unigram, bigram, weights, offset = {}, {}, [], 0
+    for s in observations:
+        size = 3 if s[0] == "u" else 9
+        block = rng.normal(size=size) if s[0] == "u" or kind == 1 else np.zeros(size)
+        weights += [(offset + k, v) for k, v in enumerate(block) if v]
+        (unigram if s[0] == "u" else bigram)[s.replace("_x-1", "_B-1")] = \
+            block.reshape(-1, 3) if size == 9 else block
+        offset += size
+    path = tmp_path / "local.model"
+    path.write_bytes(wapiti_text(kind, pats, labels, observations, weights))
+    model = read_model(path)
+    assert model.model_type == name
+    got = label_sequences(model, [_seq(rows) for rows in corpus])
+    for rows, labels_got in zip(corpus, got, strict=True):
+        assert labels_got == best_path_local(rows, labels, unigram, bigram, patterns,
+                                             memm=kind == 1)

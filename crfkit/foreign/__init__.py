@@ -52,9 +52,14 @@ def read_model(path: str | os.PathLike, *, fmt: str = "auto", patterns: str | No
         raise UsageError(f"unknown model format {fmt!r} (known: auto, {', '.join(FORMATS)})")
     data = _read_bytes(name)
     found = detect(data)
+    if found is None and fmt == "auto":
+        try:  # a damaged crfkit model is told as such (checksum, truncation, magic)
+            return Model.from_bytes(data, name=name)
+        except ModelFormatError as err:
+            raise ModelFormatError(f"{err.message}, nor a CRF++, Wapiti or CRFsuite model",
+                                   path=name) from None
     if found is None:
-        raise ModelFormatError("not a model file crfkit knows (crfkit, CRF++ binary or text, "
-                               "Wapiti, CRFsuite)", path=name)
+        raise ModelFormatError(f"not a {FORMAT_NAMES[fmt]} model", path=name)
     if fmt != "auto" and found != fmt:
         raise ModelFormatError(f"not a {FORMAT_NAMES[fmt]} model (it looks like a "
                                f"{FORMAT_NAMES[found]} model)", path=name)

@@ -129,6 +129,9 @@ def read(data: bytes, name: str, *, encoding: str = "utf-8") -> Model:
 
 
 def _weights(cur: _Cursor, n_active: int) -> tuple[np.ndarray, np.ndarray]:
+    if n_active > cur.data.count(b"\n", cur.pos) + 1:
+        raise cur.fail(f"truncated Wapiti model (fewer than the {n_active} weights it "
+                       "announces)")
     index = np.zeros(n_active, dtype=np.int64)
     value = np.zeros(n_active, dtype=np.float64)
     for k in range(n_active):
@@ -192,15 +195,19 @@ def _build(patterns: list[Pattern], labels: list[str], observations: list[str],
     if len(theta_index) and (theta_index.min() < 0 or theta_index.max() >= n_features):
         raise cur.fail(f"Wapiti weight index out of range (the model has {n_features} "
                        "features)")
-    theta = np.zeros(n_features, dtype=np.float64)
-    theta[theta_index] = theta_value
-    owners = np.unique(np.searchsorted(offsets, theta_index, side="right") - 1)
+    order = np.argsort(theta_index, kind="stable")
+    theta_index, theta_value = theta_index[order], theta_value[order]
+    owner_of = np.searchsorted(offsets, theta_index, side="right") - 1
+    owners, first = np.unique(owner_of, return_index=True)
+    bounds = np.append(first, len(owner_of))
     strings, uni, bi = [], [], []
-    for o in owners.tolist():
+    for k, o in enumerate(owners.tolist()):
         start, head = int(offsets[o]), heads[o]
-        u = theta[start:start + L] if head in ("u", "*") else None
-        b_start = start + (L if head == "*" else 0)
-        b = theta[b_start:b_start + L * L] if head in ("b", "*") else None
+        block = np.zeros(int(sizes[o]), dtype=np.float64)  # only this observation's weights
+        block[theta_index[bounds[k]:bounds[k + 1]] - start] = theta_value[bounds[k]:bounds[k + 1]]
+        u = block[:L] if head in ("u", "*") else None
+        b_start = L if head == "*" else 0
+        b = block[b_start:b_start + L * L] if head in ("b", "*") else None
         strings.append(observations[o])
         uni.append(u)
         bi.append(b)
