@@ -263,9 +263,12 @@ def _existing_file(path: str | None, option: str, numeric_hint: str | None) -> N
 @click.option("-q", "--quiet", is_flag=True,
               help="No progress line (shown only when stderr is a terminal and OUTPUT "
                    "is not).")
+@click.option("--patterns", "patterns_file", default=None,
+              type=click.Path(exists=True, dir_okay=False),
+              help="With a CRFsuite model: the pattern file that generates its attributes.")
 def label_command(model_file, input_file, output_file, labels_only, check, nthread, sep,
                   encoding, nbest, nbest_columns, score, marginals, post, force,
-                  constraints, quiet) -> None:
+                  constraints, quiet, patterns_file) -> None:
     """Label a column file with a trained model; the prediction becomes the last column.
 
     INPUT and OUTPUT default to standard input and output ('-').
@@ -284,10 +287,11 @@ def label_command(model_file, input_file, output_file, labels_only, check, nthre
     A -DOCSTART- line (CoNLL document marker) is copied with O as its label.
     When INPUT is a pipe or terminal, each sequence is labelled and written as
     soon as its blank line is read (crfkit can serve as a co-process).
+    MODEL may also be a CRF++, Wapiti or CRFsuite model (see 'crfkit convert').
     """
     from crfkit.atomic import atomic_output
+    from crfkit.foreign import read_model
     from crfkit.label import LabelOptions, check_output_encoding, label_stream
-    from crfkit.model import Model
     from crfkit.reader import canonical_encoding, is_live, read_items
 
     if nthread < 0:
@@ -301,7 +305,7 @@ def label_command(model_file, input_file, output_file, labels_only, check, nthre
         from crfkit.kernels.blocks import set_thread_count
 
         set_thread_count(nthread)
-    model = Model.load(model_file)
+    model = read_model(model_file, patterns=patterns_file, encoding=encoding or "utf-8")
     if encoding is None:
         encoding = model.encoding
     canonical_encoding(encoding)  # one error line for an unknown one, before any output
@@ -370,6 +374,43 @@ def _cores() -> int:
     if hasattr(os, "sched_getaffinity"):
         return len(os.sched_getaffinity(0))
     return os.cpu_count() or 1
+
+
+@cli.command("convert", short_help="Convert a CRF++, Wapiti or CRFsuite model to crfkit's.")
+@click.argument("input_file", metavar="IN", type=click.Path(exists=True, dir_okay=False))
+@click.argument("output_file", metavar="OUT", type=click.Path(allow_dash=False))
+@click.option("--from", "fmt", type=click.Choice(["auto", "crfpp", "wapiti", "crfsuite"]),
+              default="auto", show_default=True,
+              help="Format of IN (auto: recognised by its content).")
+@click.option("-p", "--patterns", "patterns_file", default=None,
+              type=click.Path(exists=True, dir_okay=False),
+              help="CRFsuite only: the pattern file that generates the model's attributes.")
+@click.option("--encoding", default="utf-8", show_default=True,
+              help="Text encoding of IN's strings (and of the pattern file).")
+@click.option("-q", "--quiet", is_flag=True, help="No summary line on stderr.")
+def convert_command(input_file, output_file, fmt, patterns_file, encoding, quiet) -> None:
+    """Convert another tool's model file IN into a crfkit model OUT.
+
+    Reads CRF++ models (binary, or the text form 'crf_learn -t' writes, gzipped
+    or not), Wapiti models and CRFsuite models; 'crfkit label' then gives the
+    labels the tool itself gives. A CRFsuite model needs -p: a pattern file
+    whose patterns generate its attribute strings. 'crfkit label -m' also
+    takes IN directly (converted in memory).
+    """
+    import time
+
+    from crfkit.atomic import check_writable
+    from crfkit.foreign import FORMAT_NAMES, read_model
+
+    check_writable(output_file)
+    start = time.perf_counter()
+    model = read_model(input_file, fmt=fmt, patterns=patterns_file, encoding=encoding)
+    model.save(output_file)
+    if not quiet:
+        source = model.info.get("converted_from", {}).get("format", FORMAT_NAMES["crfkit"])
+        click.echo(f"converted {source} model: {len(model.labels)} labels, "
+                   f"{model.space.n_obs} observations, {model.space.n_weights} weights, "
+                   f"{time.perf_counter() - start:.2f} s", err=True)
 
 
 @cli.command("dump", short_help="Write a model's weights as text.")
