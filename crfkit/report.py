@@ -30,6 +30,7 @@ import io
 import json
 import math
 import os
+import sys
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -53,7 +54,12 @@ DPI = 100
 
 def plots_available() -> bool:
     """Whether matplotlib can be imported (without importing it)."""
-    return importlib.util.find_spec("matplotlib") is not None
+    if "matplotlib" in sys.modules:  # imported, or blocked (None) as the tests do
+        return sys.modules["matplotlib"] is not None
+    try:
+        return importlib.util.find_spec("matplotlib") is not None
+    except (ImportError, ValueError):
+        return False
 
 
 def prepare_directory(path: str) -> None:

@@ -155,7 +155,7 @@ class TuneOptions:
     seed: int = 0
     jobs: int = 0  # fold paths trained at once; 0: one per core (at most the folds)
     warm_start: bool = True
-    path_stopeps: float | None = None  # -e of the path points (None: the final one's)
+    path_stopeps: float | None = 1e-4  # -e of the path points (None: the final one's, -e)
 
 
 @dataclass
