@@ -295,27 +295,32 @@ def _run_path(folds: list[_Fold], path: list[Strength], options: TrainOptions, m
                                  stop, threads)
             pending[future] = (k, i)
 
-        for k in range(k_folds):
-            submit(k, 0)
-        while pending:
-            done, _ = wait(list(pending), return_when=FIRST_COMPLETED)
-            for future in done:
-                k, i = pending.pop(future)
-                try:
-                    point = future.result()
-                except Exception as err:  # the others stop at their next iteration
-                    stop.set()
-                    failure = failure or err
-                    continue
-                if point.reason == INTERRUPTED:
-                    continue
-                last_x[k] = point.x
-                finished.setdefault(i, {})[k] = point
-                if len(finished[i]) == k_folds:
-                    by_fold = finished.pop(i)
-                    _point_done(state, path[i], [by_fold[j] for j in range(k_folds)], on_point)
-                if i + 1 < len(path) and not stop.is_set():
-                    submit(k, i + 1)
+        try:
+            for k in range(k_folds):
+                submit(k, 0)
+            while pending:
+                done, _ = wait(list(pending), return_when=FIRST_COMPLETED)
+                for future in done:
+                    k, i = pending.pop(future)
+                    try:
+                        point = future.result()
+                    except Exception as err:  # the others stop at their next iteration
+                        stop.set()
+                        failure = failure or err
+                        continue
+                    if point.reason == INTERRUPTED:
+                        continue
+                    last_x[k] = point.x
+                    finished.setdefault(i, {})[k] = point
+                    if len(finished[i]) == k_folds:
+                        by_fold = finished.pop(i)
+                        _point_done(state, path[i], [by_fold[j] for j in range(k_folds)],
+                                    on_point)
+                    if i + 1 < len(path) and not stop.is_set():
+                        submit(k, i + 1)
+        except BaseException:
+            stop.set()  # the running folds end at their next iteration, then the pool closes
+            raise
     if failure is not None:
         raise failure
     return state
