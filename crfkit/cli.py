@@ -126,12 +126,15 @@ ALGORITHM_NAMES = ("l-bfgs", "sgd-l1", "ap")
 @click.option("--encoding", default="utf-8", show_default=True,
               help="Text encoding of INPUT, the -d file and the pattern file (recorded in "
                    "the model: 'crfkit label' reads with it by default).")
+@click.option("--report", "report_dir", default=None, metavar="DIR",
+              help="Write the per-iteration log (CSV, JSON), plots (PNG) and an HTML page "
+                   "to DIR; plots need matplotlib (pip install 'crfkit[plot]').")
 @click.option("-q", "--quiet", is_flag=True, help="No progress output.")
 def train_command(pattern_file, input_file, model_file, model_type, algo, rho1, rho2, cost,
                   maxiter, stopeps, stopwin, devel_file, keep_best_devel, devel_patience,
                   cutoff, compact,
                   init_file, eta0, alpha, seed, nthread, history, all_features, max_memory, sep,
-                  encoding, quiet) -> None:
+                  encoding, report_dir, quiet) -> None:
     """Train a model on a labelled column file (the last column is the label).
 
     INPUT defaults to standard input (a pipe: a terminal is refused) and
@@ -173,10 +176,18 @@ def train_command(pattern_file, input_file, model_file, model_type, algo, rho1, 
              "all_features": all_features or None,
              "max_memory": None if max_memory is None else parse_size(max_memory)}
     check_writable(model_file)  # before an hour of training, not after it
+    log = _report_log(report_dir)
     return_large_frees_to_the_os()
     model = _train(given, pattern_file, input_file, devel_file, init_file, sep=sep,
-                   encoding=encoding, quiet=quiet)
+                   encoding=encoding, quiet=quiet, log=log)
     model.save(model_file)
+    if report_dir is not None:
+        from crfkit.report import training_report
+
+        settings = {"command": "crfkit train", "model": model_file,
+                    **{k: v for k, v in model.info.items() if k != "initial_model"}}
+        for line in training_report(report_dir, log, settings):
+            click.echo(line, err=True)
     if model.info["stop_reason"] == "interrupted":
         click.echo(f"* model written to {model_file} (interrupted)", err=True)
         click.get_current_context().exit(130)
@@ -184,8 +195,19 @@ def train_command(pattern_file, input_file, model_file, model_type, algo, rho1, 
         click.echo(f"* model written to {model_file}", err=True)
 
 
+def _report_log(report_dir: str | None) -> list[dict] | None:
+    """With --report, check the directory now and return the list the log goes to."""
+    if report_dir is None:
+        return None
+    from crfkit.report import prepare_directory
+
+    prepare_directory(report_dir)
+    return []
+
+
 def _train(given: dict, pattern_file: str | None, input_file: str, devel_file: str | None,
-           init_file: str | None, *, sep: str, encoding: str, quiet: bool):
+           init_file: str | None, *, sep: str, encoding: str, quiet: bool,
+           log: list[dict] | None = None):
     """Read everything the train command names and train: the library call behind it."""
     from crfkit.features.patterns import read_patterns
     from crfkit.model import Model
@@ -204,7 +226,8 @@ def _train(given: dict, pattern_file: str | None, input_file: str, devel_file: s
     if devel_file is not None:
         devel = read_sequences(devel_file, encoding=encoding, sep=sep, min_columns=2)
     model = train(patterns, progress.counted(sequences), options, progress=progress,
-                  source=source, devel=devel, devel_source=devel_file or "<devel>", init=init)
+                  source=source, devel=devel, devel_source=devel_file or "<devel>", init=init,
+                  log=log)
     model.info["pattern_file"] = pattern_file or init_file
     model.info["train_file"] = source
     model.info["encoding"] = canonical_encoding(encoding)  # crfkit label's default
@@ -224,6 +247,132 @@ def _existing_file(path: str | None, option: str, numeric_hint: str | None) -> N
     if numeric_hint and path.replace(".", "", 1).isdigit():
         hint = f" ({numeric_hint})"
     raise UsageError(f"{option}: {path!r} {problem}{hint}")
+
+
+@cli.command("tune", short_help="Choose the regularisation strength (devel set or folds).")
+@click.option("-p", "--pattern", "pattern_file", required=True, metavar="FILE",
+              help="Pattern (template) file, CRF++ or Wapiti syntax.")
+@click.argument("input_file", metavar="TRAIN", type=click.Path(allow_dash=True))
+@click.argument("model_file", metavar="[MODEL]", default="crfkit.model", type=click.Path())
+@click.option("-d", "--devel", "devel_file", default=None, metavar="FILE",
+              help="Score each strength by the chunk F1 of this labelled file (else folds).")
+@click.option("--folds", type=int, default=5, show_default=True, metavar="K",
+              help="Without -d: K-fold cross-validation on TRAIN (folds of whole sequences).")
+@click.option("--seed", type=int, default=0, show_default=True,
+              help="Seed of the fold assignment.")
+@click.option("-1", "--rho1", "rho1_list", default=None, metavar="LIST",
+              help="L1 strengths: '1,0.5,0.1' or FROM:TO:COUNT (log-spaced)  [default: 0]")
+@click.option("-2", "--rho2", "rho2_list", default=None, metavar="LIST",
+              help="L2 strengths, as --rho1  [default: 2,1,0.5,0.25,0.125; 1 with --rho1]")
+@click.option("-T", "--type", "model_type", default=None, metavar="|".join(MODEL_TYPE_NAMES),
+              help="Model type  [default: crf]")
+@click.option("-i", "--maxiter", type=int, default=None,
+              help="Maximum iterations of each training, 0 for no limit  [default: 0]")
+@click.option("-e", "--stopeps", type=float, default=None,
+              help="Stopping rule of the final model (as train)  [default: 1e-5]")
+@click.option("--path-stopeps", type=float, default=1e-4, show_default=True, metavar="X",
+              help="Stopping rule of the strengths scored (F1 settles long before the "
+                   "objective: a looser rule makes the search cheaper).")
+@click.option("-w", "--stopwin", type=int, default=None,
+              help="Window of the stopping rule  [default: 10]")
+@click.option("--history", type=int, default=None, help="L-BFGS history size  [default: 6]")
+@click.option("-f", "--cutoff", "--freq", type=int, default=None,
+              help="Ignore observations seen fewer than N times  [default: 1]")
+@click.option("--all-features", is_flag=True,
+              help="Weights for every observation x label (pair), as train.")
+@click.option("--no-warm-start", is_flag=True,
+              help="Start every strength from zero weights (to measure what warm starts save).")
+@click.option("-j", "--jobs", type=int, default=0, show_default=True,
+              help="Folds trained at once, 0 for one per thread (-t).")
+@click.option("-t", "--nthread", type=int, default=None,
+              help="Worker threads in all, 0 for all cores  [default: 0]")
+@click.option("--report", "report_dir", default=None, metavar="DIR",
+              help="Write the table, F1 against strength and the final training's log and "
+                   "plots to DIR (plots need matplotlib: pip install 'crfkit[plot]').")
+@click.option("--json", "as_json", is_flag=True,
+              help="Print a JSON summary on stdout (the table still goes to stderr).")
+@click.option("--sep", type=SEPARATORS, default="auto", show_default=True,
+              help="Column separator of TRAIN and the -d file.")
+@click.option("--encoding", default="utf-8", show_default=True,
+              help="Text encoding of TRAIN, the -d file and the pattern file.")
+@click.option("-q", "--quiet", is_flag=True, help="No table or progress output.")
+def tune_command(pattern_file, input_file, model_file, devel_file, folds, seed, rho1_list,
+                 rho2_list, model_type, maxiter, stopeps, path_stopeps, stopwin, history,
+                 cutoff, all_features, no_warm_start, jobs, nthread, report_dir, as_json, sep,
+                 encoding, quiet) -> None:
+    """Train over a path of regularisation strengths and keep the best model.
+
+    Each strength is scored by the chunk F1 (conlleval) of the -d file or,
+    without -d, of K-fold cross-validation on TRAIN; strengths are visited
+    strongest first, each starting from the previous one's weights. A table
+    row per strength goes to stderr as it is scored. MODEL is the best
+    strength's model: with -d the one scored, with folds one more training
+    on all of TRAIN. Ctrl-C stops the search and keeps the best strength so far.
+    """
+    from crfkit.atomic import check_writable
+    from crfkit.tune import TuneOptions, parse_strengths, strength_path
+
+    for path, option in ((pattern_file, "-p/--pattern"), (devel_file, "-d/--devel"),
+                         (None if input_file == "-" else input_file, "TRAIN")):
+        _existing_file(path, option, None)
+    given = {"model_type": model_type, "maxiter": maxiter, "stopeps": stopeps,
+             "stopwin": stopwin, "history": history, "cutoff": cutoff, "nthread": nthread,
+             "all_features": all_features or None}
+    path = strength_path(None if rho1_list is None else parse_strengths(rho1_list, "--rho1"),
+                         None if rho2_list is None else parse_strengths(rho2_list, "--rho2"))
+    t = TuneOptions(folds=folds, seed=seed, jobs=jobs, warm_start=not no_warm_start,
+                    path_stopeps=path_stopeps)
+    check_writable(model_file)
+    _report_log(report_dir)
+    _run_tune(given, t, path, pattern_file, input_file, devel_file, model_file, report_dir,
+              sep=sep, encoding=encoding, quiet=quiet, as_json=as_json)
+
+
+def _run_tune(given: dict, t, path: list, pattern_file: str, input_file: str,
+              devel_file: str | None, model_file: str, report_dir: str | None, *, sep: str,
+              encoding: str, quiet: bool, as_json: bool) -> None:
+    """Read, tune, write the model, the JSON summary and the report."""
+    import json
+
+    from crfkit.features.patterns import read_patterns
+    from crfkit.progress import Progress
+    from crfkit.reader import canonical_encoding, read_sequences
+    from crfkit.train import TrainOptions
+    from crfkit.tune import tune, tune_summary
+
+    options = TrainOptions(**{k: v for k, v in given.items() if v is not None})
+    progress = Progress(quiet=quiet)
+    patterns = read_patterns(pattern_file, encoding=encoding)
+    source = "<stdin>" if input_file == "-" else input_file
+    sequences = list(progress.counted(read_sequences(input_file, encoding=encoding, sep=sep,
+                                                     min_columns=2)))
+    devel = None
+    if devel_file is not None:
+        devel = list(read_sequences(devel_file, encoding=encoding, sep=sep, min_columns=2))
+    result = tune(patterns, sequences, options, path, t, devel=devel, progress=progress,
+                  source=source, devel_source=devel_file or "<devel>")
+    if result.model is not None:
+        result.model.info.update(pattern_file=pattern_file, train_file=source,
+                                 encoding=canonical_encoding(encoding))
+        if devel_file is not None:
+            result.model.info["devel_file"] = devel_file
+        result.model.save(model_file)
+    summary = tune_summary(result, t, model_file if result.model is not None else None)
+    if as_json:
+        click.echo(json.dumps(summary, indent=1))
+    if report_dir is not None:
+        from crfkit.report import tune_report
+
+        for line in tune_report(report_dir, result, summary):
+            click.echo(line, err=True)
+    if result.model is None:
+        click.echo("crfkit: interrupted before any strength was scored: no model written",
+                   err=True)
+        click.get_current_context().exit(130)
+    if not quiet:
+        click.echo(f"* model written to {model_file} ({result.seconds:.1f}s in all)", err=True)
+    if result.interrupted:
+        click.get_current_context().exit(130)
 
 
 @cli.command("label", short_help="Label a column file with a trained model.")
@@ -463,7 +612,14 @@ def info_command(model_file) -> None:
               help="Text encoding of FILE, decoded strictly; the report is written in it. "
                    "Default: byte for byte as conlleval: UTF-8, or Latin-1 (any bytes) for "
                    "input that is not valid UTF-8.")
-def eval_command(input_file, delimiter, outside, raw, latex, fmt, tokens, scheme, encoding) -> None:
+@click.option("--confusion", is_flag=True,
+              help="Also print the token confusion matrix and the chunk error classes "
+                   "(wrong type, wrong boundary, missed, spurious).")
+@click.option("--report", "report_dir", default=None, metavar="DIR",
+              help="Draw the confusion matrix and per-type P/R/F1 into DIR (PNG, HTML; "
+                   "needs matplotlib: pip install 'crfkit[plot]').")
+def eval_command(input_file, delimiter, outside, raw, latex, fmt, tokens, scheme, encoding,
+                 confusion, report_dir) -> None:
     """Score tagged output like conlleval: the last two columns are gold and predicted tags.
 
     FILE defaults to stdin ('-'), so 'crfkit label -c ... | crfkit eval' works;
@@ -471,7 +627,7 @@ def eval_command(input_file, delimiter, outside, raw, latex, fmt, tokens, scheme
     suffixes are ignored). Blank lines and -X- lines end sentences; a
     -DOCSTART- line with fewer or more fields than the others ends a document.
     """
-    from crfkit.evaluate import run_eval_command
+    from crfkit.evalcommand import run_eval_command
 
     run_eval_command(
         input_file,
@@ -484,6 +640,8 @@ def eval_command(input_file, delimiter, outside, raw, latex, fmt, tokens, scheme
         scheme=scheme,
         encoding=encoding,
         out=sys.stdout,
+        confusion=confusion,
+        report_dir=report_dir,
     )
 
 

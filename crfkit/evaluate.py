@@ -110,6 +110,8 @@ The JSON object has these keys (stable; new keys may be added later):
 | `overall` | chunk scores over all types, a *score object* |
 | `types` | chunk type → *score object*; gold and predicted types, sorted (see below) |
 | `labels` | full tag (e.g. `B-NP`) → token-level *score object* (what `--tokens` prints) |
+| `confusion` | with `--confusion`: `{"tags": [...], "matrix": [[...]]}` (tokens; row gold) |
+| `chunk_errors` | with `--confusion`: chunk error classes (:mod:`crfkit.confusion`) |
 
 Types are sorted by name; `""` is the type of tags without a hyphen.
 A *score object* has `precision`, `recall`, `f1` (percentages, 0–100,
@@ -147,7 +149,6 @@ __all__ = [
     "format_latex",
     "format_token_table",
     "read_eval_file",
-    "run_eval_command",
 ]
 
 BOUNDARY = "-X-"
@@ -299,7 +300,7 @@ class EvalReport:
 # Scoring
 
 
-def _split_tag(tag: str | None, raw: bool, outside: str, scheme: bool = False) -> tuple[str, str]:
+def split_tag(tag: str | None, raw: bool, outside: str, scheme: bool = False) -> tuple[str, str]:
     """(prefix, type) of a tag as conlleval reads it; None is a sentence break.
 
     With a ``scheme`` the outside tag is read as ``O`` (conlleval does that only with -r).
@@ -317,7 +318,7 @@ def _split_tag(tag: str | None, raw: bool, outside: str, scheme: bool = False) -
     return prefix, ("" if kind == "0" else kind)
 
 
-def _chunk_end(prev: str, cur: str, prev_type: str, cur_type: str, iobes: bool) -> bool:
+def chunk_end(prev: str, cur: str, prev_type: str, cur_type: str, iobes: bool) -> bool:
     """Whether a chunk ended between the previous and the current token."""
     if (prev, cur) in _END_PAIRS or prev in _ONE_WORD:
         return True
@@ -327,7 +328,7 @@ def _chunk_end(prev: str, cur: str, prev_type: str, cur_type: str, iobes: bool) 
     return iobes and (prev in ("E", "S") or (prev in ("B", "I") and cur == "S"))
 
 
-def _chunk_start(prev: str, cur: str, prev_type: str, cur_type: str, iobes: bool) -> bool:
+def chunk_start(prev: str, cur: str, prev_type: str, cur_type: str, iobes: bool) -> bool:
     """Whether a chunk started between the previous and the current token."""
     if (prev, cur) in _START_PAIRS or cur in _ONE_WORD:
         return True
@@ -385,75 +386,20 @@ def evaluate_tags(
     if scheme is not None and scheme not in SCHEMES:
         raise UsageError(f"unknown tagging scheme {scheme!r} (expected one of "
                          f"{', '.join(SCHEMES)})")
-    iobes = scheme == "iobes"
-    n = len(gold)
-
-    # Tags become small integers; every rule is decided once per distinct tag
-    # or tag pair in Python, then applied to all tokens with numpy.
-    vocab: list[str | None] = [None, *((set(gold) | set(pred)) - {None})]
-    index = {tag: i for i, tag in enumerate(vocab)}
-    size = len(vocab)
-    g = np.fromiter(map(index.__getitem__, gold), dtype=np.int64, count=n)
-    p = np.fromiter(map(index.__getitem__, pred), dtype=np.int64, count=n)
-    breaks = g == 0
-    if not np.array_equal(breaks, p == 0):
-        raise ValueError("sentence breaks (None) differ between gold and predicted tags")
-
-    parts = [_split_tag(tag, raw, outside, scheme is not None) for tag in vocab]
-    type_names = sorted({kind for _, kind in parts}, key=lambda s: s.encode(encoding,
-                                                                          "surrogateescape"))
-    type_index = {kind: i for i, kind in enumerate(type_names)}
-    tag_type = np.array([type_index[kind] for _, kind in parts], dtype=np.int64)
-    norm_index: dict[tuple[str, str], int] = {}
-    tag_norm = np.array([norm_index.setdefault(part, len(norm_index)) for part in parts],
-                        dtype=np.int64)
-
-    def boundaries(cur: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """Chunk end / start before each token, and the previous tag ids."""
-        prev = np.concatenate((np.zeros(1, dtype=np.int64), cur[:-1]))
-        codes = prev * size + cur
-        pairs = _distinct(codes, size * size)
-        ends = np.zeros(len(pairs), dtype=bool)
-        starts = np.zeros(len(pairs), dtype=bool)
-        for k, pair in enumerate(pairs.tolist()):
-            (lp, lt), (cp, ct) = parts[pair // size], parts[pair % size]
-            ends[k] = _chunk_end(lp, cp, lt, ct, iobes)
-            starts[k] = _chunk_start(lp, cp, lt, ct, iobes)
-        return (_lookup(codes, pairs, ends, size * size),
-                _lookup(codes, pairs, starts, size * size), prev)
-
-    end_g, start_g, prev_g = boundaries(g)
-    end_p, start_p, _ = boundaries(p)
-    type_g, type_p = tag_type[g], tag_type[p]
-    same_type = type_g == type_p
-    same_last_type = np.concatenate((np.ones(1, dtype=bool), same_type[:-1]))
-
-    # conlleval's state machine: "inside a chunk that is correct so far". At an
-    # event (a chunk end on either side, or differing types) the state becomes
-    # `opens`, after counting a correct chunk if both sides closed it; between
-    # events it only switches on. So a chunk closed at an event is correct iff
-    # some token since the previous event (inclusive) opened one.
-    close = end_g & end_p & same_last_type
-    opens = start_g & start_p & same_type
-    events = np.flatnonzero(close | (end_g != end_p) | ~same_type)
-    opened = np.concatenate((np.zeros(1, dtype=np.int64), np.cumsum(opens)))
-    since = np.concatenate((np.zeros(1, dtype=np.int64), events[:-1]))
-    closing = events[close[events] & (opened[events] > opened[since])]
-    correct_by_type = np.bincount(tag_type[prev_g[closing]], minlength=len(type_names))
-    last_event = int(events[-1]) if len(events) else 0
-    if n and opened[n] > opened[last_event]:  # a correct chunk still open at the end
-        correct_by_type[tag_type[g[-1]]] += 1
-
-    support_by_type = np.bincount(type_g[start_g], minlength=len(type_names))
-    found_by_type = np.bincount(type_p[start_p], minlength=len(type_names))
-    tokens_mask = ~breaks
-    correct_tags = int(np.count_nonzero(tag_norm[g][tokens_mask] == tag_norm[p][tokens_mask]))
-    codes, counts = _count_distinct(g[tokens_mask] * size + p[tokens_mask], size * size)
-    tag_pairs = {(vocab[c // size], vocab[c % size]): k
-                 for c, k in zip(codes.tolist(), counts.tolist(), strict=True)}
+    c = _code_tags(gold, pred, outside=outside, raw=raw, scheme=scheme, encoding=encoding)
+    correct_by_type, start_g, start_p = _chunk_counts(c, scheme == "iobes")
+    n_types = len(c.type_names)
+    support_by_type = np.bincount(c.tag_type[c.g][start_g], minlength=n_types)
+    found_by_type = np.bincount(c.tag_type[c.p][start_p], minlength=n_types)
+    tokens_mask = c.g != 0  # not a sentence break
+    g, p, size = c.g[tokens_mask], c.p[tokens_mask], c.size
+    correct_tags = int(np.count_nonzero(c.tag_norm[g] == c.tag_norm[p]))
+    codes, counts = _count_distinct(g * size + p, size * size)
+    tag_pairs = {(c.vocab[code // size], c.vocab[code % size]): k
+                 for code, k in zip(codes.tolist(), counts.tolist(), strict=True)}
 
     types: dict[str, ChunkCounts] = {}
-    for i, name in enumerate(type_names):
+    for i, name in enumerate(c.type_names):
         if support_by_type[i] or found_by_type[i]:
             types[name] = ChunkCounts(int(correct_by_type[i]), int(found_by_type[i]),
                                       int(support_by_type[i]))
@@ -472,6 +418,89 @@ def evaluate_tags(
         scheme=scheme,
         encoding=encoding,
     )
+
+
+@dataclass(frozen=True)
+class _CodedTags:
+    """Tags as small integers (0 is a sentence break); every rule is decided once per
+    distinct tag or tag pair in Python, then applied to all tokens with numpy."""
+
+    vocab: list[str | None]
+    g: np.ndarray
+    p: np.ndarray
+    parts: list[tuple[str, str]]  # (prefix, type) of each tag id
+    type_names: list[str]  # sorted by bytes
+    tag_type: np.ndarray  # tag id -> index in type_names
+    tag_norm: np.ndarray  # tag id -> id of its (prefix, type): equal tags for accuracy
+
+    @property
+    def size(self) -> int:
+        return len(self.vocab)
+
+
+def _code_tags(gold: Sequence[str | None], pred: Sequence[str | None], *, outside: str,
+               raw: bool, scheme: str | None, encoding: str) -> _CodedTags:
+    n = len(gold)
+    vocab: list[str | None] = [None, *((set(gold) | set(pred)) - {None})]
+    index = {tag: i for i, tag in enumerate(vocab)}
+    g = np.fromiter(map(index.__getitem__, gold), dtype=np.int64, count=n)
+    p = np.fromiter(map(index.__getitem__, pred), dtype=np.int64, count=n)
+    if not np.array_equal(g == 0, p == 0):
+        raise ValueError("sentence breaks (None) differ between gold and predicted tags")
+
+    parts = [split_tag(tag, raw, outside, scheme is not None) for tag in vocab]
+    type_names = sorted({kind for _, kind in parts}, key=lambda s: s.encode(encoding,
+                                                                          "surrogateescape"))
+    type_index = {kind: i for i, kind in enumerate(type_names)}
+    tag_type = np.array([type_index[kind] for _, kind in parts], dtype=np.int64)
+    norm_index: dict[tuple[str, str], int] = {}
+    tag_norm = np.array([norm_index.setdefault(part, len(norm_index)) for part in parts],
+                        dtype=np.int64)
+    return _CodedTags(vocab, g, p, parts, type_names, tag_type, tag_norm)
+
+
+def _boundaries(c: _CodedTags, cur: np.ndarray,
+                iobes: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Chunk end / start before each token of one column, and the previous tag ids."""
+    size, parts = c.size, c.parts
+    prev = np.concatenate((np.zeros(1, dtype=np.int64), cur[:-1]))
+    codes = prev * size + cur
+    pairs = _distinct(codes, size * size)
+    ends = np.zeros(len(pairs), dtype=bool)
+    starts = np.zeros(len(pairs), dtype=bool)
+    for k, pair in enumerate(pairs.tolist()):
+        (lp, lt), (cp, ct) = parts[pair // size], parts[pair % size]
+        ends[k] = chunk_end(lp, cp, lt, ct, iobes)
+        starts[k] = chunk_start(lp, cp, lt, ct, iobes)
+    return (_lookup(codes, pairs, ends, size * size),
+            _lookup(codes, pairs, starts, size * size), prev)
+
+
+def _chunk_counts(c: _CodedTags, iobes: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Correct chunks per type, and where gold and predicted chunks start."""
+    end_g, start_g, prev_g = _boundaries(c, c.g, iobes)
+    end_p, start_p, _ = _boundaries(c, c.p, iobes)
+    type_g, type_p = c.tag_type[c.g], c.tag_type[c.p]
+    same_type = type_g == type_p
+    same_last_type = np.concatenate((np.ones(1, dtype=bool), same_type[:-1]))
+
+    # conlleval's state machine: "inside a chunk that is correct so far". At an
+    # event (a chunk end on either side, or differing types) the state becomes
+    # `opens`, after counting a correct chunk if both sides closed it; between
+    # events it only switches on. So a chunk closed at an event is correct iff
+    # some token since the previous event (inclusive) opened one.
+    n = len(c.g)
+    close = end_g & end_p & same_last_type
+    opens = start_g & start_p & same_type
+    events = np.flatnonzero(close | (end_g != end_p) | ~same_type)
+    opened = np.concatenate((np.zeros(1, dtype=np.int64), np.cumsum(opens)))
+    since = np.concatenate((np.zeros(1, dtype=np.int64), events[:-1]))
+    closing = events[close[events] & (opened[events] > opened[since])]
+    correct_by_type = np.bincount(c.tag_type[prev_g[closing]], minlength=len(c.type_names))
+    last_event = int(events[-1]) if len(events) else 0
+    if n and opened[n] > opened[last_event]:  # a correct chunk still open at the end
+        correct_by_type[c.tag_type[c.g[-1]]] += 1
+    return correct_by_type, start_g, start_p
 
 
 def evaluate(
@@ -904,8 +933,9 @@ def format_latex(report: EvalReport) -> str:
         f"Overall &  {o.precision:6.2f}\\% & {o.recall:6.2f}\\% & {o.f1:6.2f} \\\\\\hline\n")
 
 
-def format_json(report: EvalReport) -> str:
-    """The JSON report (keys documented in the module docstring), newline-terminated."""
+def format_json(report: EvalReport, extra: dict | None = None) -> str:
+    """The JSON report (keys documented in the module docstring), newline-terminated;
+    ``extra`` adds keys (``--confusion``: ``confusion``, ``chunk_errors``)."""
     document = {
         "format": JSON_FORMAT,
         "options": {"outside": report.outside, "raw": report.raw, "scheme": report.scheme},
@@ -915,6 +945,7 @@ def format_json(report: EvalReport) -> str:
         "overall": report.overall.as_dict(),
         "types": {name: c.as_dict() for name, c in report.types.items()},
         "labels": {tag: c.as_dict() for tag, c in report.labels().items()},
+        **(extra or {}),
     }
     return json.dumps(document, indent=2, ensure_ascii=False) + "\n"
 
@@ -937,56 +968,3 @@ def format_token_table(report: EvalReport, *, latex: bool = False) -> str:
         out.append(f"{pad}{tag}  {c.precision:8.2f}%  {c.recall:8.2f}%  {c.f1:9.2f}  "
                    f"{c.support:8d}  {c.found:8d}  {c.correct:8d}\n")
     return "".join(out)
-
-
-# ---------------------------------------------------------------------------
-# Command
-
-
-def run_eval_command(
-    input_file: str,
-    *,
-    delimiter: str | None,
-    outside: str,
-    raw: bool,
-    latex: bool,
-    fmt: str,
-    tokens: bool,
-    scheme: str | None,
-    encoding: str | None,
-    out: IO[str],
-) -> None:
-    """Body of ``crfkit eval``: read, score, print. Low scores never fail it.
-
-    ``encoding`` None reads any bytes (see the module docstring). The text
-    report goes out in the encoding the input was read with, as bytes to
-    ``out.buffer`` when there is one, so type names keep their bytes.
-    """
-    if latex and fmt == "json":
-        raise UsageError("--latex and --format json exclude each other")
-    if raw and scheme is not None:
-        raise UsageError("--scheme describes prefixed tags; -r reads tags without prefixes")
-    data = read_eval_file(input_file, delimiter=delimiter, encoding=encoding)
-    if scheme is not None:
-        check_scheme(data, scheme, outside=outside)
-    report = evaluate_tags(data.gold, data.pred, outside=outside, raw=raw, scheme=scheme,
-                           encoding=data.encoding)
-    if fmt == "json":
-        _write(out, format_json(report), "utf-8")  # JSON text is UTF-8 (RFC 8259)
-        return
-    text = format_latex(report) if latex else format_conlleval(report)
-    if tokens:
-        text += format_token_table(report, latex=latex)
-    _write(out, text, data.encoding)
-
-
-def _write(out: IO[str], text: str, encoding: str) -> None:
-    """Write ``text`` encoded as ``encoding`` to ``out``'s byte buffer, else as text."""
-    buffer = getattr(out, "buffer", None)
-    if buffer is None:
-        out.write(text)
-        out.flush()
-        return
-    out.flush()
-    buffer.write(text.encode(encoding, "surrogateescape"))
-    buffer.flush()

@@ -226,9 +226,14 @@ class Monitor:
     """Progress line per iteration; development-set scoring and early stopping."""
 
     def __init__(self, progress: Progress, data: Dataset, *, model_type: str,
-                 corpus: Corpus, devel: DevelSet | None = None, patience: int = 0) -> None:
-        """``patience``: stop after this many iterations without a better devel F1 (0: never)."""
+                 corpus: Corpus, devel: DevelSet | None = None, patience: int = 0,
+                 log: list[dict] | None = None) -> None:
+        """``patience``: stop after this many iterations without a better devel F1 (0: never).
+
+        ``log``: a list that gets one row (:func:`log_row`) per iteration, for reports.
+        """
         self.progress = progress
+        self.log = log
         self.n_tokens = max(1, data.n_tokens)
         self.n_seqs = max(1, data.n_seqs)
         self.model_type = model_type
@@ -258,8 +263,12 @@ class Monitor:
             elif self.patience and info.it - self.best_iteration >= self.patience:
                 stop = (f"no development F1 improvement for {self.patience} iterations "
                         f"(best {self.best_f1:.2f} at iteration {self.best_iteration})")
-        self.progress.iteration(info.it, info.f, max(info.token_errors, 0) / self.n_tokens,
-                                max(info.sequence_errors, 0) / self.n_seqs, info.seconds, extra)
+        token_error = max(info.token_errors, 0) / self.n_tokens
+        sequence_error = max(info.sequence_errors, 0) / self.n_seqs
+        self.progress.iteration(info.it, info.f, token_error, sequence_error, info.seconds, extra)
+        if self.log is not None:
+            self.log.append(log_row(info, token_error, sequence_error,
+                                    (error, f1) if self.devel is not None else None))
         return stop
 
     def score(self, x: np.ndarray) -> tuple[float, float]:
@@ -272,6 +281,19 @@ class Monitor:
         return error, report.f1
 
 
+def log_row(info: Iteration, token_error: float, sequence_error: float,
+            devel: tuple[float, float] | None) -> dict:
+    """One iteration as the report logs it: the values of its progress line, unrounded.
+
+    Errors are percentages as printed; devel values are None without a devel set.
+    """
+    return {"iteration": info.it, "objective": float(info.f), "gradient_norm": info.gnorm,
+            "token_error": 100.0 * token_error, "sequence_error": 100.0 * sequence_error,
+            "seconds": float(info.seconds),
+            "devel_error": None if devel is None else float(devel[0]),
+            "devel_f1": None if devel is None else float(devel[1])}
+
+
 def _split(tags: np.ndarray, seq_ptr: np.ndarray) -> list[list[str]]:
     return [tags[seq_ptr[s]:seq_ptr[s + 1]].tolist() for s in range(len(seq_ptr) - 1)]
 
@@ -280,13 +302,15 @@ def _split(tags: np.ndarray, seq_ptr: np.ndarray) -> list[list[str]]:
 def train(patterns: list[Pattern] | None, sequences: Iterable[Sequence],
           options: TrainOptions | None = None, *, progress: Progress | None = None,
           source: str = "<input>", devel: Iterable[Sequence] | None = None,
-          devel_source: str = "<devel>", init: Model | None = None) -> Model:
+          devel_source: str = "<devel>", init: Model | None = None,
+          log: list[dict] | None = None) -> Model:
     """Train a model (type and algorithm from ``options``) and return it.
 
     ``devel``: a labelled development corpus scored after every iteration;
     the returned weights are those of its best F1. ``init``: a model to
     continue from (same patterns; new labels and observations are added).
-    ``patterns`` may be None with ``init`` (the model's are used).
+    ``patterns`` may be None with ``init`` (the model's are used). ``log``: a
+    list that receives one row per iteration (:func:`log_row`), for reports.
     """
     options = options or TrainOptions()
     options.validate()
@@ -313,7 +337,7 @@ def train(patterns: list[Pattern] | None, sequences: Iterable[Sequence],
 
     problem = Problem(model_type, corpus, options)
     monitor = Monitor(progress, data, model_type=model_type, corpus=corpus, devel=dev_set,
-                      patience=options.devel_patience)
+                      patience=options.devel_patience, log=log)
     result = ALGORITHMS[options.algo].run(problem, monitor)
     weights = result.x
     elapsed = time.perf_counter() - started
@@ -325,7 +349,7 @@ def train(patterns: list[Pattern] | None, sequences: Iterable[Sequence],
                          f"({elapsed:.1f}s)")
     info = {
         "algorithm": options.algo,
-        "options": _recorded_options(options, model_type, devel=devel is not None),
+        "options": recorded_options(options, model_type, devel=devel is not None),
         "iterations": result.iterations,
         "objective": result.f,
         "stop_reason": result.reason,
@@ -389,7 +413,7 @@ _ALGORITHM_OPTIONS = {"rho1": ("l-bfgs", "sgd-l1"), "rho2": ("l-bfgs",), "histor
                       "eta0": ("sgd-l1",), "alpha": ("sgd-l1",), "seed": ("sgd-l1", "ap")}
 
 
-def _recorded_options(options: TrainOptions, model_type: str, *, devel: bool) -> dict:
+def recorded_options(options: TrainOptions, model_type: str, *, devel: bool) -> dict:
     """The settings the model was trained with, defaults resolved, for ``crfkit info``.
 
     Nothing that depends on the machine (thread count, memory limit) is

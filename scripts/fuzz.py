@@ -960,7 +960,7 @@ class EvalTarget:
         return case["encoding"] or case["data"][1] or "utf-8"
 
     def check(self, case) -> None:
-        from crfkit.evaluate import run_eval_command
+        from crfkit.evalcommand import run_eval_command
 
         path = self.tmp / "tags.txt"
         path.write_bytes(self.materialise(case))

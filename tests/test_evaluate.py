@@ -22,6 +22,7 @@ from hypothesis import strategies as st
 
 from crfkit.cli import cli
 from crfkit.errors import InputError, UsageError
+from crfkit.evalcommand import run_eval_command
 from crfkit.evaluate import (
     EvalInput,
     EvalReport,
@@ -33,7 +34,6 @@ from crfkit.evaluate import (
     format_latex,
     format_token_table,
     read_eval_file,
-    run_eval_command,
 )
 from tests.helpers import one_error_line
 

@@ -172,7 +172,7 @@ def test_largest_offset_still_works():
 @pytest.mark.parametrize("options", [{"scheme": "bioes"}, {"encoding": "idna"},
                                      {"encoding": "undefined"}])
 def test_eval_bad_scheme_or_encoding_is_a_usage_error(tmp_path, options):
-    from crfkit.evaluate import run_eval_command
+    from crfkit.evalcommand import run_eval_command
 
     path = tmp_path / "tags.txt"
     path.write_text("w B-NP B-NP\n")

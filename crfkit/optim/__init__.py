@@ -28,6 +28,8 @@ class Iteration:
     averaged weights); it is reused afterwards, so copy it to keep it.
     ``token_errors``/``sequence_errors`` are training errors counted during
     the iteration when the algorithm gets them for free, else -1.
+    ``gnorm`` is the norm of the (pseudo-)gradient at ``x`` for the algorithms
+    that have one (L-BFGS, OWL-QN), else NaN.
     """
 
     it: int
@@ -36,6 +38,7 @@ class Iteration:
     seconds: float
     token_errors: int = -1
     sequence_errors: int = -1
+    gnorm: float = float("nan")
 
 
 # Returns None to go on, or a reason (one line) to stop.

@@ -123,7 +123,8 @@ def minimize(fun: Function, x0: np.ndarray, *, l1: float = 0.0, history: int = 6
                 pg = g
             gnorm = np.sqrt(dot(pg, pg))
             if on_iteration is not None:
-                asked = on_iteration(Iteration(it, f, x, time.perf_counter() - start))
+                asked = on_iteration(Iteration(it, f, x, time.perf_counter() - start,
+                                               gnorm=float(gnorm)))
                 if asked:
                     reason = asked
                     break

@@ -1,0 +1,546 @@
+"""Choosing the regularisation strength: a warm-started path scored by devel F1 or by folds.
+
+Choosing the prior is the costly part of training a CRF (Sutton & McCallum):
+one retrains over a grid of strengths. ``crfkit tune`` makes that one command
+and keeps its cost near a few trainings:
+
+* **The path.** Strengths are visited from the strongest to the weakest
+  (:func:`strength_path`; a grid of ``rho1`` x ``rho2`` in snake order, so
+  that consecutive points differ in one coordinate). Each point starts
+  L-BFGS from the weights of the point before it (*warm start*): strong
+  regularisation converges in few iterations, and each next optimum is
+  near the last one. The objective is strictly convex with ``rho2 > 0``, so
+  a warm start changes the cost, not the optimum (the tests check that it
+  reaches the cold start's objective).
+* **The score.** With a development set (``-d``), the chunk F1 of the
+  development set under each point's weights. Otherwise K-fold cross
+  validation on the training set: the sequences are dealt into K folds by
+  a seeded permutation (:func:`make_folds`), each fold's complement is
+  encoded as a training corpus of its own (its own vocabulary and cut-off,
+  as a training on that data would have), and the F1 of a point is the
+  chunk F1 of all K held-out predictions pooled (conlleval over the whole
+  training set, each sequence labelled by the model that did not see it).
+  The best point has the highest F1; a tie goes to the stronger strength.
+* **The model.** With ``-d``, the best point's weights (trained on all the
+  training data). With folds, one more training on all the data at the best
+  strength, warm-started from a fold's weights at that strength (a model of
+  4/5 of the data is close to the full one; L2 keeps the optimum unique, so
+  the start changes only the iterations). Its settings go in the model
+  (``crfkit info``: ``tune``).
+* **Parallel.** The K folds are independent: fold paths run on ``jobs``
+  threads at once, each with its share of the cores (the kernels release the
+  GIL). A fold's next point is queued when its point is done, behind the
+  other folds' current points, so folds advance together and a point's row
+  is printed as soon as its last fold is done.
+* **Ctrl-C** stops at the next iteration of every fold; the points already
+  scored are kept, and the model is made from the best of them.
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+import time
+from collections.abc import Callable, Sequence
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from dataclasses import dataclass, field, replace
+
+import numpy as np
+
+from crfkit.corpus import Corpus, DevelSet, encode_devel, encode_training, model_patterns
+from crfkit.errors import UsageError
+from crfkit.evaluate import evaluate
+from crfkit.features.patterns import Pattern
+from crfkit.kernels.bestpath import Weights
+from crfkit.kernels.blocks import set_thread_count
+from crfkit.kernels.decoder import decode
+from crfkit.model import Model
+from crfkit.modeltypes import MODEL_TYPES
+from crfkit.optim import INTERRUPTED, Iteration
+from crfkit.progress import Progress
+from crfkit.reader import Sequence as Sentence
+from crfkit.train import (
+    ALGORITHMS,
+    Problem,
+    TrainOptions,
+    log_row,
+    recorded_options,
+)
+
+__all__ = ["DEFAULT_RHO2_PATH", "Strength", "TuneOptions", "TuneResult", "make_folds",
+           "parse_strengths", "strength_path", "tune", "tune_summary"]
+
+DEFAULT_RHO2_PATH = (2.0, 1.0, 0.5, 0.25, 0.125)
+"""The L2 strengths tried by default: powers of two around train's default (1),
+down to CRF++'s tuned ``-c 4`` (0.25) and one step beyond."""
+
+
+@dataclass(frozen=True)
+class Strength:
+    """One point of the path: the L1 and L2 strengths."""
+
+    rho1: float
+    rho2: float
+
+    def __str__(self) -> str:
+        return f"rho1={self.rho1:g} rho2={self.rho2:g}"
+
+
+def parse_strengths(text: str, option: str) -> list[float]:
+    """``2,1,0.5`` (a list) or ``2:0.125:5`` (5 log-spaced values from 2 to 0.125).
+
+    Raises UsageError naming ``option`` for anything else or a negative value.
+    """
+    try:
+        if ":" in text:
+            parts = text.split(":")
+            if len(parts) != 3:
+                raise ValueError
+            first, last, count = float(parts[0]), float(parts[1]), int(parts[2])
+            if count < 1 or first <= 0 or last <= 0:
+                raise ValueError
+            if count == 1:
+                return [first]
+            ratio = math.log(last / first) / (count - 1)
+            return [float(f"{first * math.exp(ratio * i):.6g}") for i in range(count)]
+        values = [float(v) for v in text.split(",")]
+    except ValueError:
+        raise UsageError(f"{option}: expected a list like '2,1,0.5' or a log-spaced range "
+                         f"FROM:TO:COUNT like '2:0.125:5', got {text!r}") from None
+    for v in values:
+        if not (v >= 0 and math.isfinite(v)):
+            raise UsageError(f"{option}: strengths must be finite and >= 0, got {v:g}")
+    return values
+
+
+def strength_path(rho1: Sequence[float] | None, rho2: Sequence[float] | None,
+                  default_rho2: float = 1.0) -> list[Strength]:
+    """The points to visit, strongest first, each next to the one before it.
+
+    Neither list given: :data:`DEFAULT_RHO2_PATH` with no L1. One given: the
+    other is fixed (L1 0, L2 ``default_rho2``). Both: their grid, rows of
+    decreasing ``rho1``, each row's ``rho2`` alternately decreasing and
+    increasing (snake order, so every step changes one strength).
+    """
+    if rho1 is None and rho2 is None:
+        rho2 = DEFAULT_RHO2_PATH
+    ones = sorted(set(rho1 if rho1 is not None else [0.0]), reverse=True)
+    twos = sorted(set(rho2 if rho2 is not None else [default_rho2]), reverse=True)
+    path = []
+    for row, r1 in enumerate(ones):
+        for r2 in (twos if row % 2 == 0 else twos[::-1]):
+            path.append(Strength(r1, r2))
+    return path
+
+
+def make_folds(n_sequences: int, k: int, seed: int) -> list[np.ndarray]:
+    """Deal sequence indices into ``k`` folds (sorted index arrays) by a seeded shuffle.
+
+    Whole sequences, never tokens: a fold's tokens are not seen in training
+    through their neighbours. Sizes differ by at most one; the same
+    ``(n_sequences, k, seed)`` always gives the same folds.
+    """
+    if k < 2:
+        raise UsageError(f"--folds must be >= 2, got {k}")
+    if n_sequences < k:
+        raise UsageError(f"--folds {k}: the training data has only {n_sequences} "
+                         f"sequence(s), fewer than the folds")
+    order = np.random.default_rng(seed).permutation(n_sequences)
+    return [np.sort(order[i::k]) for i in range(k)]
+
+
+@dataclass
+class TuneOptions:
+    """Settings of the search; the training settings are a :class:`TrainOptions`."""
+
+    folds: int = 5
+    seed: int = 0
+    jobs: int = 0  # fold paths trained at once; 0: one per core (at most the folds)
+    warm_start: bool = True
+    path_stopeps: float | None = 1e-4  # -e of the path points (None: the final one's, -e)
+
+
+@dataclass
+class FoldPoint:
+    """One fold trained at one strength."""
+
+    x: np.ndarray
+    objective: float
+    iterations: int
+    seconds: float
+    reason: str
+    gold: list[list[str]]
+    pred: list[list[str]]
+    log: list[dict]
+
+
+@dataclass
+class PointResult:
+    """One strength scored: pooled F1 over the folds (or the devel F1) and costs."""
+
+    strength: Strength
+    f1: float
+    fold_f1: list[float]
+    iterations: int  # summed over the folds
+    seconds: float  # training time summed over the folds
+    nonzero: float  # non-zero weights, mean over the folds
+    objective: list[float]
+    reasons: list[str]
+    logs: list[list[dict]] = field(default_factory=list, repr=False)  # per fold
+
+    def as_dict(self) -> dict:
+        return {"rho1": self.strength.rho1, "rho2": self.strength.rho2, "f1": self.f1,
+                "fold_f1": self.fold_f1, "iterations": self.iterations,
+                "seconds": self.seconds, "nonzero": self.nonzero, "objective": self.objective}
+
+
+@dataclass
+class TuneResult:
+    """What :func:`tune` returns: the scored points, the best one and its model."""
+
+    points: list[PointResult]
+    best: PointResult | None
+    model: Model | None
+    interrupted: bool
+    mode: str  # "folds" or "devel"
+    seconds: float
+    final_log: list[dict] = field(default_factory=list)
+    final: dict = field(default_factory=dict)
+
+
+@dataclass
+class _Fold:
+    """A training corpus and the held-out sequences that score it."""
+
+    corpus: Corpus
+    heldout: DevelSet
+    gold: list[list[str]]
+
+
+def _encode_fold(patterns: list[Pattern], train: list[Sentence], heldout: list[Sentence],
+                 options: TrainOptions, model_type: str, source: str,
+                 heldout_source: str) -> _Fold:
+    corpus = encode_training(patterns, train, cutoff=options.cutoff, source=source,
+                             model_type=model_type, all_features=options.all_features)
+    dev = encode_devel(corpus, heldout, heldout_source)
+    names = np.array(dev.label_names, dtype=object)
+    return _Fold(corpus, dev, _split(names[dev.data.labels], dev.data.seq_ptr))
+
+
+def _split(tags: np.ndarray, seq_ptr: np.ndarray) -> list[list[str]]:
+    return [tags[seq_ptr[s]:seq_ptr[s + 1]].tolist() for s in range(len(seq_ptr) - 1)]
+
+
+def _train_point(fold: _Fold, strength: Strength, start: np.ndarray | None,
+                 options: TrainOptions, model_type: str, stop: threading.Event,
+                 threads: int) -> FoldPoint:
+    """Train one fold at one strength from ``start`` (None: zeros) and label its held-out part."""
+    if threads:
+        set_thread_count(threads)  # Numba's thread count is per calling thread
+    corpus = fold.corpus if start is None else replace(fold.corpus, x0=start)
+    point_options = replace(options, rho1=strength.rho1, rho2=strength.rho2)
+
+    log: list[dict] = []
+    n_tokens, n_seqs = max(1, corpus.data.n_tokens), max(1, corpus.data.n_seqs)
+
+    def hook(info: Iteration) -> str | None:
+        log.append(log_row(info, max(info.token_errors, 0) / n_tokens,
+                           max(info.sequence_errors, 0) / n_seqs, None))
+        return INTERRUPTED if stop.is_set() else None
+
+    began = time.perf_counter()
+    result = ALGORITHMS["l-bfgs"].run(Problem(model_type, corpus, point_options), hook)
+    seconds = time.perf_counter() - began
+    heldout = fold.heldout
+    weights = Weights(fold.corpus.space, result.x, MODEL_TYPES[model_type].normalisation)
+    ids = decode(weights, heldout.data).paths[:, 0]
+    names = np.array(heldout.label_names, dtype=object)
+    return FoldPoint(result.x, result.f, result.iterations, seconds, result.reason,
+                     fold.gold, _split(names[ids], heldout.data.seq_ptr), log)
+
+
+def _score(strength: Strength, points: list[FoldPoint]) -> PointResult:
+    gold = [s for p in points for s in p.gold]
+    pred = [s for p in points for s in p.pred]
+    return PointResult(
+        strength, evaluate(gold, pred).f1, [evaluate(p.gold, p.pred).f1 for p in points],
+        sum(p.iterations for p in points), sum(p.seconds for p in points),
+        float(np.mean([np.count_nonzero(p.x) for p in points])), [p.objective for p in points],
+        [p.reason for p in points], [p.log for p in points])
+
+
+@dataclass
+class _PathState:
+    """What the path keeps while it runs: scored points, the best one, its fold weights."""
+
+    points: list[PointResult] = field(default_factory=list)
+    best: PointResult | None = None
+    best_x: list[np.ndarray] = field(default_factory=list)
+    interrupted: bool = False
+
+
+def _run_path(folds: list[_Fold], path: list[Strength], options: TrainOptions, model_type: str,
+              *, jobs: int, threads: int, warm: bool,
+              on_point: Callable[[PointResult], None]) -> _PathState:
+    """Train every fold along the path (module docstring: Parallel, Ctrl-C)."""
+    k_folds = len(folds)
+    stop = threading.Event()
+    state = _PathState()
+    last_x: list[np.ndarray | None] = [None] * k_folds
+    finished: dict[int, dict[int, FoldPoint]] = {}
+    failure: BaseException | None = None
+    with _sigint_sets(stop, state), ThreadPoolExecutor(jobs, "crfkit-tune") as pool:
+        pending: dict[Future, tuple[int, int]] = {}
+
+        def submit(k: int, i: int) -> None:
+            start = last_x[k] if warm else None
+            future = pool.submit(_train_point, folds[k], path[i], start, options, model_type,
+                                 stop, threads)
+            pending[future] = (k, i)
+
+        try:
+            for k in range(k_folds):
+                submit(k, 0)
+            while pending:
+                done, _ = wait(list(pending), return_when=FIRST_COMPLETED)
+                for future in done:
+                    k, i = pending.pop(future)
+                    try:
+                        point = future.result()
+                    except Exception as err:  # the others stop at their next iteration
+                        stop.set()
+                        failure = failure or err
+                        continue
+                    if point.reason == INTERRUPTED:
+                        continue
+                    last_x[k] = point.x
+                    finished.setdefault(i, {})[k] = point
+                    if len(finished[i]) == k_folds:
+                        by_fold = finished.pop(i)
+                        _point_done(state, path[i], [by_fold[j] for j in range(k_folds)],
+                                    on_point)
+                    if i + 1 < len(path) and not stop.is_set():
+                        submit(k, i + 1)
+        except BaseException:
+            stop.set()  # the running folds end at their next iteration, then the pool closes
+            raise
+    if failure is not None:
+        raise failure
+    return state
+
+
+def _point_done(state: _PathState, strength: Strength, points: list[FoldPoint],
+                on_point: Callable[[PointResult], None]) -> None:
+    result = _score(strength, points)
+    state.points.append(result)
+    if state.best is None or result.f1 > state.best.f1:  # a tie keeps the stronger (earlier)
+        state.best = result
+        state.best_x = [p.x for p in points]
+    on_point(result)
+
+
+class _sigint_sets:
+    """While active (in the main thread), Ctrl-C sets ``stop`` instead of raising."""
+
+    def __init__(self, stop: threading.Event, state: _PathState) -> None:
+        self.stop, self.state, self.previous = stop, state, None
+
+    def __enter__(self) -> None:
+        import signal
+
+        def handler(signum, frame) -> None:
+            self.stop.set()
+            self.state.interrupted = True
+
+        if threading.current_thread() is threading.main_thread():
+            self.previous = signal.signal(signal.SIGINT, handler)
+
+    def __exit__(self, *exc) -> None:
+        import signal
+
+        if self.previous is not None:
+            signal.signal(signal.SIGINT, self.previous)
+
+
+def tune(patterns: list[Pattern], sequences: list[Sentence], options: TrainOptions,
+         path: list[Strength], tune_options: TuneOptions | None = None, *,
+         devel: list[Sentence] | None = None, progress: Progress | None = None,
+         source: str = "<input>", devel_source: str = "<devel>") -> TuneResult:
+    """Score every strength of ``path`` and make the model of the best (module docstring).
+
+    ``options`` holds the training settings (l-bfgs; its rho1/rho2 are
+    replaced by the path's); with ``devel`` the score is its F1, else
+    ``tune_options.folds``-fold cross-validation. The table goes to ``progress``.
+    """
+    began = time.perf_counter()
+    t = tune_options or TuneOptions()
+    _validate(options, t, path)
+    progress = progress or Progress(quiet=True)
+    model_type = options.model_type or "crf"
+    patterns = model_patterns(patterns, model_type)
+    folds, mode = _encode(patterns, sequences, options, t, model_type, devel, source,
+                          devel_source, progress)
+    cores = options.nthread or _cores()
+    jobs = 1 if mode == "devel" else max(1, min(t.jobs or cores, len(folds)))
+    threads = max(1, cores // jobs)
+    what = (f"the development set ({devel_source})" if mode == "devel" else
+            f"{len(folds)}-fold cross-validation (seed {t.seed}, {jobs} fold(s) at a time)")
+    progress.message(f"* scoring {len(path)} strength(s) by chunk F1 on {what}; "
+                     f"warm starts {'on' if t.warm_start else 'off'}")
+    progress.message(TABLE_HEADER)
+    path_options = replace(options, stopeps=t.path_stopeps if t.path_stopeps is not None
+                           else options.stopeps)
+    state = _run_path(folds, path, path_options, model_type, jobs=jobs, threads=threads,
+                      warm=t.warm_start, on_point=lambda p: progress.message(table_row(p)))
+    result = TuneResult(state.points, state.best, None, state.interrupted, mode, 0.0)
+    if state.best is None:
+        result.seconds = time.perf_counter() - began
+        return result
+    progress.message(f"* best: {state.best.strength} (F1 {state.best.f1:.2f})"
+                     + (" -- interrupted: the best of the points scored" if
+                        state.interrupted else ""))
+    first_fold = folds[0]
+    folds.clear()  # the fold corpora are not needed any more: free them before the last training
+    if mode == "devel":
+        result.model = _model_of(first_fold.corpus, patterns, model_type, state.best_x[0],
+                                 replace(options, rho1=state.best.strength.rho1,
+                                         rho2=state.best.strength.rho2), state.best)
+    else:
+        set_thread_count(options.nthread)
+        result.model = _final_training(patterns, sequences, options, state, first_fold,
+                                       model_type, t.warm_start, result, progress, source)
+    result.model.info["tune"] = tune_info(result, t, len(path))
+    result.seconds = time.perf_counter() - began
+    return result
+
+
+TABLE_HEADER = (f"  {'rho1':>8} {'rho2':>8} {'iterations':>10} {'seconds':>9} {'F1':>7} "
+                f"{'sd':>6} {'non-zero':>10}")
+
+
+def table_row(point: PointResult) -> str:
+    """One row of the table ``tune`` prints: iterations and seconds summed over the folds,
+    F1 pooled over them, ``sd`` the standard deviation of the folds' own F1."""
+    sd = f"{np.std(point.fold_f1, ddof=1):6.2f}" if len(point.fold_f1) > 1 else f"{'-':>6}"
+    s = point.strength
+    return (f"  {s.rho1:>8g} {s.rho2:>8g} {point.iterations:>10d} {point.seconds:>9.1f} "
+            f"{point.f1:>7.2f} {sd} {point.nonzero:>10,.0f}")
+
+
+def tune_info(result: TuneResult, t: TuneOptions, n_path: int) -> dict:
+    """What the model records about the search (``crfkit info`` prints it on one line)."""
+    best = result.best
+    assert best is not None
+    criterion = ("chunk F1 of the development set" if result.mode == "devel" else
+                 f"chunk F1 of {t.folds} folds pooled (seed {t.seed})")
+    scores = " ".join(f"{p.strength.rho1:g}/{p.strength.rho2:g}:{p.f1:.2f}"
+                      for p in result.points)
+    return {"criterion": criterion, "chosen_rho1": best.strength.rho1,
+            "chosen_rho2": best.strength.rho2, "f1": round(best.f1, 4),
+            "scored": f"{len(result.points)} of {n_path}", "rho1/rho2:F1": scores,
+            "warm_start": t.warm_start, "interrupted": result.interrupted}
+
+
+def _validate(options: TrainOptions, t: TuneOptions, path: list[Strength]) -> None:
+    options.validate()
+    if options.algo != "l-bfgs":
+        raise UsageError(f"tune trains with l-bfgs (its -1/-2 strengths are what it tunes), "
+                         f"not -a {options.algo}")
+    if not path:
+        raise UsageError("no strengths to try")
+    if t.jobs < 0:
+        raise UsageError(f"-j/--jobs must be >= 0, got {t.jobs}")
+    if t.path_stopeps is not None and not t.path_stopeps >= 0:
+        raise UsageError(f"--path-stopeps must be >= 0, got {t.path_stopeps}")
+
+
+def _encode(patterns: list[Pattern], sequences: list[Sentence], options: TrainOptions,
+            t: TuneOptions, model_type: str, devel: list[Sentence] | None, source: str,
+            devel_source: str, progress: Progress) -> tuple[list[_Fold], str]:
+    """The corpora to train: the whole set (with ``devel``), else one per fold."""
+    if not sequences:
+        raise UsageError("training data is empty (no sequences)")
+    if devel is not None:
+        fold = _encode_fold(patterns, sequences, devel, options, model_type, source,
+                            devel_source)
+        for warning in fold.heldout.warnings:
+            progress.message(f"* warning: {warning}")
+        return [fold], "devel"
+    folds = []
+    for held in make_folds(len(sequences), t.folds, t.seed):
+        keep = np.ones(len(sequences), dtype=bool)
+        keep[held] = False
+        progress.status(f"* encoding fold {len(folds) + 1} of {t.folds}")
+        folds.append(_encode_fold(patterns, [sequences[i] for i in np.flatnonzero(keep)],
+                                  [sequences[i] for i in held], options, model_type,
+                                  source, source))
+    progress.clear_status()
+    return folds, "folds"
+
+
+def _cores() -> int:
+    import numba
+
+    return max(1, int(numba.config.NUMBA_NUM_THREADS))
+
+
+def _model_of(corpus: Corpus, patterns: list[Pattern], model_type: str, x: np.ndarray,
+              options: TrainOptions, best: PointResult) -> Model:
+    """The model of a path point trained on the whole training set (the ``-d`` mode)."""
+    info = {"algorithm": "l-bfgs",
+            "options": recorded_options(options, model_type, devel=False),
+            "iterations": best.iterations, "objective": best.objective[0],
+            "stop_reason": best.reasons[0], "sequences": corpus.data.n_seqs,
+            "tokens": corpus.data.n_tokens, "nonzero_weights": int(np.count_nonzero(x))}
+    return Model(labels=corpus.labels, patterns=patterns, n_token_columns=corpus.n_token_columns,
+                 featurizer=corpus.featurizer, space=corpus.space, weights=x, info=info,
+                 model_type=model_type)
+
+
+def _final_training(patterns: list[Pattern], sequences: list[Sentence], options: TrainOptions,
+                    state: _PathState, fold: _Fold, model_type: str, warm: bool,
+                    result: TuneResult, progress: Progress, source: str) -> Model:
+    """Train on all the data at the best strength, from a fold's weights there if ``warm``."""
+    from crfkit.train import train
+
+    best = state.best
+    assert best is not None
+    init = None
+    if warm:
+        c = fold.corpus
+        init = Model(labels=c.labels, patterns=patterns, n_token_columns=c.n_token_columns,
+                     featurizer=c.featurizer, space=c.space, weights=state.best_x[0],
+                     model_type=model_type)
+    progress.message(f"* training on all {len(sequences)} sequences at {best.strength}"
+                     + (", starting from fold 1's weights" if warm else ""))
+    began = time.perf_counter()
+    model = train(patterns, sequences, replace(options, rho1=best.strength.rho1,
+                                               rho2=best.strength.rho2),
+                  progress=Progress(quiet=True), source=source, init=init,
+                  log=result.final_log)
+    model.info.pop("initial_model", None)
+    seconds = time.perf_counter() - began
+    result.final = {"iterations": model.info["iterations"], "seconds": seconds,
+                    "stop_reason": model.info["stop_reason"]}
+    if model.info["stop_reason"] == INTERRUPTED:
+        result.interrupted = True
+    progress.message(f"* stopped after {model.info['iterations']} iterations: "
+                     f"{model.info['stop_reason']} ({seconds:.1f}s)")
+    return model
+
+
+def tune_summary(result: TuneResult, t: TuneOptions, model_file: str | None) -> dict:
+    """The JSON summary (``tune --json``; also the report's ``report.json``)."""
+    return {
+        "format": "crfkit-tune/1",
+        "mode": result.mode,
+        "folds": t.folds if result.mode == "folds" else None,
+        "seed": t.seed if result.mode == "folds" else None,
+        "warm_start": t.warm_start,
+        "points": [p.as_dict() for p in result.points],
+        "best": None if result.best is None else result.best.as_dict(),
+        "final_training": result.final or None,
+        "model": model_file,
+        "interrupted": result.interrupted,
+        "seconds": result.seconds,
+    }

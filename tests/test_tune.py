@@ -1,0 +1,143 @@
+"""crfkit tune: folds, strength paths, warm starts, Ctrl-C, the command."""
+
+from __future__ import annotations
+
+import json
+import signal
+
+import numpy as np
+import pytest
+
+from crfkit.errors import UsageError
+from crfkit.features.patterns import read_patterns
+from crfkit.model import Model
+from crfkit.progress import Progress
+from crfkit.reader import read_sequences
+from crfkit.train import TrainOptions
+from crfkit.tune import (
+    Strength,
+    TuneOptions,
+    make_folds,
+    parse_strengths,
+    strength_path,
+    tune,
+)
+from tests.conftest import ADDRESS_PATTERNS
+from tests.helpers import run
+
+
+@pytest.mark.parametrize(("n", "k"), [(103, 5), (10, 10), (7, 2)])
+def test_folds_partition_the_sequences(n: int, k: int) -> None:
+    folds = make_folds(n, k, seed=3)
+    assert len(folds) == k
+    assert np.array_equal(np.sort(np.concatenate(folds)), np.arange(n))
+    sizes = [len(f) for f in folds]
+    assert max(sizes) - min(sizes) <= 1
+    assert all(np.all(np.diff(f) > 0) for f in folds)
+
+
+def test_folds_are_deterministic_for_a_seed() -> None:
+    first = make_folds(200, 5, seed=11)
+    again = make_folds(200, 5, seed=11)
+    other = make_folds(200, 5, seed=12)
+    assert all(np.array_equal(a, b) for a, b in zip(first, again, strict=True))
+    assert not all(np.array_equal(a, b) for a, b in zip(first, other, strict=True))
+
+
+def test_folds_refuse_too_few_sequences() -> None:
+    with pytest.raises(UsageError, match="only 3 sequence"):
+        make_folds(3, 5, seed=0)
+    with pytest.raises(UsageError, match=">= 2"):
+        make_folds(30, 1, seed=0)
+
+
+def test_strength_lists_and_paths() -> None:
+    assert parse_strengths("2,1,0.5", "--rho2") == [2.0, 1.0, 0.5]
+    assert parse_strengths("2:0.125:5", "--rho2") == [2.0, 1.0, 0.5, 0.25, 0.125]
+    for bad in ("2:0.1", "a,b", "-1", "0:1:3", "2:1:0"):
+        with pytest.raises(UsageError, match="--rho2"):
+            parse_strengths(bad, "--rho2")
+    assert strength_path(None, None)[0] == Strength(0.0, 2.0)
+    assert [s.rho2 for s in strength_path(None, [0.5, 2, 1])] == [2, 1, 0.5]
+    grid = strength_path([0.1, 1], [1, 2])  # snake: one strength changes per step
+    assert grid == [Strength(1, 2), Strength(1, 1), Strength(0.1, 1), Strength(0.1, 2)]
+
+
+def _sample(address_sample):
+    return (read_patterns(ADDRESS_PATTERNS), list(read_sequences(address_sample["train"])),
+            list(read_sequences(address_sample["test"])))
+
+
+def test_warm_start_reaches_the_cold_optimum(address_sample) -> None:
+    patterns, train, devel = _sample(address_sample)
+    options = TrainOptions(stopeps=1e-12, stopwin=5, maxiter=2000, nthread=1)
+    path = [Strength(0.0, 4.0), Strength(0.0, 1.0), Strength(0.0, 0.25)]
+    runs = {warm: tune(patterns, train, options, path,
+                       TuneOptions(warm_start=warm, path_stopeps=None),
+                       devel=devel) for warm in (True, False)}
+    for warm_point, cold_point in zip(runs[True].points, runs[False].points, strict=True):
+        (warm_f,), (cold_f,) = warm_point.objective, cold_point.objective
+        assert abs(warm_f - cold_f) <= 1e-6 * abs(cold_f)
+    warm_its = sum(p.iterations for p in runs[True].points[1:])
+    cold_its = sum(p.iterations for p in runs[False].points[1:])
+    assert warm_its < cold_its  # the saving the path is for
+
+
+class _Interrupting(Progress):
+    """Presses Ctrl-C (SIGINT to this process) right after the first table row."""
+
+    def __init__(self) -> None:
+        super().__init__(quiet=True)
+        self.rows = 0
+
+    def message(self, text: str) -> None:
+        if text.startswith("  ") and text.split()[0][0].isdigit():
+            self.rows += 1
+            if self.rows == 1:
+                signal.raise_signal(signal.SIGINT)
+
+
+def test_ctrl_c_keeps_the_best_point_so_far(address_sample) -> None:
+    patterns, train, _ = _sample(address_sample)
+    result = tune(patterns, train, TrainOptions(maxiter=15), strength_path(None, None),
+                  TuneOptions(folds=3, jobs=2), progress=_Interrupting())
+    assert result.interrupted
+    assert len(result.points) == 1 and result.best is result.points[0]
+    assert isinstance(result.model, Model)
+    assert result.model.info["tune"]["scored"] == "1 of 5"
+    assert result.model.info["options"]["rho2"] == 2.0
+
+
+@pytest.mark.slow
+def test_tune_command_folds_json_report_and_model(address_sample, tmp_path) -> None:
+    model = tmp_path / "tuned.model"
+    result = run("tune", "-p", ADDRESS_PATTERNS, "--folds", "3", "--rho2", "4,0.5", "-i", "20",
+                 "--json", "--report", tmp_path / "rep", address_sample["train"], model)
+    assert result.exit_code == 0, result.stderr
+    summary = json.loads(result.stdout)
+    assert summary["mode"] == "folds" and summary["folds"] == 3
+    assert [p["rho2"] for p in summary["points"]] == [4.0, 0.5]
+    best = max(summary["points"], key=lambda p: p["f1"])
+    assert summary["best"]["rho2"] == best["rho2"]
+    assert all(len(p["fold_f1"]) == 3 for p in summary["points"])
+    info = Model.load(model).info
+    assert info["options"]["rho2"] == best["rho2"]
+    assert info["tune"]["chosen_rho2"] == best["rho2"]
+    assert "initial_model" not in info
+    rows = [line for line in result.stderr.splitlines() if line.startswith("  ")]
+    assert len(rows) == 3 and "rho2" in rows[0]  # header and one row per strength
+    points_csv = (tmp_path / "rep" / "points.csv").read_text().splitlines()
+    assert points_csv[0] == "rho1,rho2,f1,f1_sd,iterations,seconds,nonzero"
+    assert len(points_csv) == 3
+    assert (tmp_path / "rep" / "path_iterations.csv").exists()
+    assert (tmp_path / "rep" / "iterations.csv").exists()  # the final training's log
+
+
+def test_tune_refuses_bad_options(address_sample, tmp_path) -> None:
+    for args, needle in ((["--rho2", "1,x"], "--rho2"), (["--folds", "1"], "--folds"),
+                         (["-j", "-1"], "--jobs")):
+        result = run("tune", "-p", ADDRESS_PATTERNS, *args, address_sample["train"],
+                     tmp_path / "m.model")
+        assert result.exit_code == 1, result.output
+        assert needle in result.stderr and "Traceback" not in result.stderr
+    assert not (tmp_path / "m.model").exists()
