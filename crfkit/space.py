@@ -205,13 +205,13 @@ def pointer(owner: np.ndarray, n: int) -> np.ndarray:
     return ptr
 
 
-def _every_code(ptr: np.ndarray, codes: np.ndarray, counts: np.ndarray, owners: np.ndarray,
+def _every_code(ptr: np.ndarray, codes: np.ndarray, counts: np.ndarray, flagged: np.ndarray,
                 n_codes: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """CSR with all ``n_codes`` codes for each flagged observation, seen counts kept."""
-    sizes = np.where(owners, n_codes, 0).astype(np.int64)
+    sizes = np.where(flagged, n_codes, 0).astype(np.int64)
     dense_ptr = np.zeros(len(sizes) + 1, dtype=np.int64)
     np.cumsum(sizes, out=dense_ptr[1:])
-    dense_codes = np.tile(np.arange(n_codes, dtype=np.int32), int(owners.sum()))
+    dense_codes = np.tile(np.arange(n_codes, dtype=np.int32), int(flagged.sum()))
     dense_counts = np.zeros(len(dense_codes), dtype=np.int64)
     owner = owners(ptr)  # all flagged
     dense_counts[dense_ptr[owner] + codes] = counts
