@@ -37,8 +37,8 @@ import numpy as np
 from numba import njit
 
 from crfkit.config import JIT
-from crfkit.kernels import dot
 from crfkit.optim import INTERRUPTED, Iteration, IterationHook, Result, StopRule
+from crfkit.optim.vectors import dot, l1_norm
 
 ARMIJO = 1e-4
 MAX_LINESEARCH = 30
@@ -63,11 +63,7 @@ def minimize(fun: Function, x0: np.ndarray, *, l1: float = 0.0, history: int = 6
     f = fun(x, g) + (l1 * l1_norm(x) if l1 > 0 else 0.0)  # no kernel compiled without L1
     pg = np.empty(n) if l1 > 0 else g  # the pseudo-gradient (the gradient if no L1)
     x_new, g_new, d = np.empty(n), np.empty(n), np.empty(n)
-    S = np.empty((history, n))
-    Y = np.empty((history, n))
-    rho = np.zeros(history)
-    stored = 0
-    newest = -1
+    pairs = _History(history, n)
     stop = StopRule(stop_eps, stop_window)
     stop(f)
     if l1 > 0:
@@ -88,35 +84,17 @@ def minimize(fun: Function, x0: np.ndarray, *, l1: float = 0.0, history: int = 6
             gd = dot(pg, d)
             if not gd < 0.0:  # not a descent direction: restart from steepest descent
                 np.negative(pg, out=d)
-                stored = 0
+                pairs.clear()
                 step = 1.0 / gnorm
-            for _ in range(MAX_LINESEARCH):
-                _trial_point(x, d, step, pg, l1 > 0, x_new)
-                f_new = fun(x_new, g_new)
-                if l1 > 0:
-                    f_new += l1 * l1_norm(x_new)
-                    decrease = _predicted_decrease(pg, x_new, x)
-                else:
-                    decrease = step * gd
-                if f_new <= f + ARMIJO * decrease:
-                    break
-                step *= 0.5
-            else:
+            found = _line_search(fun, x, f, d, step, gd, pg, l1, x_new, g_new)
+            if found is None:
                 reason = "line search failed (the objective cannot be decreased further)"
                 break
             it += 1
-            newest = (newest + 1) % history
-            np.subtract(x_new, x, out=S[newest])
-            np.subtract(g_new, g, out=Y[newest])
-            sy = dot(S[newest], Y[newest])
-            if sy > 1e-12:
-                rho[newest] = 1.0 / sy
-                stored = min(stored + 1, history)
-            else:  # no curvature information: drop the pair
-                newest = (newest - 1) % history
+            pairs.push(x_new, x, g_new, g)
             x, x_new = x_new, x
             g, g_new = g_new, g
-            f = f_new
+            f = found
             if l1 > 0:
                 _pseudo_gradient(x, g, l1, pg)
             else:
@@ -131,11 +109,68 @@ def minimize(fun: Function, x0: np.ndarray, *, l1: float = 0.0, history: int = 6
             if converged:
                 reason = converged
                 break
-            _two_loop(pg, S, Y, rho, stored, newest, d)
+            pairs.direction(pg, d)
             step = 1.0
     except KeyboardInterrupt:
         reason = INTERRUPTED
     return Result(x=x, f=f, iterations=it, reason=reason)
+
+
+def _line_search(fun: Function, x: np.ndarray, f: float, d: np.ndarray, step: float,
+                 gd: float, pg: np.ndarray, l1: float, x_new: np.ndarray,
+                 g_new: np.ndarray) -> float | None:
+    """Backtrack from ``step`` along ``d`` until the Armijo condition holds.
+
+    Fills ``x_new``/``g_new`` with the accepted point and its smooth gradient
+    and returns its objective (L1 term included), or None if ``MAX_LINESEARCH``
+    halvings did not decrease F enough. With L1 each trial point is projected
+    onto the orthant (module docstring) and the predicted decrease is
+    ``pg . (x_new - x)``; without it, ``step * gd``.
+    """
+    for _ in range(MAX_LINESEARCH):
+        _trial_point(x, d, step, pg, l1 > 0, x_new)
+        f_new = fun(x_new, g_new)
+        if l1 > 0:
+            f_new += l1 * l1_norm(x_new)
+            decrease = _predicted_decrease(pg, x_new, x)
+        else:
+            decrease = step * gd
+        if f_new <= f + ARMIJO * decrease:
+            return f_new
+        step *= 0.5
+    return None
+
+
+class _History:
+    """The last ``size`` pairs ``s = x' - x``, ``y = g' - g`` and ``rho = 1 / s.y``."""
+
+    def __init__(self, size: int, n: int) -> None:
+        self.S = np.empty((size, n))
+        self.Y = np.empty((size, n))
+        self.rho = np.zeros(size)
+        self.stored = 0
+        self.newest = -1
+
+    def clear(self) -> None:
+        self.stored = 0
+
+    def push(self, x_new: np.ndarray, x: np.ndarray, g_new: np.ndarray, g: np.ndarray) -> None:
+        """Store the pair of the step x -> x_new (over the oldest) if it has curvature."""
+        size = self.rho.size
+        slot = (self.newest + 1) % size
+        np.subtract(x_new, x, out=self.S[slot])
+        np.subtract(g_new, g, out=self.Y[slot])
+        sy = dot(self.S[slot], self.Y[slot])
+        if sy > 1e-12:
+            self.rho[slot] = 1.0 / sy
+            self.newest = slot
+            self.stored = min(self.stored + 1, size)
+        else:  # no curvature information: drop the pair (it overwrote the oldest one)
+            self.stored = min(self.stored, size - 1)
+
+    def direction(self, pg: np.ndarray, d: np.ndarray) -> None:
+        """d = -H pg, H the inverse-Hessian approximation of the stored pairs."""
+        _two_loop(pg, self.S, self.Y, self.rho, self.stored, self.newest, d)
 
 
 @njit(**JIT)
@@ -169,15 +204,6 @@ def _two_loop(g, S, Y, rho, stored, newest, d):
 
 
 # --- OWL-QN helpers (serial loops: a fixed summation order, no temporaries) ------------------
-@njit(**JIT)
-def l1_norm(x):
-    """|x|_1, summed serially (a fixed order)."""
-    acc = 0.0
-    for i in range(x.size):
-        acc += abs(x[i])
-    return acc
-
-
 @njit(**JIT)
 def _pseudo_gradient(x, g, l1, pg):
     """pg = the steepest-descent-defining subgradient of fun + l1*|x|_1 (module docstring)."""
