@@ -337,6 +337,8 @@ def crfsuite_train_child(params: dict) -> dict:
         "crfsuite_storing_s": log.storing_seconds,
         "features": log.featgen_num_features,
         "final_loss": log.iterations[-1].get("loss") if log.iterations else None,
+        "nonzero_weights": (log.iterations[-1].get("active_features")
+                            if log.iterations and crfsuite_params["c1"] > 0 else None),
         "in_process_s": time.perf_counter() - started,
     }
 
@@ -500,7 +502,8 @@ def file_mb(path: Path) -> float:
 
 _ENCODE = re.compile(r"^\* .* (\d+) features \(([\d.]+)s to encode\)", re.MULTILINE)
 _PROGRESS = re.compile(r"^\s*\[\s*(\d+)\] obj=(\S+).* time=\s*([\d.]+)s", re.MULTILINE)
-_STOPPED = re.compile(r"^\* stopped after (\d+) iterations: (.*) \(([\d.]+)s\)$", re.MULTILINE)
+_STOPPED = re.compile(r"^\* stopped after (\d+) iterations: (.*) \(([\d.]+)s\)"
+                      r"(?:, ([\d,]+) of [\d,]+ weights non-zero)?$", re.MULTILINE)
 
 
 def parse_crfkit_train(stderr: str) -> dict:
@@ -509,6 +512,8 @@ def parse_crfkit_train(stderr: str) -> dict:
         raise BenchError("cannot find '* stopped after N iterations' in crfkit's stderr")
     result = {"iterations": int(stopped.group(1)), "stop_reason": stopped.group(2),
               "in_process_s": float(stopped.group(3))}
+    if stopped.group(4):
+        result["nonzero_weights"] = int(stopped.group(4).replace(",", ""))
     encode = _ENCODE.search(stderr)
     if encode:
         result["features"] = int(encode.group(1))
@@ -708,6 +713,7 @@ ROWS = [
     ("iterations", "iterations", "{:d}"),
     ("s_per_iteration", "s / iteration", "{:.4f}"),
     ("features", "features", "{:d}"),
+    ("nonzero_weights", "  non-zero weights (L1)", "{:d}"),
     ("test_f1", "test F1", "{:.2f}"),
     ("train_max_rss_mb", "peak RSS train (MB)", "{:.1f}"),
     ("model_mb", "model size (MB)", "{:.2f}"),

@@ -59,6 +59,7 @@ _CRFPP_PROGRESS = re.compile(r"^iter=(\d+) .*obj=(\S+)")
 _CRFPP_FEATURES = re.compile(r"^Number of features:\s*(\d+)", re.MULTILINE)
 _WAPITI_PROGRESS = re.compile(r"^\s*\[\s*(\d+)\] obj=(\S+)")
 _WAPITI_FEATURES = re.compile(r"nb features:\s*(\d+)")
+_ACTIVE = re.compile(r"\bact=(\d+)")
 MB = 1024 * 1024
 
 
@@ -173,7 +174,11 @@ def run_timed(cmd: list[str], workdir: Path, progress: re.Pattern, *,
 
 
 def _iteration_figures(run: TimedRun) -> dict:
+    """Iterations, s / iteration and the last progress line's non-zero weights (``act=``)."""
     figures: dict = {"iterations": len(run.progress)}
+    active = _ACTIVE.findall(run.output)
+    if active:
+        figures["nonzero_weights"] = int(active[-1])
     if len(run.progress) >= 2:
         (t0, _), (t1, _) = run.progress[0], run.progress[-1]
         figures["s_per_iteration"] = (t1 - t0) / (len(run.progress) - 1)
