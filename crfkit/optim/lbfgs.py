@@ -16,13 +16,26 @@ around zero instead of reaching it:
   (``g + l1`` if negative, ``g - l1`` if positive), else 0 — the weight stays
   at zero because no direction decreases F;
 * the two-loop direction is computed from ``pg`` (the ``s, y`` pairs still
-  use the smooth gradient, since only ``fun`` has curvature) and projected
-  onto the orthant of ``-pg``: a component that disagrees in sign with the
-  steepest-descent direction is set to 0;
+  use the smooth gradient, since only ``fun`` has curvature). At a zero
+  weight, a component that disagrees in sign with ``-pg`` is set to 0: the
+  weight may only leave zero downhill. Andrew & Gao (and Wapiti, CRFsuite)
+  zero such components at every weight; we do so only while the active set
+  is still moving (the last step changed the sign or zero-ness of more than
+  ``UNSETTLED`` of the non-zero weights). Once it has settled, F is smooth in
+  the current orthant and the quasi-Newton direction is kept on the non-zero
+  weights, where it disagrees with ``-pg`` on many of them (on CoNLL-2000,
+  ~30%: correlated features). Zeroing those turned the late iterations into
+  a near steepest descent: ``-1 0.5 -2 1`` took 423 iterations where L2
+  alone takes 209; with the direction kept, 220. Early on, while thousands
+  of weights change sign per step, the full projection is the safer (and
+  there faster) step;
 * each trial point of the line search is projected onto the orthant of the
   current point (of ``-pg`` for zero coordinates): a weight that would cross
   zero stops at exactly zero. That is how L1 models become sparse;
-* the Armijo condition uses ``pg . (x' - x)`` as the predicted decrease.
+* the Armijo condition uses ``pg . (x' - x)`` as the predicted decrease,
+  and a trial point whose predicted change is not a decrease is refused
+  (possible once components disagreeing with ``-pg`` are kept, if
+  the orthant projection cuts the others).
 
 Both variants decrease F monotonically (each accepted step satisfies the
 Armijo condition). A Ctrl-C returns the last accepted point.
@@ -42,6 +55,9 @@ from crfkit.optim.vectors import dot, l1_norm
 
 ARMIJO = 1e-4
 MAX_LINESEARCH = 30
+# OWL-QN: while the last step changed the sign (or zero-ness) of more than this share of
+# the non-zero weights, the active set is still being found (module docstring).
+UNSETTLED = 0.01
 
 
 Function = Callable[[np.ndarray, np.ndarray], float]  # the smooth part: f = fun(w, g fills)
@@ -72,6 +88,7 @@ def minimize(fun: Function, x0: np.ndarray, *, l1: float = 0.0, history: int = 6
     gnorm = np.sqrt(dot(pg, pg))
     step = 1.0 / gnorm if gnorm > 0 else 1.0
     it = 0
+    settling = True  # OWL-QN: the active set is still moving (UNSETTLED)
     reason = "maximum number of iterations"
     start = time.perf_counter()
     try:
@@ -80,7 +97,7 @@ def minimize(fun: Function, x0: np.ndarray, *, l1: float = 0.0, history: int = 6
                 reason = "zero gradient" if l1 == 0 else "zero pseudo-gradient (optimal)"
                 break
             if l1 > 0:
-                _project_direction(d, pg)
+                _project_direction(d, pg, x, settling)
             gd = dot(pg, d)
             if not gd < 0.0:  # not a descent direction: restart from steepest descent
                 np.negative(pg, out=d)
@@ -91,6 +108,8 @@ def minimize(fun: Function, x0: np.ndarray, *, l1: float = 0.0, history: int = 6
                 reason = "line search failed (the objective cannot be decreased further)"
                 break
             it += 1
+            if l1 > 0:
+                settling = _sign_changes(x_new, x) > UNSETTLED
             pairs.push(x_new, x, g_new, g)
             x, x_new = x_new, x
             g, g_new = g_new, g
@@ -135,7 +154,7 @@ def _line_search(fun: Function, x: np.ndarray, f: float, d: np.ndarray, step: fl
             decrease = _predicted_decrease(pg, x_new, x)
         else:
             decrease = step * gd
-        if f_new <= f + ARMIJO * decrease:
+        if decrease < 0.0 and f_new <= f + ARMIJO * decrease:
             return f_new
         step *= 0.5
     return None
@@ -221,11 +240,25 @@ def _pseudo_gradient(x, g, l1, pg):
 
 
 @njit(**JIT)
-def _project_direction(d, pg):
-    """Zero the components of d whose sign disagrees with -pg."""
+def _project_direction(d, pg, x, everywhere):
+    """Zero the components of d whose sign disagrees with -pg: at x = 0 only, or
+    ``everywhere`` while the active set settles (module docstring)."""
     for i in range(d.size):
-        if d[i] * pg[i] >= 0.0:
+        if (everywhere or x[i] == 0.0) and d[i] * pg[i] >= 0.0:
             d[i] = 0.0
+
+
+@njit(**JIT)
+def _sign_changes(x_new, x):
+    """The share of x_new's non-zero weights whose sign (or zero-ness) differs from x's."""
+    changed = 0
+    nonzero = 0
+    for i in range(x.size):
+        if (x_new[i] > 0.0) != (x[i] > 0.0) or (x_new[i] < 0.0) != (x[i] < 0.0):
+            changed += 1
+        if x_new[i] != 0.0:
+            nonzero += 1
+    return changed / max(nonzero, 1)
 
 
 @njit(**JIT)
