@@ -1,12 +1,24 @@
 #!/usr/bin/env python3
-"""Benchmark crfkit against python-crfsuite on the same corpus, pattern file and settings.
+"""Benchmark crfkit against python-crfsuite, CRF++ and Wapiti on the same corpus,
+pattern file and settings, in one run.
 
 Usage::
 
     python scripts/bench.py [--train FILE] [--test FILE] [--pattern FILE] [--rho2 R]
-                            [--stopeps E] [--stopwin W] [--history M] [--threads N]
+                            [--rho1 R] [--stopeps E] [--stopwin W] [--history M]
+                            [--threads N] [--maxiter N] [--label-tokens N]
                             [--scale K] [--limit N] [--cold-cache] [--skip-crfkit]
-                            [--skip-crfsuite] [--json PATH] [--workdir DIR]
+                            [--skip-crfsuite] [--skip-peers] [--peers-build SCRIPT]
+                            [--json PATH] [--workdir DIR]
+
+CRF++ 0.59 and Wapiti 1.5.0 are built by ``shared/peers/build.sh`` (found
+beside the repository; a no-op once built); how their settings are mapped
+(objective scaling read from each tool's source, stopping rule, threads) is
+in ``scripts/bench_peers.py``. A tool that cannot run a configuration is
+left out with a NOTE (crfsuite has no observation-dependent bigrams, so a
+``*``/``b:`` pattern file runs without it; CRF++ has no elastic net). For the
+rich-pattern case cap every tool with ``--maxiter`` and compare seconds per
+iteration, e.g. ``--pattern patterns/chunking-wapiti.pat --maxiter 10``.
 
 Defaults: CoNLL-2000 (``shared/data/conll2000/{train,test}.txt`` found next to
 the repository, normally ``/work/shared/data/conll2000``), ``patterns/chunking.pat``,
@@ -28,7 +40,7 @@ state features seen in training (``feature.possible_states=0``,
 ``feature.possible_transitions=0``), as crfkit.
 
 Every measured step is a separate child process, so wall time includes
-interpreter start-up and peak RSS (``ru_maxrss`` from ``os.wait4``) belongs to
+interpreter start-up and peak RSS (GNU time, else ``os.wait4``) belongs to
 that step alone. What each row of the table means:
 
 train wall (s)
@@ -55,14 +67,18 @@ test F1
     Chunk F1 (percent, conlleval rules) of each tool's labelled test file,
     both scored with ``crfkit.evaluate.evaluate``.
 peak RSS train (MB)
-    ``ru_maxrss`` of the training child process (MiB).
+    Peak RSS of the training child process (MiB), by GNU time when installed:
+    ``ru_maxrss`` from ``wait4`` never reports less than this script's own
+    RSS (Linux keeps it across ``exec``), which hid small labelling figures.
 model size (MB)
     Size of the model file (MiB).
 label tokens/s (end to end)
-    Test tokens divided by the wall time of a child process that labels the
-    whole test file: start-up, imports, model load, reading, features,
-    tagging and writing the output file; the fastest of 3 runs each, the two
-    tools alternating after both are trained (:func:`time_labelling`). crfkit: ``crfkit label -c -m
+    Tokens divided by the wall time of a child process that labels the
+    test file repeated to about ``--label-tokens`` (1M) tokens: start-up,
+    imports, model load, reading, features,
+    tagging and writing the output file; the fastest of 3 runs each, the
+    tools alternating after all are trained (:func:`time_labelling`).
+    CRF++: ``crf_test -m MODEL``; Wapiti: ``wapiti label -m MODEL``. crfkit: ``crfkit label -c -m
     MODEL test OUT`` (after the Numba cache is warm). crfsuite: this script in
     child mode (read, build attribute strings, ``Tagger.tag``, write). Before
     any timing, crfkit's bytecode is compiled (see :func:`compile_bytecode`).
@@ -79,8 +95,11 @@ warm label start (s)
 Finally the script checks the bars of the speed issue (train wall ratio <=
 0.7, s/iteration ratio <= 0.5, label tokens/s ratio >= 1.5, crfkit warm start
 < 1 s, RSS ratio <= 1.5, model size ratio <= 1.0, F1 within 0.1 points) and
-prints PASS/FAIL (n/a when a side was skipped). ``--json`` writes every
-figure, the settings and the machine description.
+those against the peers (label tokens/s >= 3x CRF++'s and >= 5x Wapiti's;
+s/iteration <= 0.2x Wapiti's, meant for a ``*`` pattern file), and prints
+PASS/FAIL (n/a when a side was skipped). ``--json`` writes every figure, the
+settings and the machine description; the peers under ``"crf++"`` and
+``"wapiti"``, crfkit's ratios to each under ``"peer_ratios"``.
 
 The machine matters: run it on an otherwise idle machine for figures to quote.
 """
