@@ -26,7 +26,9 @@ features
 stopping rule
     crfkit, CRFsuite and Wapiti stop when the objective improved by less than
     ``stopeps`` (relative) over the last ``stopwin`` iterations (Wapiti: ``-e``
-    and ``-o``; its ``-w`` is for development data). CRF++ stops after three
+    and ``-o``). Wapiti's ``-w`` window (default 5) adds a second rule, on the
+    token error rate (of the development data, else the training data) moving
+    by less than ``-e`` points over the window; ``-w 0`` turns it off. CRF++ stops after three
     consecutive iterations each improving by less than its ``-e``: it gets
     ``stopeps / stopwin``, the same average rate. ``--maxiter`` caps every
     tool (CRF++ ``-m``, Wapiti ``-i``).
@@ -214,7 +216,7 @@ def train_wapiti(paths: dict, settings: dict, pattern: Path, files: dict,
     model = workdir / "wapiti.model"
     cmd = [paths["wapiti"], "train", "-a", "l-bfgs", "-p", str(pattern),
            "-1", repr(settings["rho1"]), "-2", repr(settings["rho2"]),
-           "-e", repr(settings["stopeps"]), "-o", str(settings["stopwin"]),
+           "-e", repr(settings["stopeps"]), "-o", str(settings["stopwin"]), "-w", "0",
            "--histsz", str(settings["history"]), "-t", str(settings["threads"]),
            "-i", str(settings["maxiter"]), str(files["train"]), str(model)]
     run = run_timed(cmd, workdir, _WAPITI_PROGRESS, stdout_path=workdir / "wapiti-train.out")
