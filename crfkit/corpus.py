@@ -47,6 +47,7 @@ class Corpus:
     labels: list[str]
     n_token_columns: int
     x0: np.ndarray
+    graph: object = None  # skip-chain models: the crfkit.skipgraph.SkipGraph
 
 
 def model_patterns(patterns: list[Pattern], model_type: str) -> list[Pattern]:

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterable
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 
 import numpy as np
 
@@ -58,6 +58,8 @@ from crfkit.modeltypes import DEFAULT_TYPE, MODEL_TYPES, model_type
 from crfkit.optim import INTERRUPTED, Iteration, IterationHook, Result, lbfgs, perceptron, sgd
 from crfkit.progress import Progress
 from crfkit.reader import Sequence
+from crfkit.skipchain import attach_skip_edges, resolve_skip_type, skip_bytes
+from crfkit.skipgraph import SkipOptions, split_documents
 from crfkit.space import Dataset
 
 __all__ = ["ALGORITHMS", "MODEL_TYPES", "TrainOptions", "encode_training", "train"]
@@ -92,8 +94,10 @@ class TrainOptions:
     compact: bool = False
     all_features: bool = False
     max_memory: int | None = None  # bytes; None: what the machine has available
+    skip: SkipOptions = field(default_factory=SkipOptions)  # skip-chain models only
 
     def validate(self) -> None:
+        self.skip.validate()
         if self.algo not in ALGORITHMS:
             raise UsageError(f"unknown algorithm {self.algo!r} (expected one of "
                              f"{', '.join(ALGORITHMS)}; '-a list' describes them)")
@@ -149,6 +153,13 @@ class Problem:
 def make_objective(problem: Problem) -> Objective:
     """The smooth objective (negative log-likelihood + L2) of the problem's model type."""
     c = problem.corpus
+    if MODEL_TYPES[problem.model_type].skip_edges:
+        from crfkit.kernels.skipobjective import BeliefPropagation, SkipObjective
+
+        o = problem.options.skip
+        return SkipObjective(c.space, c.data, c.empirical, problem.rho2, c.graph.arrays(),
+                             c.space.skip_offset,
+                             BeliefPropagation(o.bp_maxiter, o.bp_tol, o.bp_damping))
     return Objective(c.space, c.data, c.empirical, problem.rho2,
                      MODEL_TYPES[problem.model_type].normalisation)
 
@@ -314,8 +325,11 @@ def train(patterns: list[Pattern] | None, sequences: Iterable[Sequence],
     """
     options = options or TrainOptions()
     options.validate()
-    model_type = _resolve_type(options, init)
+    model_type = _resolve_type(options, init, patterns)
     patterns = _resolve_patterns(patterns, model_type, init)
+    if devel is not None and MODEL_TYPES[model_type].skip_edges:
+        raise UsageError(f"-d/--devel is not available for {model_type} models (score the "
+                         f"development file with crfkit label -c | crfkit eval)")
     progress = progress or Progress(quiet=True)
     announce_compile(progress, options.algo, model_type, devel is not None)
     set_thread_count(options.nthread)
@@ -359,6 +373,9 @@ def train(patterns: list[Pattern] | None, sequences: Iterable[Sequence],
     }
     if init is not None:
         info["initial_model"] = dict(init.info)
+    if corpus.graph is not None:
+        info["skip"] = {**options.skip.as_dict(), "documents": corpus.graph.n_docs,
+                        "edges": corpus.graph.n_edges}
     if monitor.best_x is not None:
         weights = _devel_outcome(monitor, options, weights, info, progress)
     model = Model(labels=corpus.labels, patterns=patterns,
@@ -375,11 +392,15 @@ def _encode(patterns: list[Pattern], sequences: Iterable[Sequence], options: Tra
             model_type: str, init: Model | None, budget: MemoryBudget, source: str,
             progress: Progress) -> Corpus:
     """The training corpus encoded for the kernels, its rows freed."""
-    training = list(sequences)
+    training, starts = split_documents(sequences)  # -DOCSTART- items mark documents
     progress.status(f"* extracting and counting features of {len(training):,} sequences")
     corpus = encode_training(patterns, training, cutoff=options.cutoff, source=source,
                              model_type=model_type, init=init,
                              all_features=options.all_features, budget=budget)
+    if MODEL_TYPES[model_type].skip_edges:
+        graph = attach_skip_edges(corpus, training, starts, patterns, options.skip, init)
+        progress.message(f"* skip edges: {graph.n_edges} in {graph.n_docs} documents "
+                         f"({options.skip.mode}, at most {options.skip.cap} a document)")
     # The corpus's rows are no longer needed, but the string tables hold some of
     # their strings, and those few would pin most of the rows' memory pages.
     # Park the tables as single blocks while the rows are freed, then rebuild.
@@ -423,6 +444,8 @@ def recorded_options(options: TrainOptions, model_type: str, *, devel: bool) -> 
     recorded["model_type"] = model_type
     recorded["rho2"] = DEFAULT_RHO2 if options.rho2 is None else options.rho2
     unused = () if devel else ("devel_patience", "keep_best_devel")
+    if not MODEL_TYPES[model_type].skip_edges:
+        unused += ("skip",)
     for key in ("nthread", "max_memory", *unused):
         del recorded[key]
     for key, algorithms in _ALGORITHM_OPTIONS.items():
@@ -459,13 +482,19 @@ def _check_memory(corpus: Corpus, budget: MemoryBudget, all_features: bool) -> E
     f = corpus.featurizer
     costs = seen_costs(f.patterns, f.listed, f.vocab.pattern, corpus.space)
     estimate = estimate_training(costs, len(corpus.labels), corpus.space.has_trans, budget)
+    if corpus.graph is not None:  # skip weights (a few) and BP's messages and buffers
+        estimate.total_bytes += (8 * (budget.vectors + budget.gradient_rows + 1)
+                                 * (corpus.space.n_weights - corpus.space.skip_offset)
+                                 + skip_bytes(corpus.graph, corpus.data.seq_ptr,
+                                              len(corpus.labels), max(1, budget.gradient_rows)))
     check(estimate, budget.limit, all_features=all_features, n_labels=len(corpus.labels))
     return estimate
 
 
-def _resolve_type(options: TrainOptions, init: Model | None) -> str:
+def _resolve_type(options: TrainOptions, init: Model | None,
+                  patterns: list[Pattern] | None = None) -> str:
     if init is None:
-        return options.model_type or DEFAULT_TYPE
+        return resolve_skip_type(options.model_type, patterns) or DEFAULT_TYPE
     if options.model_type is not None and options.model_type != init.model_type:
         raise UsageError(f"the initial model is a {init.model_type}: it cannot continue as a "
                          f"{options.model_type} (drop -T/--type)")
