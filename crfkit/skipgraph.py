@@ -50,7 +50,7 @@ class SkipOptions:
     cap: int = 1000
     bp_maxiter: int = 50
     bp_tol: float = 1e-6
-    bp_damping: float = 0.5
+    bp_damping: float = 0.0
 
     def validate(self) -> None:
         if self.mode not in SKIP_MODES:

@@ -327,6 +327,9 @@ def train(patterns: list[Pattern] | None, sequences: Iterable[Sequence],
     options.validate()
     model_type = _resolve_type(options, init, patterns)
     patterns = _resolve_patterns(patterns, model_type, init)
+    if model_type not in ALGORITHMS[options.algo].types:  # a type the patterns chose
+        raise UsageError(f"-a {options.algo} cannot train a {model_type} model (it trains "
+                         f"{', '.join(ALGORITHMS[options.algo].types)}); use -a l-bfgs")
     if devel is not None and MODEL_TYPES[model_type].skip_edges:
         raise UsageError(f"-d/--devel is not available for {model_type} models (score the "
                          f"development file with crfkit label -c | crfkit eval)")

@@ -68,6 +68,7 @@ from crfkit.kernels.gradient import (
 from crfkit.kernels.lattice import (
     bigram_scores,
     exp_transitions_sparse,
+    flush_dense,
     forward_backward,
     unigram_scores,
     viterbi,
@@ -205,8 +206,12 @@ def init_messages(msg):
 
 @njit(**JIT)
 def _update_edges(W, skip_offset, L, e0, e1, e_i, e_j, e_pat, g0, logb, msg, damping,
-                  max_product, ci, cj, new, row):
-    """Recompute the messages of edges e0..e1-1 from the cavities; returns the largest move."""
+                  max_product, ci, cj, new, row, tol, sent_of, dirty):
+    """Recompute the messages of edges e0..e1-1 from the cavities; returns the largest move.
+
+    A chain that receives a message moving more than ``tol`` is marked ``dirty``
+    (``sent_of``: the chain of each document token): only those run again.
+    """
     change = 0.0
     for e in range(e0, e1):
         i = e_i[e] - g0
@@ -227,12 +232,17 @@ def _update_edges(W, skip_offset, L, e0, e1, e_i, e_j, e_pat, g0, logb, msg, dam
             for y in range(L):
                 new[y] = (1.0 - damping) * (new[y] - norm) + damping * msg[e, side, y]
             norm = _row_max(new, L) if max_product else _lse(new, L)
+            moved = 0.0
             for y in range(L):
                 v = new[y] - norm
                 d = abs(v - msg[e, side, y])
-                if d > change or d != d:
-                    change = d
+                if d > moved or d != d:
+                    moved = d
                 msg[e, side, y] = v
+            if moved > tol or moved != moved:
+                dirty[sent_of[(j if side == 1 else i)]] = True
+            if moved > change or moved != moved:
+                change = moved
     return change
 
 
@@ -260,9 +270,13 @@ def _chain_phi(W, space, tok_ptr, tok_obs, t0, T, per_token, trans, phi):
 
 @njit(**JIT)
 def _propagate(W, space, data, graph, d, L, per_token, trans, exp_trans, trans_shift,
-               skip_offset, psi_doc, logb, msg, work, bp, max_product, scratch):
+               skip_offset, psi_doc, logb, msg, work, bp, max_product, scratch, marks):
     """Loopy BP on document d (schedule: module docstring). Returns the rounds run, negated
-    when ``maxiter`` rounds ended without convergence; 0 for a document without edges."""
+    when ``maxiter`` rounds ended without convergence; 0 for a document without edges.
+
+    A round runs only the chains whose incoming messages moved by more than ``tol``
+    in the round before (``marks``: per document token its chain, per chain a flag).
+    """
     seq_ptr, tok_ptr, tok_obs, labels = data
     doc_ptr, edge_ptr, e_i, e_j, e_pat, inc_ptr, inc_edge, inc_side = graph
     maxiter, tol, damping = bp
@@ -275,12 +289,18 @@ def _propagate(W, space, data, graph, d, L, per_token, trans, exp_trans, trans_s
     g0 = seq_ptr[s0]
     psi, phi, expu, expb, alpha, beta, scale, pair, tmp = work
     ci, cj, new, row = scratch
+    sent_of, dirty = marks
+    for s in range(s0, s1):
+        for g in range(seq_ptr[s], seq_ptr[s + 1]):
+            sent_of[g - g0] = s - s0
+        dirty[s - s0] = True
     for it in range(int(maxiter)):
         for s in range(s0, s1):
             t0 = seq_ptr[s]
             T = seq_ptr[s + 1] - t0
-            if T == 0 or not _has_edges(inc_ptr, t0, T):
+            if T == 0 or not dirty[s - s0] or not _has_edges(inc_ptr, t0, T):
                 continue
+            dirty[s - s0] = False
             if max_product:
                 _augmented(psi_doc, g0, t0, T, L, inc_ptr, inc_edge, inc_side, msg, psi)
                 _chain_phi(W, space, tok_ptr, tok_obs, t0, T, per_token, trans, phi)
@@ -290,7 +310,7 @@ def _propagate(W, space, data, graph, d, L, per_token, trans, exp_trans, trans_s
                             trans_shift, psi_doc, g0, graph, msg, work)
                 _store_beliefs(t0, T, L, g0, inc_ptr, alpha, beta, logb)
         change = _update_edges(W, skip_offset, L, e0, e1, e_i, e_j, e_pat, g0, logb, msg,
-                               damping, max_product, ci, cj, new, row)
+                               damping, max_product, ci, cj, new, row, tol, sent_of, dirty)
         if change <= tol:
             return it + 1
     return -int(maxiter)
@@ -337,13 +357,17 @@ def _buffers(seq_ptr, doc_ptr, d0, d1, L, per_token, exp_trans):
     Dmax = longest_document(seq_ptr, doc_ptr, d0, d1)
     work = work_buffers(Tmax, L, per_token, exp_trans)
     scratch = (np.empty(L), np.empty(L), np.empty(L), np.empty(L))
-    return work, np.empty((Dmax, L)), np.empty((Dmax, L)), scratch, Tmax
+    marks = (np.empty(Dmax, dtype=np.int64), np.empty(Dmax, dtype=np.bool_))
+    return work, np.empty((Dmax, L)), np.empty((Dmax, L)), scratch, marks, Tmax
 
 
 @njit(**JIT)
 def skip_loss_block(W, space, data, graph, L, per_token, skip_offset, d0, d1, trans, exp_trans,
-                    trans_shift, bp, msg, G, out):
+                    trans_shift, Wd, bp, msg, G, out):
     """Documents d0..d1-1: Bethe log Z into out[0], beliefs (expected counts) into G.
+
+    ``Wd``: dense rows of the most frequent observations' unigram weights
+    (:func:`crfkit.kernels.lattice.dense_rows`; may have no rows).
 
     out[1] / out[2]: token / sequence errors of posterior decoding; out[3] the
     BP rounds run, out[4] the documents whose BP did not converge.
@@ -351,12 +375,12 @@ def skip_loss_block(W, space, data, graph, L, per_token, skip_offset, d0, d1, tr
     seq_ptr, tok_ptr, tok_obs, labels = data
     doc_ptr, edge_ptr, e_i, e_j, e_pat, inc_ptr, inc_edge, inc_side = graph
     u_ptr, u_lab, b_ptr, b_prev, b_cur, n_u, trans_offset, has_trans = space
-    work, psi_doc, logb, scratch, Tmax = _buffers(seq_ptr, doc_ptr, d0, d1, L, per_token,
+    work, psi_doc, logb, scratch, marks, Tmax = _buffers(seq_ptr, doc_ptr, d0, d1, L,
+                                                         per_token,
                                                   exp_trans)
     psi, phi, expu, expb, alpha, beta, scale, pair, tmp = work
     ci, cj, new, row = scratch
-    Wd = np.zeros((0, L))
-    Gd = np.zeros((0, L))
+    Gd = np.zeros(Wd.shape)  # dense rows, as crfkit.kernels.loss does
     G[:] = 0.0
     logz_sum = 0.0
     tok_err = 0
@@ -372,7 +396,7 @@ def skip_loss_block(W, space, data, graph, L, per_token, skip_offset, d0, d1, tr
             continue
         unigram_scores(W, tok_ptr, tok_obs, u_ptr, u_lab, g0, D, psi_doc, Wd)
         r = _propagate(W, space, data, graph, d, L, per_token, trans, exp_trans, trans_shift,
-                       skip_offset, psi_doc, logb, msg, work, bp, False, scratch)
+                       skip_offset, psi_doc, logb, msg, work, bp, False, scratch, marks)
         rounds += abs(r)
         if r < 0:
             unconverged += 1
@@ -401,6 +425,7 @@ def skip_loss_block(W, space, data, graph, L, per_token, skip_offset, d0, d1, tr
         if edge_ptr[d + 1] > edge_ptr[d]:
             logz_sum += _skip_expectations(W, skip_offset, L, edge_ptr[d], edge_ptr[d + 1], e_i,
                                            e_j, e_pat, g0, logb, msg, G, ci, cj, pair)
+    flush_dense(G, Gd, u_ptr, u_lab)
     out[0] = logz_sum
     out[1] = tok_err
     out[2] = seq_err
@@ -424,7 +449,8 @@ def skip_decode_block(W, space, data, graph, L, per_token, skip_offset, d0, d1, 
     seq_ptr, tok_ptr, tok_obs, labels = data
     u_ptr, u_lab, b_ptr, b_prev, b_cur, n_u, trans_offset, has_trans = space
     doc_ptr = graph[0]
-    work, psi_doc, logb, scratch, Tmax = _buffers(seq_ptr, doc_ptr, d0, d1, L, per_token,
+    work, psi_doc, logb, scratch, marks, Tmax = _buffers(seq_ptr, doc_ptr, d0, d1, L,
+                                                         per_token,
                                                   exp_trans)
     psi, phi, expu, expb, alpha, beta, scale, pair, tmp = work
     Wd = np.zeros((0, L))
@@ -441,7 +467,8 @@ def skip_decode_block(W, space, data, graph, L, per_token, skip_offset, d0, d1, 
             continue
         unigram_scores(W, tok_ptr, tok_obs, u_ptr, u_lab, g0, D, psi_doc, Wd)
         r = _propagate(W, space, data, graph, d, L, per_token, trans, exp_trans, trans_shift,
-                       skip_offset, psi_doc, logb, msg, work, bp, max_product, scratch)
+                       skip_offset, psi_doc, logb, msg, work, bp, max_product, scratch,
+                       marks)
         rounds += abs(r)
         if r < 0:
             unconverged += 1

@@ -39,7 +39,7 @@ class BeliefPropagation:
 
     maxiter: int = 50
     tol: float = 1e-6
-    damping: float = 0.5
+    damping: float = 0.0
 
     def arrays(self) -> tuple:
         return (np.int64(self.maxiter), np.float64(self.tol), np.float64(self.damping))
@@ -79,6 +79,7 @@ class SkipObjective:
         self.block_ptr = partition_blocks(lengths, min(config.N_BLOCKS, max_blocks))
         n_blocks = len(self.block_ptr) - 1
         self.wave = max(1, min(thread_count(), n_blocks))
+        self.n_dense = min(space.n_obs, config.DENSE_ROW_CELLS // max(1, space.n_labels))
         self.G_blocks = np.empty((self.wave, space.n_weights))
         self.out = np.empty((n_blocks, 5))
         self.msg = np.empty((len(graph[2]), 2, space.n_labels))
@@ -90,7 +91,8 @@ class SkipObjective:
 
     def __call__(self, w: np.ndarray, g: np.ndarray) -> float:
         s = self.space
-        trans, exp_trans, trans_shift = _scores(s, w)
+        trans, exp_trans, trans_shift, Wd = loss.shared_scores(
+            w, s.u_ptr, s.u_lab, s.trans_offset, s.has_trans, s.n_labels, self.n_dense)
         if not self.warm:
             init_messages(self.msg)
         bp = self.bp.arrays()
@@ -102,7 +104,7 @@ class SkipObjective:
             def block(i: int, first: int = first) -> None:
                 skip_loss_block(w, self.space_arrays, self.data_arrays, self.graph, s.n_labels,
                                 per_token, self.skip_offset, int(ptr[first + i]),
-                                int(ptr[first + i + 1]), trans, exp_trans, trans_shift, bp,
+                                int(ptr[first + i + 1]), trans, exp_trans, trans_shift, Wd, bp,
                                 self.msg, self.G_blocks[i], self.out[first + i])
 
             run_blocks(block, last - first)
