@@ -140,13 +140,16 @@ ALGORITHM_NAMES = ("l-bfgs", "sgd-l1", "ap")
               help="skipchain: BP stops when no message moves more than this (log space).")
 @click.option("--bp-damping", type=float, default=0.0, show_default=True,
               help="skipchain: share of the old message kept at each update, in [0, 1).")
+@click.option("--doc-sep", default=None, metavar="REGEX",
+              help="skipchain: lines matching REGEX separate documents, as -DOCSTART- "
+                   "lines do (recorded in the model for crfkit label).")
 @click.option("-q", "--quiet", is_flag=True, help="No progress output.")
 def train_command(pattern_file, input_file, model_file, model_type, algo, rho1, rho2, cost,
                   maxiter, stopeps, stopwin, devel_file, keep_best_devel, devel_patience,
                   cutoff, compact,
                   init_file, eta0, alpha, seed, nthread, history, all_features, max_memory, sep,
                   encoding, report_dir, skip_mode, skip_cap, bp_maxiter, bp_tol, bp_damping,
-                  quiet) -> None:
+                  doc_sep, quiet) -> None:
     """Train a model on a labelled column file (the last column is the label).
 
     INPUT defaults to standard input (a pipe: a terminal is refused) and
@@ -188,7 +191,8 @@ def train_command(pattern_file, input_file, model_file, model_type, algo, rho1, 
              "keep_best_devel": keep_best_devel or None, "compact": compact or None,
              "all_features": all_features or None,
              "max_memory": None if max_memory is None else parse_size(max_memory),
-             "skip": SkipOptions(skip_mode, skip_cap, bp_maxiter, bp_tol, bp_damping)}
+             "skip": SkipOptions(skip_mode, skip_cap, bp_maxiter, bp_tol, bp_damping,
+                                 doc_sep)}
     check_writable(model_file)  # before an hour of training, not after it
     log = _report_log(report_dir)
     return_large_frees_to_the_os()
@@ -236,7 +240,8 @@ def _train(given: dict, pattern_file: str | None, input_file: str, devel_file: s
     progress = Progress(quiet=quiet)
     source = "<stdin>" if input_file == "-" else input_file
     # with the -DOCSTART- markers: a skip-chain model's documents
-    sequences = read_items(input_file, encoding=encoding, sep=sep, min_columns=2)
+    sequences = read_items(input_file, encoding=encoding, sep=sep, min_columns=2,
+                           doc_sep=options.skip.doc_sep)
     devel = None
     if devel_file is not None:
         devel = read_sequences(devel_file, encoding=encoding, sep=sep, min_columns=2)
@@ -481,6 +486,11 @@ def label_command(model_file, input_file, output_file, labels_only, check, nthre
             _erased_at_exit(meter):
         stats = None
         whole_documents = model.model_type == "skipchain"  # never cut a file in two
+        doc_sep = None
+        if whole_documents:  # the document separator the model was trained with
+            from crfkit.skipchain import model_skip_options
+
+            doc_sep = model_skip_options(model).doc_sep
         if threads > 1 and input_file != "-" and os.path.isfile(input_file) \
                 and not whole_documents:
             from crfkit.forklabel import label_file_in_two
@@ -491,7 +501,7 @@ def label_command(model_file, input_file, output_file, labels_only, check, nthre
             if meter is not None:
                 meter.restart()
             items = read_items(input_file, encoding=encoding, sep=sep,
-                               pauses=is_live(input_file))
+                               pauses=is_live(input_file), doc_sep=doc_sep)
             stats = label_stream(model, items, out, options, source=source, threads=threads,
                                  progress=meter.add if meter is not None else None)
     if check and stats.tokens:

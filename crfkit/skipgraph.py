@@ -1,8 +1,9 @@
 """Documents and skip edges: the graph of a skip-chain CRF.
 
 **Documents.** A document is the run of sequences between two ``-DOCSTART-``
-lines (the reader's :class:`~crfkit.reader.DocStart` items); a file without
-markers has one document per sequence (so no skip edge leaves a sentence).
+lines, or lines matching ``--doc-sep REGEX`` (the reader's
+:class:`~crfkit.reader.DocStart` items); a file without markers has one
+document per sequence (so no skip edge leaves a sentence).
 
 **Skip patterns.** A pattern line of kind ``s`` (or ``S``) defines the *key*
 of a position; positions of one document with the same key (and the same skip
@@ -51,6 +52,7 @@ class SkipOptions:
     bp_maxiter: int = 50
     bp_tol: float = 1e-6
     bp_damping: float = 0.0
+    doc_sep: str | None = None  # regex of document separator lines, besides -DOCSTART-
 
     def validate(self) -> None:
         if self.mode not in SKIP_MODES:
@@ -67,7 +69,7 @@ class SkipOptions:
 
     def as_dict(self) -> dict:
         return {"mode": self.mode, "cap": self.cap, "bp_maxiter": self.bp_maxiter,
-                "bp_tol": self.bp_tol, "bp_damping": self.bp_damping}
+                "bp_tol": self.bp_tol, "bp_damping": self.bp_damping, "doc_sep": self.doc_sep}
 
     @classmethod
     def from_dict(cls, value: object) -> SkipOptions:
@@ -77,7 +79,10 @@ class SkipOptions:
         try:
             options = cls(mode=value["mode"], cap=int(value["cap"]),
                           bp_maxiter=int(value["bp_maxiter"]), bp_tol=float(value["bp_tol"]),
-                          bp_damping=float(value["bp_damping"]))
+                          bp_damping=float(value["bp_damping"]),
+                          doc_sep=value.get("doc_sep"))
+            if options.doc_sep is not None and not isinstance(options.doc_sep, str):
+                raise ValueError("doc_sep is not a string")
             options.validate()
         except (KeyError, TypeError, ValueError, UsageError) as err:
             raise ValueError(f"bad skip-chain settings: {err}") from None

@@ -179,3 +179,22 @@ def test_cli_refusals(files, tmp_path):
     for option in (["-n", "2"], ["-s"], ["--constraints", "iob"]):
         one_error_line(run("label", "-m", model, *option, data), option[0])
     one_error_line(run("tune", "-q", "-p", pat, data), "skip-chain")
+
+
+def test_doc_sep_lines_separate_documents(files, tmp_path):
+    data, pat = files
+    text = data.read_text().replace("-DOCSTART- X O", "=== X O")
+    sep_data = tmp_path / "sep.txt"
+    sep_data.write_text(text)
+    with_markers, with_sep = tmp_path / "a.model", tmp_path / "b.model"
+    assert run("train", "-q", "-p", pat, "-i", "5", data, with_markers).exit_code == 0
+    assert run("train", "-q", "-p", pat, "-i", "5", "--doc-sep", "^===", sep_data,
+               with_sep).exit_code == 0
+    a, b = Model.load(with_markers), Model.load(with_sep)
+    assert a.info["skip"]["edges"] == b.info["skip"]["edges"] > 0
+    np.testing.assert_array_equal(a.weights, b.weights)
+    assert b.info["skip"]["doc_sep"] == "^==="
+    out = run("label", "-m", with_sep, "-c", sep_data).stdout
+    assert out.startswith("=== X O O\n")
+    one_error_line(run("train", "-q", "-p", pat, "--doc-sep", "(", sep_data, with_sep),
+                   "--doc-sep")
