@@ -11,7 +11,7 @@ from crfkit.fileformat import dumps, loads
 from crfkit.kernels.objective import Objective
 from crfkit.kernels.skipobjective import BeliefPropagation, SkipObjective
 from crfkit.label import label_sequences
-from crfkit.model import Model
+from crfkit.model import Model, compact
 from crfkit.reader import DocStart, Sequence
 from crfkit.skipgraph import SkipOptions, build_graph, split_documents
 from crfkit.train import TrainOptions, train
@@ -122,6 +122,11 @@ def test_skip_edges_make_mentions_consistent():
     restored = Model.from_bytes(model.to_bytes())
     assert restored.to_bytes() == model.to_bytes()
     assert restored.space.n_skip == 1
+    small = compact(model)  # drops zero unigram weights, keeps the skip block
+    assert small.space.n_skip == 1 and len(small.weights) == small.space.n_weights
+    np.testing.assert_array_equal(small.weights[small.space.skip_offset:], S.reshape(-1))
+    sequences = [i for i in items if isinstance(i, Sequence)]
+    assert label_sequences(small, sequences) == label_sequences(model, sequences)
 
 
 def test_model_file_checks_the_skip_blocks():
@@ -198,3 +203,33 @@ def test_doc_sep_lines_separate_documents(files, tmp_path):
     assert out.startswith("=== X O O\n")
     one_error_line(run("train", "-q", "-p", pat, "--doc-sep", "(", sep_data, with_sep),
                    "--doc-sep")
+
+
+def test_warm_start_keeps_the_skip_weights():
+    from crfkit.corpus import encode_training
+    from crfkit.skipchain import attach_skip_edges
+    from crfkit.skipgraph import split_documents
+
+    patterns = PATTERNS[:1] + PATTERNS[-1:] + SKIP
+    items = corpus_with_names()
+    model = train(patterns, items, TrainOptions(maxiter=10))
+    sequences, starts = split_documents(items)
+    corpus = encode_training(patterns, sequences, model_type="skipchain", init=model)
+    attach_skip_edges(corpus, sequences, starts, patterns, SkipOptions(), model)
+    skip = corpus.space.skip_offset
+    assert corpus.space.n_weights == model.space.n_weights == len(corpus.x0)
+    np.testing.assert_array_equal(corpus.x0[skip:], model.weights[skip:])
+    assert model.weights[skip:].any()
+    again = train(None, items, TrainOptions(maxiter=2), init=model)
+    assert again.model_type == "skipchain" and again.space.n_skip == 1
+
+
+def test_memory_guard_counts_the_messages():
+    from crfkit.skipchain import skip_bytes
+
+    doc = [seq("a", "Green", "and", "Green", "or", "Green")]
+    one = build_graph(doc, [0], SKIP, SkipOptions(mode="next"))
+    three = build_graph(doc, [0], SKIP, SkipOptions(mode="all"))
+    ptr = np.array([0, 6])
+    assert skip_bytes(three, ptr, 5, 1) - skip_bytes(one, ptr, 5, 1) >= 16 * 5 * 1
+    assert skip_bytes(one, ptr, 5, 2) > skip_bytes(one, ptr, 5, 1)
