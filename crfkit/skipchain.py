@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     from crfkit.corpus import Corpus
     from crfkit.kernels.bestpath import Decoded
     from crfkit.model import Model
+    from crfkit.space import Dataset
 
 SKIP_TYPE = "skipchain"
 
@@ -89,7 +90,8 @@ def batch_starts(n_seqs: int, markers: list[int] | None) -> list[int]:
     return [s for s in starts if s < n_seqs]
 
 
-def decode_documents(model: Model, sequences: list[Sequence], data, starts: list[int], *,
+def decode_documents(model: Model, sequences: list[Sequence], data: Dataset,
+                     starts: list[int], *,
                      posterior: bool, marginals: bool) -> Decoded:
     """Labels of a batch of whole documents (max-product, or sum-product beliefs for
     ``posterior`` / ``marginals``); the paths are max-product's unless ``posterior``."""
