@@ -144,6 +144,7 @@ class Problem:
     model_type: str
     corpus: Corpus
     options: TrainOptions
+    notes: list[str] = field(default_factory=list)  # warnings for the progress output
 
     @property
     def rho2(self) -> float:
@@ -174,9 +175,14 @@ def _run_lbfgs(problem: Problem, hook: IterationHook) -> Result:
         info.sequence_errors = objective.sequence_errors
         return hook(info)
 
-    return lbfgs.minimize(objective, problem.corpus.x0, l1=o.rho1, history=o.history,
-                          maxiter=o.maxiter, stop_eps=o.stopeps, stop_window=o.stopwin,
-                          on_iteration=with_errors)
+    result = lbfgs.minimize(objective, problem.corpus.x0, l1=o.rho1, history=o.history,
+                            maxiter=o.maxiter, stop_eps=o.stopeps, stop_window=o.stopwin,
+                            on_iteration=with_errors)
+    if getattr(objective, "unconverged", 0):  # skipchain: BP ran out of rounds
+        problem.notes.append(f"belief propagation did not converge in {objective.unconverged} "
+                             f"documents at the last evaluation (try --bp-damping 0.5 or a "
+                             f"larger --bp-maxiter)")
+    return result
 
 
 def _run_sgd(problem: Problem, hook: IterationHook) -> Result:
@@ -327,12 +333,7 @@ def train(patterns: list[Pattern] | None, sequences: Iterable[Sequence],
     options.validate()
     model_type = _resolve_type(options, init, patterns)
     patterns = _resolve_patterns(patterns, model_type, init)
-    if model_type not in ALGORITHMS[options.algo].types:  # a type the patterns chose
-        raise UsageError(f"-a {options.algo} cannot train a {model_type} model (it trains "
-                         f"{', '.join(ALGORITHMS[options.algo].types)}); use -a l-bfgs")
-    if devel is not None and MODEL_TYPES[model_type].skip_edges:
-        raise UsageError(f"-d/--devel is not available for {model_type} models (score the "
-                         f"development file with crfkit label -c | crfkit eval)")
+    _check_type(options, model_type, devel=devel is not None)
     progress = progress or Progress(quiet=True)
     announce_compile(progress, options.algo, model_type, devel is not None)
     set_thread_count(options.nthread)
@@ -356,6 +357,8 @@ def train(patterns: list[Pattern] | None, sequences: Iterable[Sequence],
     monitor = Monitor(progress, data, model_type=model_type, corpus=corpus, devel=dev_set,
                       patience=options.devel_patience, log=log)
     result = ALGORITHMS[options.algo].run(problem, monitor)
+    for note in problem.notes:
+        progress.message(f"* warning: {note}")
     weights = result.x
     elapsed = time.perf_counter() - started
     if result.reason == INTERRUPTED:
@@ -492,6 +495,16 @@ def _check_memory(corpus: Corpus, budget: MemoryBudget, all_features: bool) -> E
                                               len(corpus.labels), max(1, budget.gradient_rows)))
     check(estimate, budget.limit, all_features=all_features, n_labels=len(corpus.labels))
     return estimate
+
+
+def _check_type(options: TrainOptions, model_type: str, *, devel: bool) -> None:
+    """Refuse what cannot train the type the options or the patterns chose."""
+    if model_type not in ALGORITHMS[options.algo].types:
+        raise UsageError(f"-a {options.algo} cannot train a {model_type} model (it trains "
+                         f"{', '.join(ALGORITHMS[options.algo].types)}); use -a l-bfgs")
+    if devel and MODEL_TYPES[model_type].skip_edges:
+        raise UsageError(f"-d/--devel is not available for {model_type} models (score the "
+                         f"development file with crfkit label -c | crfkit eval)")
 
 
 def _resolve_type(options: TrainOptions, init: Model | None,

@@ -233,3 +233,18 @@ def test_memory_guard_counts_the_messages():
     ptr = np.array([0, 6])
     assert skip_bytes(three, ptr, 5, 1) - skip_bytes(one, ptr, 5, 1) >= 16 * 5 * 1
     assert skip_bytes(one, ptr, 5, 2) > skip_bytes(one, ptr, 5, 1)
+
+
+def test_belief_propagation_that_does_not_converge_is_reported():
+    import io
+
+    from crfkit.progress import Progress
+
+    patterns = PATTERNS[:1] + PATTERNS[-1:] + SKIP
+    stream = io.StringIO()
+    train(patterns, corpus_with_names(), TrainOptions(maxiter=3, skip=SkipOptions(
+        mode="all", bp_maxiter=1, bp_tol=0.0)), progress=Progress(stream))
+    assert "warning: belief propagation did not converge" in stream.getvalue()
+    stream = io.StringIO()
+    train(patterns, corpus_with_names(), TrainOptions(maxiter=3), progress=Progress(stream))
+    assert "warning" not in stream.getvalue()
