@@ -29,7 +29,9 @@ without what ``e`` sent):
     msg = (1 - damping) * new + damping * old                (log domain, renormalised)
 
 until no message moves by more than ``tol`` (in log space) or after
-``maxiter`` rounds. Max-product replaces the sums by maxima.
+``maxiter`` rounds; a round reruns only the chains whose incoming messages
+moved by more than ``tol`` in the round before. Max-product replaces the sums
+by maxima.
 
 At a fixed point the Bethe approximation of log Z is
 
