@@ -129,12 +129,27 @@ ALGORITHM_NAMES = ("l-bfgs", "sgd-l1", "ap")
 @click.option("--report", "report_dir", default=None, metavar="DIR",
               help="Write the per-iteration log (CSV, JSON), plots (PNG) and an HTML page "
                    "to DIR; plots need matplotlib (pip install 'crfkit[plot]').")
+@click.option("--skip-mode", type=click.Choice(["next", "all"]), default="next",
+              show_default=True,
+              help="skipchain: join each occurrence of a key to the next one, or all pairs.")
+@click.option("--skip-cap", type=int, default=1000, show_default=True,
+              help="skipchain: at most this many skip edges a document (the shortest kept).")
+@click.option("--bp-maxiter", type=int, default=50, show_default=True,
+              help="skipchain: rounds of belief propagation at most.")
+@click.option("--bp-tol", type=float, default=1e-6, show_default=True,
+              help="skipchain: BP stops when no message moves more than this (log space).")
+@click.option("--bp-damping", type=float, default=0.0, show_default=True,
+              help="skipchain: share of the old message kept at each update, in [0, 1).")
+@click.option("--doc-sep", default=None, metavar="REGEX",
+              help="skipchain: lines matching REGEX separate documents, as -DOCSTART- "
+                   "lines do (recorded in the model for crfkit label).")
 @click.option("-q", "--quiet", is_flag=True, help="No progress output.")
 def train_command(pattern_file, input_file, model_file, model_type, algo, rho1, rho2, cost,
                   maxiter, stopeps, stopwin, devel_file, keep_best_devel, devel_patience,
                   cutoff, compact,
                   init_file, eta0, alpha, seed, nthread, history, all_features, max_memory, sep,
-                  encoding, report_dir, quiet) -> None:
+                  encoding, report_dir, skip_mode, skip_cap, bp_maxiter, bp_tol, bp_damping,
+                  doc_sep, quiet) -> None:
     """Train a model on a labelled column file (the last column is the label).
 
     INPUT defaults to standard input (a pipe: a terminal is refused) and
@@ -144,6 +159,7 @@ def train_command(pattern_file, input_file, model_file, model_type, algo, rho1, 
     from crfkit.atomic import check_writable
     from crfkit.errors import UsageError
     from crfkit.memory import parse_size, return_large_frees_to_the_os
+    from crfkit.skipgraph import SkipOptions
     from crfkit.train import algorithm_list, type_list
 
     if algo == "list" or model_type == "list":
@@ -174,7 +190,9 @@ def train_command(pattern_file, input_file, model_file, model_type, algo, rho1, 
              "seed": seed, "devel_patience": devel_patience,
              "keep_best_devel": keep_best_devel or None, "compact": compact or None,
              "all_features": all_features or None,
-             "max_memory": None if max_memory is None else parse_size(max_memory)}
+             "max_memory": None if max_memory is None else parse_size(max_memory),
+             "skip": SkipOptions(skip_mode, skip_cap, bp_maxiter, bp_tol, bp_damping,
+                                 doc_sep)}
     check_writable(model_file)  # before an hour of training, not after it
     log = _report_log(report_dir)
     return_large_frees_to_the_os()
@@ -212,7 +230,7 @@ def _train(given: dict, pattern_file: str | None, input_file: str, devel_file: s
     from crfkit.features.patterns import read_patterns
     from crfkit.model import Model
     from crfkit.progress import Progress
-    from crfkit.reader import canonical_encoding, read_sequences
+    from crfkit.reader import canonical_encoding, read_items, read_sequences
     from crfkit.train import TrainOptions, train
 
     options = TrainOptions(**{k: v for k, v in given.items() if v is not None})
@@ -221,7 +239,9 @@ def _train(given: dict, pattern_file: str | None, input_file: str, devel_file: s
     patterns = read_patterns(pattern_file, encoding=encoding) if pattern_file else None
     progress = Progress(quiet=quiet)
     source = "<stdin>" if input_file == "-" else input_file
-    sequences = read_sequences(input_file, encoding=encoding, sep=sep, min_columns=2)
+    # with the -DOCSTART- markers: a skip-chain model's documents
+    sequences = read_items(input_file, encoding=encoding, sep=sep, min_columns=2,
+                           doc_sep=options.skip.doc_sep)
     devel = None
     if devel_file is not None:
         devel = read_sequences(devel_file, encoding=encoding, sep=sep, min_columns=2)
@@ -465,7 +485,14 @@ def label_command(model_file, input_file, output_file, labels_only, check, nthre
     with atomic_output(output_file, encoding=encoding) as out, _without_cycle_collection(), \
             _erased_at_exit(meter):
         stats = None
-        if threads > 1 and input_file != "-" and os.path.isfile(input_file):
+        whole_documents = model.model_type == "skipchain"  # never cut a file in two
+        doc_sep = None
+        if whole_documents:  # the document separator the model was trained with
+            from crfkit.skipchain import model_skip_options
+
+            doc_sep = model_skip_options(model).doc_sep
+        if threads > 1 and input_file != "-" and os.path.isfile(input_file) \
+                and not whole_documents:
             from crfkit.forklabel import label_file_in_two
 
             stats = label_file_in_two(model, input_file, out, options, encoding=encoding,
@@ -474,7 +501,7 @@ def label_command(model_file, input_file, output_file, labels_only, check, nthre
             if meter is not None:
                 meter.restart()
             items = read_items(input_file, encoding=encoding, sep=sep,
-                               pauses=is_live(input_file))
+                               pauses=is_live(input_file), doc_sep=doc_sep)
             stats = label_stream(model, items, out, options, source=source, threads=threads,
                                  progress=meter.add if meter is not None else None)
     if check and stats.tokens:

@@ -47,6 +47,7 @@ class Corpus:
     labels: list[str]
     n_token_columns: int
     x0: np.ndarray
+    graph: object = None  # skip-chain models: the crfkit.skipgraph.SkipGraph
 
 
 def model_patterns(patterns: list[Pattern], model_type: str) -> list[Pattern]:
@@ -236,5 +237,6 @@ def _merge_space(new: FeatureSpace, empirical: np.ndarray, old: FeatureSpace,
         emp[t_off:] = empirical[new.trans_offset:]
         block = x0[t_off:].reshape(L, L)
         if old.has_trans:
-            block[:L_old, :L_old] = old_weights[old.trans_offset:].reshape(L_old, L_old)
+            block[:L_old, :L_old] = old_weights[old.trans_offset:old.skip_offset].reshape(
+                L_old, L_old)
     return space, emp, x0

@@ -54,6 +54,10 @@ def features(model: Model) -> Features:
         parts_obs.append(np.full(L * L, constant, dtype=object))
         parts_prev.append(np.repeat(np.arange(L, dtype=np.int64), L))
         parts_label.append(np.tile(np.arange(L, dtype=np.int64), L))
+    for pattern in (p for p in model.patterns if p.kind == "s"):  # skip-chain blocks
+        parts_obs.append(np.full(L * L, pattern.text, dtype=object))
+        parts_prev.append(np.repeat(np.arange(L, dtype=np.int64), L))
+        parts_label.append(np.tile(np.arange(L, dtype=np.int64), L))
     return Features(observation=np.concatenate(parts_obs), prev=np.concatenate(parts_prev),
                     label=np.concatenate(parts_label), weight=model.weights.copy())
 
@@ -115,7 +119,8 @@ def info(model: Model) -> list[tuple[str, str]]:
         ("token columns", str(model.n_token_columns)),
         ("observations", str(s.n_obs)),
         ("features", f"{s.n_weights} ({s.n_u} unigram, {s.n_b} observation bigram, "
-                     f"{s.n_labels ** 2 if s.has_trans else 0} transition)"),
+                     f"{s.n_labels ** 2 if s.has_trans else 0} transition"
+                     + (f", {s.n_skip * s.n_labels ** 2} skip-edge" if s.n_skip else "") + ")"),
         ("non-zero weights", str(nonzero)),
         ("patterns", str(len(model.patterns))),
     ]

@@ -40,6 +40,7 @@ from crfkit.features.extract import token_lists
 from crfkit.kernels.bestpath import Decoded, best_paths
 from crfkit.labelformat import ColumnWriter
 from crfkit.model import Model
+from crfkit.modeltypes import MODEL_TYPES
 from crfkit.reader import PAUSE, DocStart, Item, Sequence
 from crfkit.space import Dataset
 
@@ -146,6 +147,17 @@ class _Decoder:
         self.model, self.options, self.source = model, options, source
         self.start_ok, self.trans_ok = constraint_masks(model.labels, options.constraints)
         self.label_index = {name: i for i, name in enumerate(model.labels)}
+        self.skip = MODEL_TYPES[model.model_type].skip_edges
+        if self.skip:
+            refused = [name for name, on in (("-n/--nbest", options.n > 1),
+                                             ("-s/--score", options.scores),
+                                             ("--force", options.force),
+                                             ("--constraints", options.constraints))
+                       if on]
+            if refused:
+                raise UsageError(f"{refused[0]} is not available with a {model.model_type} "
+                                 f"model (its labels come from belief propagation; -p and "
+                                 f"--marginals are)")
 
     def check_columns(self, batch: list[Sequence]) -> None:
         opts = self.options
@@ -190,9 +202,17 @@ class _Decoder:
                 out.append(y)
         return np.array(out, dtype=np.int64)
 
-    def decode(self, batch: list[Sequence], *, log_z: bool, marginals: bool) -> Decoded:
+    def decode(self, batch: list[Sequence], *, log_z: bool, marginals: bool,
+               markers: list[int] | None = None) -> Decoded:
+        """Decode a batch; ``markers``: the sequences that start a document (skip-chain
+        models; without any, every sequence is a document)."""
         self.check_columns(batch)
         data = encode(self.model, batch)
+        if self.skip:
+            from crfkit.skipchain import batch_starts, decode_documents
+
+            return decode_documents(self.model, batch, data, batch_starts(len(batch), markers),
+                                    posterior=self.options.posterior, marginals=marginals)
         token_ok = self.token_mask(batch, data)
         opts = self.options
         if opts.n == 1 and not (log_z or marginals or opts.posterior):
@@ -318,23 +338,33 @@ class Batch:
         return not (self.sequences or self.markers)
 
 
-def item_batches(items: Iterable[Item], max_tokens: int | None = None) -> Iterator[Batch]:
+def item_batches(items: Iterable[Item], max_tokens: int | None = None, *,
+                 documents: bool = False) -> Iterator[Batch]:
     """Group the reader's items into batches of about ``max_tokens`` tokens (default
-    :data:`BATCH_TOKENS`), ending a batch early at every :data:`~crfkit.reader.PAUSE`."""
+    :data:`BATCH_TOKENS`), ending a batch early at every :data:`~crfkit.reader.PAUSE`.
+
+    ``documents``: a full batch ends only before a ``-DOCSTART-`` (or, in a file
+    without markers, at any sequence), so skip-chain models see whole documents.
+    """
     if max_tokens is None:
         max_tokens = BATCH_TOKENS
     batch, size = Batch(), 0
+    marked = False
     for item in items:
         if item is PAUSE:  # even an empty batch: what was written before must be flushed
             batch.flush = True
             yield batch
             batch, size = Batch(), 0
         elif isinstance(item, DocStart):
+            if documents and size >= max_tokens:
+                yield batch
+                batch, size = Batch(), 0
+            marked = True
             batch.markers.append((len(batch.sequences), item))
         else:
             batch.sequences.append(item)
             size += len(item.rows)
-            if size >= max_tokens:
+            if size >= max_tokens and not (documents and marked):
                 yield batch
                 batch, size = Batch(), 0
     if not batch.empty:
@@ -403,8 +433,9 @@ def label_stream(model: Model, sequences: Iterable[Item], out: TextIO,
     names = np.array(model.labels, dtype=object)
     stats = LabelStats()
     # The Numba decoder is parallel inside; the numpy one gets a thread per batch.
-    workers = 1 if opts.needs_kernels else threads
-    for batch, dec in decoded_batches(decoder, item_batches(sequences), workers,
+    workers = 1 if opts.needs_kernels or decoder.skip else threads
+    for batch, dec in decoded_batches(decoder, item_batches(sequences, documents=decoder.skip),
+                                      workers,
                                       log_z=opts.scores or opts.blocks,
                                       marginals=opts.scores or opts.marginals):
         seqs = batch.sequences
@@ -444,7 +475,8 @@ def decoded_batches(decoder: _Decoder, batches: Iterable[Batch], threads: int, *
     def decode(batch: Batch) -> Decoded | None:
         if not batch.sequences:
             return None
-        return decoder.decode(batch.sequences, log_z=log_z, marginals=marginals)
+        return decoder.decode(batch.sequences, log_z=log_z, marginals=marginals,
+                              markers=[i for i, _ in batch.markers])
 
     batches = iter(batches)
     for batch in islice(batches, None if threads <= 1 else SERIAL_BATCHES):

@@ -21,6 +21,7 @@ from crfkit.features.patterns import Pattern, parse_pattern_line
 from crfkit.features.strings import StringTable
 from crfkit.features.vocab import ObservationVocab
 from crfkit.modeltypes import MODEL_TYPES
+from crfkit.skipgraph import SkipOptions
 from crfkit.space import FeatureSpace
 
 MODEL_KIND = "crfkit-model"
@@ -73,6 +74,8 @@ class Model:
             "has_trans": bool(s.has_trans),
             "info": self.info,
         }
+        if s.n_skip:  # skip-chain models only, so other models' files are unchanged
+            meta["n_skip"] = s.n_skip
         return meta, arrays
 
     def to_bytes(self) -> bytes:
@@ -127,9 +130,15 @@ class Model:
                     raise ModelFormatError("pattern column out of range in model", path=name)
         featurizer = check.featurizer(patterns)
         space = check.space(len(featurizer.vocab), len(labels), has_trans)
+        space.n_skip = check.skip_blocks(patterns, model_type)
         if not MODEL_TYPES[model_type].label_pairs and (has_trans or space.n_b):
             raise ModelFormatError(f"a {model_type} model cannot have label-pair features",
                                    path=name)
+        if MODEL_TYPES[model_type].skip_edges:
+            try:
+                SkipOptions.from_dict(info.get("skip"))
+            except ValueError as err:
+                raise ModelFormatError(f"skip-chain model: {err}", path=name) from None
         weights = check.array("weights", np.float64, 1, length=space.n_weights)
         if not np.isfinite(weights).all():
             raise ModelFormatError("model weights are not finite", path=name)
@@ -238,6 +247,16 @@ class _Checker:
                 raise self.fail(f"{arr_name}: label index out of range")
         return FeatureSpace(n_labels=L, u_ptr=u_ptr, u_lab=u_lab, b_ptr=b_ptr, b_prev=b_prev,
                             b_cur=b_cur, has_trans=has_trans)
+
+    def skip_blocks(self, patterns: list[Pattern], model_type: str) -> int:
+        """The number of skip weight blocks: one per skip pattern, in skip-chain models."""
+        n_skip = self.meta.get("n_skip", 0)
+        skip = sum(p.kind == "s" for p in patterns)
+        if not isinstance(n_skip, int) or isinstance(n_skip, bool) or n_skip != skip:
+            raise self.fail(f"model has {n_skip!r} skip weight blocks for {skip} skip patterns")
+        if skip and not MODEL_TYPES[model_type].skip_edges:
+            raise self.fail(f"a {model_type} model cannot have skip-edge patterns")
+        return skip
 
     def value(self, key: str, kind: type):
         value = self.meta.get(key)

@@ -11,7 +11,11 @@ branches wherever the type matters.
   log-probabilities;
 * ``maxent`` — a softmax per token and no label pairs: a CRF without label-pair
   features *is* this model (its Z factorises over tokens), so the CRF's
-  online trainers train it exactly.
+  online trainers train it exactly;
+* ``skipchain`` — a linear chain plus skip edges between positions of one
+  document with the same key (``s:`` patterns, :mod:`crfkit.skipgraph`),
+  trained on the Bethe approximation by loopy belief propagation
+  (:mod:`crfkit.kernels.skipchain`); a pattern file with ``s:`` lines trains one.
 
 Importing this module costs nothing (no Numba), so ``crfkit --help`` can list
 the names.
@@ -33,6 +37,7 @@ class ModelType:
     normalisation: int  # config.NORM_*
     label_pairs: bool  # transitions and observation bigrams exist
     online: bool  # sgd-l1 and ap (CRF epochs) train it exactly
+    skip_edges: bool = False  # documents and skip edges (crfkit.skipgraph)
 
     @property
     def locally_normalised(self) -> bool:
@@ -50,6 +55,11 @@ MODEL_TYPES: dict[str, ModelType] = {t.name: t for t in (
     ModelType("maxent", "maxent (per-token maximum entropy)",
               "maximum entropy: a softmax per token, no label transitions",
               NORM_MAXENT, label_pairs=False, online=True),
+    ModelType("skipchain", "skipchain (skip-chain CRF)",
+              "skip-chain CRF: a linear chain plus skip edges between repeated keys of a "
+              "document (s: patterns), loopy belief propagation (the default when the "
+              "pattern file has s: lines)",
+              NORM_GLOBAL, label_pairs=True, online=False, skip_edges=True),
 )}
 
 DEFAULT_TYPE = "crf"

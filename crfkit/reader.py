@@ -165,12 +165,22 @@ def read_items(
     name: str | None = None,
     min_columns: int = 1,
     pauses: bool = False,
+    doc_sep: str | None = None,
 ) -> Iterator[Item]:
     """Like :func:`read_sequences`, but also yield a :class:`DocStart` for each
     ``-DOCSTART-`` line, in file order, and with ``pauses`` :data:`PAUSE` before
-    every read that may wait (for input that :func:`is_live`)."""
+    every read that may wait (for input that :func:`is_live`). ``doc_sep``: a
+    regex; lines it matches (``re.search``, after the separators are normalised)
+    are document markers too."""
     codec = _check_options(encoding, sep, min_columns)
-    return _read(source, codec, encoding, sep, name, min_columns, markers=True, pauses=pauses)
+    separator = None
+    if doc_sep is not None:
+        try:
+            separator = re.compile(doc_sep)
+        except re.error as err:
+            raise UsageError(f"--doc-sep: bad regex {doc_sep!r}: {err}") from None
+    return _read(source, codec, encoding, sep, name, min_columns, markers=True, pauses=pauses,
+                 doc_sep=separator)
 
 
 def is_live(source: str | os.PathLike | BinaryIO | None) -> bool:
@@ -217,12 +227,14 @@ def _read(
     *,
     markers: bool = False,
     pauses: bool = False,
+    doc_sep: re.Pattern | None = None,
 ) -> Iterator[Item]:
     """The generator behind :func:`read_sequences` and :func:`read_items`."""
     stream, display, close = _open_source(source)
     display = name or display
     try:
         parser = _Parser(display, sep, min_columns, markers)
+        parser.doc_sep = doc_sep
         for text in _text_blocks(stream, display, codec, encoding, pauses):
             if text is None:
                 yield PAUSE
@@ -260,6 +272,7 @@ class _Parser:
         self.rows: list[list[str]] = []  # a sequence that may go on in the next block
         self.lines: list[int] = []
         self.marker: DocStart | None = None  # the block's last line: blank_after unknown
+        self.doc_sep: re.Pattern | None = None  # lines it matches are markers too
 
     def feed(self, text: str) -> Iterator[Item]:
         """Parse one block; yield the items it completes, then raise its error."""
@@ -307,6 +320,8 @@ class _Parser:
         lines = text.split("\n")
         rows = [line.split(self.sep_char) for line in lines]  # blank lines give [""]
         marks = self._take_markers(text, lines, rows) if DOCSTART in text else None
+        if self.doc_sep is not None:
+            marks = self._take_separators(lines, rows, marks or {})
         if self.marker is not None:  # a marker ended the previous block
             self._emit_marker(self.marker, lines[0] == "" and not (marks and 0 in marks), done)
             self.marker = None
@@ -338,6 +353,17 @@ class _Parser:
                 lines[index], rows[index] = "", [""]
             at = text.find(DOCSTART, at + len(DOCSTART))
         return marks
+
+    def _take_separators(self, lines: list[str], rows: list[list[str]],
+                         marks: dict[int, list[str]]) -> dict[int, list[str]] | None:
+        """Set the lines ``doc_sep`` matches aside as markers too (a step per line: only
+        with ``--doc-sep``)."""
+        search = self.doc_sep.search
+        for index, line in enumerate(lines):
+            if line and search(line):
+                marks[index] = rows[index]
+                lines[index], rows[index] = "", [""]
+        return marks or None
 
     @staticmethod
     def _emit_marker(marker: DocStart, blank_after: bool, done: list[Item]) -> None:

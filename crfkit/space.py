@@ -10,7 +10,8 @@ seen in training still get (negative) weights.
 
 Weight layout (one float64 vector)::
 
-    [ unigram features (n_u) | observation bigrams (n_b) | transitions (L*L, optional) ]
+    [ unigram features (n_u) | observation bigrams (n_b) | transitions (L*L, optional)
+      | skip-edge label pairs (n_skip * L*L: skip-chain models, crfkit.skipgraph) ]
 
 Per observation ``o``, its unigram features are ``u_ptr[o]:u_ptr[o+1]`` with
 labels ``u_lab``; its bigram features are ``b_ptr[o]:b_ptr[o+1]`` with label
@@ -77,6 +78,7 @@ class FeatureSpace:
     b_prev: np.ndarray  # int32 (n_b,)
     b_cur: np.ndarray  # int32 (n_b,)
     has_trans: bool
+    n_skip: int = 0  # skip patterns, each with an L x L block of label-pair weights
 
     @property
     def n_obs(self) -> int:
@@ -95,8 +97,12 @@ class FeatureSpace:
         return self.n_u + self.n_b
 
     @property
-    def n_weights(self) -> int:
+    def skip_offset(self) -> int:
         return self.trans_offset + (self.n_labels**2 if self.has_trans else 0)
+
+    @property
+    def n_weights(self) -> int:
+        return self.skip_offset + self.n_skip * self.n_labels**2
 
     def arrays(self) -> tuple:
         """``(u_ptr, u_lab, b_ptr, b_prev, b_cur, n_u, trans_offset, has_trans)``: the
@@ -119,14 +125,14 @@ class FeatureSpace:
 
     @classmethod
     def from_keys(cls, u_keys: np.ndarray, b_keys: np.ndarray, n_obs: int, n_labels: int,
-                  has_trans: bool) -> FeatureSpace:
+                  has_trans: bool, n_skip: int = 0) -> FeatureSpace:
         """The feature space holding exactly these (sorted, distinct) keys."""
         L = n_labels
         return cls(n_labels=L, u_ptr=pointer(u_keys // L, n_obs),
                    u_lab=(u_keys % L).astype(np.int32),
                    b_ptr=pointer(b_keys // (L * L), n_obs),
                    b_prev=((b_keys // L) % L).astype(np.int32),
-                   b_cur=(b_keys % L).astype(np.int32), has_trans=has_trans)
+                   b_cur=(b_keys % L).astype(np.int32), has_trans=has_trans, n_skip=n_skip)
 
     def subset(self, keep_u: np.ndarray, keep_b: np.ndarray) -> tuple[FeatureSpace, np.ndarray]:
         """The space of the kept unigram and bigram features (flags per feature), and which
@@ -142,7 +148,7 @@ class FeatureSpace:
                              u_lab=self.u_lab[keep_u],
                              b_ptr=pointer(new_id[b_owner[keep_b]], n_obs),
                              b_prev=self.b_prev[keep_b], b_cur=self.b_cur[keep_b],
-                             has_trans=self.has_trans)
+                             has_trans=self.has_trans, n_skip=self.n_skip)
         return space, keep_obs
 
     @classmethod

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterable
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 
 import numpy as np
 
@@ -58,6 +58,8 @@ from crfkit.modeltypes import DEFAULT_TYPE, MODEL_TYPES, model_type
 from crfkit.optim import INTERRUPTED, Iteration, IterationHook, Result, lbfgs, perceptron, sgd
 from crfkit.progress import Progress
 from crfkit.reader import Sequence
+from crfkit.skipchain import attach_skip_edges, resolve_skip_type, skip_bytes
+from crfkit.skipgraph import SkipOptions, split_documents
 from crfkit.space import Dataset
 
 __all__ = ["ALGORITHMS", "MODEL_TYPES", "TrainOptions", "encode_training", "train"]
@@ -92,8 +94,10 @@ class TrainOptions:
     compact: bool = False
     all_features: bool = False
     max_memory: int | None = None  # bytes; None: what the machine has available
+    skip: SkipOptions = field(default_factory=SkipOptions)  # skip-chain models only
 
     def validate(self) -> None:
+        self.skip.validate()
         if self.algo not in ALGORITHMS:
             raise UsageError(f"unknown algorithm {self.algo!r} (expected one of "
                              f"{', '.join(ALGORITHMS)}; '-a list' describes them)")
@@ -140,6 +144,7 @@ class Problem:
     model_type: str
     corpus: Corpus
     options: TrainOptions
+    notes: list[str] = field(default_factory=list)  # warnings for the progress output
 
     @property
     def rho2(self) -> float:
@@ -149,6 +154,13 @@ class Problem:
 def make_objective(problem: Problem) -> Objective:
     """The smooth objective (negative log-likelihood + L2) of the problem's model type."""
     c = problem.corpus
+    if MODEL_TYPES[problem.model_type].skip_edges:
+        from crfkit.kernels.skipobjective import BeliefPropagation, SkipObjective
+
+        o = problem.options.skip
+        return SkipObjective(c.space, c.data, c.empirical, problem.rho2, c.graph.arrays(),
+                             c.space.skip_offset,
+                             BeliefPropagation(o.bp_maxiter, o.bp_tol, o.bp_damping))
     return Objective(c.space, c.data, c.empirical, problem.rho2,
                      MODEL_TYPES[problem.model_type].normalisation)
 
@@ -163,9 +175,14 @@ def _run_lbfgs(problem: Problem, hook: IterationHook) -> Result:
         info.sequence_errors = objective.sequence_errors
         return hook(info)
 
-    return lbfgs.minimize(objective, problem.corpus.x0, l1=o.rho1, history=o.history,
-                          maxiter=o.maxiter, stop_eps=o.stopeps, stop_window=o.stopwin,
-                          on_iteration=with_errors)
+    result = lbfgs.minimize(objective, problem.corpus.x0, l1=o.rho1, history=o.history,
+                            maxiter=o.maxiter, stop_eps=o.stopeps, stop_window=o.stopwin,
+                            on_iteration=with_errors)
+    if getattr(objective, "unconverged", 0):  # skipchain: BP ran out of rounds
+        problem.notes.append(f"belief propagation did not converge in {objective.unconverged} "
+                             f"documents at the last evaluation (try --bp-damping 0.5 or a "
+                             f"larger --bp-maxiter)")
+    return result
 
 
 def _run_sgd(problem: Problem, hook: IterationHook) -> Result:
@@ -314,8 +331,9 @@ def train(patterns: list[Pattern] | None, sequences: Iterable[Sequence],
     """
     options = options or TrainOptions()
     options.validate()
-    model_type = _resolve_type(options, init)
+    model_type = _resolve_type(options, init, patterns)
     patterns = _resolve_patterns(patterns, model_type, init)
+    _check_type(options, model_type, devel=devel is not None)
     progress = progress or Progress(quiet=True)
     announce_compile(progress, options.algo, model_type, devel is not None)
     set_thread_count(options.nthread)
@@ -339,6 +357,8 @@ def train(patterns: list[Pattern] | None, sequences: Iterable[Sequence],
     monitor = Monitor(progress, data, model_type=model_type, corpus=corpus, devel=dev_set,
                       patience=options.devel_patience, log=log)
     result = ALGORITHMS[options.algo].run(problem, monitor)
+    for note in problem.notes:
+        progress.message(f"* warning: {note}")
     weights = result.x
     elapsed = time.perf_counter() - started
     if result.reason == INTERRUPTED:
@@ -361,6 +381,9 @@ def train(patterns: list[Pattern] | None, sequences: Iterable[Sequence],
     }
     if init is not None:
         info["initial_model"] = dict(init.info)
+    if corpus.graph is not None:
+        info["skip"] = {**options.skip.as_dict(), "documents": corpus.graph.n_docs,
+                        "edges": corpus.graph.n_edges}
     if monitor.best_x is not None:
         weights = _devel_outcome(monitor, options, weights, info, progress)
     model = Model(labels=corpus.labels, patterns=patterns,
@@ -377,11 +400,15 @@ def _encode(patterns: list[Pattern], sequences: Iterable[Sequence], options: Tra
             model_type: str, init: Model | None, budget: MemoryBudget, source: str,
             progress: Progress) -> Corpus:
     """The training corpus encoded for the kernels, its rows freed."""
-    training = list(sequences)
+    training, starts = split_documents(sequences)  # -DOCSTART- items mark documents
     progress.status(f"* extracting and counting features of {len(training):,} sequences")
     corpus = encode_training(patterns, training, cutoff=options.cutoff, source=source,
                              model_type=model_type, init=init,
                              all_features=options.all_features, budget=budget)
+    if MODEL_TYPES[model_type].skip_edges:
+        graph = attach_skip_edges(corpus, training, starts, patterns, options.skip, init)
+        progress.message(f"* skip edges: {graph.n_edges} in {graph.n_docs} documents "
+                         f"({options.skip.mode}, at most {options.skip.cap} a document)")
     # The corpus's rows are no longer needed, but the string tables hold some of
     # their strings, and those few would pin most of the rows' memory pages.
     # Park the tables as single blocks while the rows are freed, then rebuild.
@@ -425,6 +452,8 @@ def recorded_options(options: TrainOptions, model_type: str, *, devel: bool) -> 
     recorded["model_type"] = model_type
     recorded["rho2"] = DEFAULT_RHO2 if options.rho2 is None else options.rho2
     unused = () if devel else ("devel_patience", "keep_best_devel")
+    if not MODEL_TYPES[model_type].skip_edges:
+        unused += ("skip",)
     for key in ("nthread", "max_memory", *unused):
         del recorded[key]
     for key, algorithms in _ALGORITHM_OPTIONS.items():
@@ -461,13 +490,29 @@ def _check_memory(corpus: Corpus, budget: MemoryBudget, all_features: bool) -> E
     f = corpus.featurizer
     costs = seen_costs(f.patterns, f.listed, f.vocab.pattern, corpus.space)
     estimate = estimate_training(costs, len(corpus.labels), corpus.space.has_trans, budget)
+    if corpus.graph is not None:  # skip weights (a few) and BP's messages and buffers
+        estimate.total_bytes += (8 * (budget.vectors + budget.gradient_rows + 1)
+                                 * (corpus.space.n_weights - corpus.space.skip_offset)
+                                 + skip_bytes(corpus.graph, corpus.data.seq_ptr,
+                                              len(corpus.labels), max(1, budget.gradient_rows)))
     check(estimate, budget.limit, all_features=all_features, n_labels=len(corpus.labels))
     return estimate
 
 
-def _resolve_type(options: TrainOptions, init: Model | None) -> str:
+def _check_type(options: TrainOptions, model_type: str, *, devel: bool) -> None:
+    """Refuse what cannot train the type the options or the patterns chose."""
+    if model_type not in ALGORITHMS[options.algo].types:
+        raise UsageError(f"-a {options.algo} cannot train a {model_type} model (it trains "
+                         f"{', '.join(ALGORITHMS[options.algo].types)}); use -a l-bfgs")
+    if devel and MODEL_TYPES[model_type].skip_edges:
+        raise UsageError(f"-d/--devel is not available for {model_type} models (score the "
+                         f"development file with crfkit label -c | crfkit eval)")
+
+
+def _resolve_type(options: TrainOptions, init: Model | None,
+                  patterns: list[Pattern] | None = None) -> str:
     if init is None:
-        return options.model_type or DEFAULT_TYPE
+        return resolve_skip_type(options.model_type, patterns) or DEFAULT_TYPE
     if options.model_type is not None and options.model_type != init.model_type:
         raise UsageError(f"the initial model is a {init.model_type}: it cannot continue as a "
                          f"{options.model_type} (drop -T/--type)")

@@ -377,6 +377,9 @@ def tune(patterns: list[Pattern], sequences: list[Sentence], options: TrainOptio
     _validate(options, t, path)
     progress = progress or Progress(quiet=True)
     model_type = options.model_type or "crf"
+    if model_type == "skipchain" or any(p.kind == "s" for p in patterns):
+        raise UsageError("crfkit tune does not train skip-chain models (s: patterns) yet: "
+                         "train them with crfkit train -2 X")
     patterns = model_patterns(patterns, model_type)
     folds, mode = _encode(patterns, sequences, options, t, model_type, devel, source,
                           devel_source, progress)

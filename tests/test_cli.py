@@ -164,7 +164,7 @@ def test_help_lists_choices_and_never_truncates():
     commands = top.split("Commands:")[1]
     assert "..." not in commands and len(commands.strip().splitlines()) == 8
     train = " ".join(run("train", "--help").stdout.split())
-    assert "crf|memm|maxent" in train and "l-bfgs|sgd-l1|ap" in train
+    assert "crf|memm|maxent|skipchain" in train and "l-bfgs|sgd-l1|ap" in train
     assert "standard input" in train and "crfkit.model" in train
     assert "the -d file and the pattern file" in train
     label = " ".join(run("label", "--help").stdout.split())

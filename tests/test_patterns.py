@@ -277,7 +277,7 @@ def test_parsed_structure():
 # --- errors: one PatternError naming the file, line and column ---------------------------
 ERRORS = [
     # (pattern line, 1-based column, part of the message)
-    ("X00:%x[0,0]", 1, "starts with u, b or *"),
+    ("X00:%x[0,0]", 1, "starts with u, b, * or s"),
     ("U00:%y[0,0]", 6, "unknown command %y"),
     ("U00:%x[0,0]/%q[0,0]", 14, "unknown command %q"),
     ("U00:%", 5, "'%' at end"),

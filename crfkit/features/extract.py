@@ -140,8 +140,10 @@ class Featurizer:
         self.tables = tables if tables is not None else [StringTable() for _ in self.transforms]
         empty = np.zeros(0, dtype=np.int64)
         self.vocab = vocab or ObservationVocab(empty.astype(np.uint64), empty, empty)
-        # Patterns that carry only transitions never appear in per-token lists.
-        self.listed = [i for i, p in enumerate(patterns) if not (p.is_constant and p.kind == "b")]
+        # Patterns that carry only transitions never appear in per-token lists, nor do
+        # skip-edge patterns (their keys join positions: crfkit.skipgraph).
+        self.listed = [i for i, p in enumerate(patterns)
+                       if not (p.is_constant and p.kind == "b") and p.kind != "s"]
 
     # -- step 1-3: command values -------------------------------------------------
     def components(self, seqs: Seq[Sequence], *, grow: bool) -> tuple[Positions, Components]:

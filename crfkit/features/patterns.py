@@ -7,7 +7,9 @@ ignored, a UTF-8 byte-order mark and CRLF line ends are accepted)::
     KIND [NAME] [TEXT %c[OFFSET,COLUMN] TEXT %c[OFFSET,COLUMN,"REGEX"] ...]
 
 * ``KIND`` is the first character: ``u``/``U`` unigram (observation x label),
-  ``b``/``B`` bigram (observation x previous label x label), ``*`` both.
+  ``b``/``B`` bigram (observation x previous label x label), ``*`` both,
+  ``s``/``S`` skip edge (its commands are the key that joins positions of one
+  document: :mod:`crfkit.skipgraph`; it makes the model a skip-chain CRF).
 * The whole line with every command replaced by its value is the
   observation string, so the name (``U01:`` or ``u:wrd``; :attr:`Pattern.name`
   is the text before the first ``:``) is part of it and two patterns that
@@ -58,7 +60,7 @@ from dataclasses import dataclass, field
 
 from crfkit.errors import PatternError, UsageError
 
-KINDS = {"u": "u", "U": "u", "b": "b", "B": "b", "*": "*"}
+KINDS = {"u": "u", "U": "u", "b": "b", "B": "b", "*": "*", "s": "s", "S": "s"}
 TEXT_COMMANDS = "xX"
 REGEX_COMMANDS = "tTmM"
 MAX_OFFSET = 1000
@@ -151,7 +153,7 @@ class Pattern:
 
     @property
     def kind_name(self) -> str:
-        return {"u": "unigram", "b": "bigram", "*": "unigram+bigram"}[self.kind]
+        return {"u": "unigram", "b": "bigram", "*": "unigram+bigram", "s": "skip"}[self.kind]
 
     @property
     def is_constant(self) -> bool:
@@ -245,7 +247,7 @@ class _LineParser:
         kind = KINDS.get(text[0])
         if kind is None:
             raise self.error(
-                f"a pattern starts with u, b or * (CRF++: U or B), not {text[0]!r}", 0)
+                f"a pattern starts with u, b, * or s (CRF++: U or B), not {text[0]!r}", 0)
         literals: list[str] = []
         commands: list[Command] = []
         current: list[str] = []
@@ -262,6 +264,9 @@ class _LineParser:
         if self.open_brackets:
             raise self.error("unbalanced '[': never closed", self.open_brackets[-1])
         literals.append("".join(current))
+        if kind == "s" and not commands:
+            raise self.error("a skip pattern needs a command: its values are the key that "
+                             "joins positions (e.g. s:%x[0,0])", 0)
         return Pattern(kind=kind, text=text, literals=tuple(literals),
                        commands=tuple(commands), line=self.lineno, path=self.path,
                        column=self.indent + 1)

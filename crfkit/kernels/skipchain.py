@@ -1,0 +1,501 @@
+"""Numba kernels of the skip-chain CRF: loopy belief propagation over a document graph.
+
+A document is a run of sentences (chains); skip edges join tokens of one
+document (repeated capitalised words, say). The graph of a document is its
+chains plus its skip edges, with loops as soon as there are skip edges.
+
+Shapes and meaning (``L`` labels, ``E`` skip edges in all):
+
+* ``psi_doc[t, y]``  unigram scores of the document's token ``t`` (computed once
+                     per document and evaluation);
+* ``S[p, a, b]``     the skip weights of skip pattern ``p``: ``a`` the label of the
+                     edge's earlier end ``i``, ``b`` that of its later end ``j``
+                     (``W[skip_offset + (p * L + a) * L + b]``);
+* ``msg[e, 0, :]``   log message from skip edge ``e`` into its end ``i``;
+  ``msg[e, 1, :]``   into its end ``j``; normalised to log-sum-exp 0. Kept
+                     between calls, so each evaluation starts from the messages of
+                     the last one (warm start);
+* ``logb[t, y]``     log belief (marginal) of a token that has skip edges.
+
+Schedule (a tree-based one: the chains are the trees). Given the skip
+messages, every chain is a tree whose tokens carry the messages as extra unary
+scores, so one scaled forward-backward gives *all* of its chain messages at
+their fixed point at once, and its token beliefs. Then every skip message is
+recomputed from the cavity ``c_i = log b_i - msg[e, 0]`` (the belief of ``i``
+without what ``e`` sent):
+
+    new msg[e, 1, b] = log sum_a exp(c_i[a] + S[a, b])      (sum-product)
+    new msg[e, 0, a] = log sum_b exp(S[a, b] + c_j[b])
+    msg = (1 - damping) * new + damping * old                (log domain, renormalised)
+
+until no message moves by more than ``tol`` (in log space) or after
+``maxiter`` rounds; a round reruns only the chains whose incoming messages
+moved by more than ``tol`` in the round before. Max-product replaces the sums
+by maxima.
+
+At a fixed point the Bethe approximation of log Z is
+
+    log Z_B = sum_s log Z'_s + sum_e log sum_ab exp(c_i[a] + S[a, b] + c_j[b])
+
+(``Z'_s``: the partition function of chain ``s`` with the messages as unary
+scores), and its gradient is the beliefs: token and chain-pair marginals of the
+augmented chains for the chain features, and for a skip edge
+``b_e(a, b) = exp(c_i[a] + S[a, b] + c_j[b] - log Z_e)``. A chain without skip
+edges is just forward-backward (its ``Z'`` is its exact Z); a document without
+skip edges is exact.
+
+Argument groups (besides ``space``/``data`` of :mod:`crfkit.kernels.loss`)::
+
+    graph = (doc_ptr, edge_ptr, e_i, e_j, e_pat, inc_ptr, inc_edge, inc_side)
+
+``doc_ptr[d]:doc_ptr[d+1]`` are document ``d``'s sequences, ``edge_ptr`` its
+edges; ``e_i < e_j`` are global token indices and ``e_pat`` the skip pattern;
+``inc_ptr[t]:inc_ptr[t+1]`` index ``inc_edge``/``inc_side`` (0: the token is the
+edge's ``i``, 1: its ``j``) for the edges of token ``t``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+from crfkit.config import JIT
+from crfkit.kernels.gradient import (
+    posterior_errors,
+    shared_pair_expectations,
+    token_pair_expectations,
+    unigram_expectations,
+    work_buffers,
+)
+from crfkit.kernels.lattice import (
+    bigram_scores,
+    exp_transitions_factors,
+    flush_dense,
+    forward_backward,
+    unigram_scores,
+    viterbi,
+)
+
+LOG_FLOOR = -700.0  # log of a belief that underflowed to 0 (keeps cavities finite)
+
+
+@njit(**JIT)
+def _lse(row, n):
+    m = -np.inf
+    for y in range(n):
+        if row[y] > m:
+            m = row[y]
+    if m == -np.inf:
+        return m
+    s = 0.0
+    for y in range(n):
+        s += np.exp(row[y] - m)
+    return m + np.log(s)
+
+
+@njit(**JIT)
+def longest_document(seq_ptr, doc_ptr, d0, d1):
+    """Tokens of the longest of documents d0..d1-1 (at least 1)."""
+    longest = 1
+    for d in range(d0, d1):
+        longest = max(longest, seq_ptr[doc_ptr[d + 1]] - seq_ptr[doc_ptr[d]])
+    return longest
+
+
+@njit(**JIT)
+def _has_edges(inc_ptr, t0, T):
+    return inc_ptr[t0 + T] > inc_ptr[t0]
+
+
+@njit(**JIT)
+def _augmented(psi_doc, g0, t0, T, L, inc_ptr, inc_edge, inc_side, msg, psi):
+    """psi[:T] = unigram scores of tokens t0.. (rows of psi_doc from document token g0)
+    plus the skip messages they receive."""
+    for t in range(T):
+        g = t0 + t
+        for y in range(L):
+            psi[t, y] = psi_doc[g - g0, y]
+        for k in range(inc_ptr[g], inc_ptr[g + 1]):
+            e = inc_edge[k]
+            side = inc_side[k]
+            for y in range(L):
+                psi[t, y] += msg[e, side, y]
+
+
+@njit(**JIT)
+def _chain_pass(W, space, tok_ptr, tok_obs, t0, T, L, per_token, trans, exp_trans, trans_shift,
+                expw, psi_doc, g0, graph, msg, work):
+    """Forward-backward of one chain with the skip messages as unary scores.
+
+    Returns (shift, logz) as :func:`crfkit.kernels.gradient.sequence_gradient`
+    does (log Z' = their sum); the marginals are alpha * beta of ``work``.
+    """
+    u_ptr, u_lab, b_ptr, b_prev, b_cur, n_u, trans_offset, has_trans = space
+    inc_ptr, inc_edge, inc_side = graph[5], graph[6], graph[7]
+    psi, phi, expu, expb, alpha, beta, scale, pair, tmp = work
+    _augmented(psi_doc, g0, t0, T, L, inc_ptr, inc_edge, inc_side, msg, psi)
+    shift = 0.0
+    if per_token:
+        shift = exp_transitions_factors(W, b_ptr, b_prev, b_cur, n_u, tok_ptr, tok_obs, t0, T,
+                                        trans, exp_trans[0], trans_shift, expw, phi, expb)
+    else:
+        shift = trans_shift * (T - 1)
+    logz = forward_backward(psi, expb, per_token, T, L, expu, alpha, beta, scale, tmp)
+    return shift, logz
+
+
+@njit(**JIT)
+def _store_beliefs(t0, T, L, g0, inc_ptr, alpha, beta, logb):
+    """logb[token] = log marginal (alpha * beta) of the chain's tokens that have skip edges."""
+    for t in range(T):
+        g = t0 + t
+        if inc_ptr[g + 1] > inc_ptr[g]:
+            for y in range(L):
+                v = alpha[t, y] * beta[t, y]
+                logb[g - g0, y] = np.log(v) if v > 0.0 else LOG_FLOOR
+
+
+@njit(**JIT)
+def _max_marginals(psi, phi, per_token, T, L, fwd, bwd, logb_rows, g_first, inc_ptr, g0):
+    """Log max-marginals (max-sum forward + backward) of a chain, shifted to max 0, into
+    ``logb_rows`` for its tokens that have skip edges."""
+    for y in range(L):
+        fwd[0, y] = psi[0, y]
+    for t in range(1, T):
+        M = phi[t] if per_token else phi[0]
+        for b in range(L):
+            best = -np.inf
+            for a in range(L):
+                v = fwd[t - 1, a] + M[a, b]
+                if v > best:
+                    best = v
+            fwd[t, b] = best + psi[t, b]
+    for y in range(L):
+        bwd[T - 1, y] = 0.0
+    for t in range(T - 2, -1, -1):
+        M = phi[t + 1] if per_token else phi[0]
+        for a in range(L):
+            best = -np.inf
+            for b in range(L):
+                v = M[a, b] + psi[t + 1, b] + bwd[t + 1, b]
+                if v > best:
+                    best = v
+            bwd[t, a] = best
+    for t in range(T):
+        g = g_first + t
+        if inc_ptr[g + 1] > inc_ptr[g]:
+            m = -np.inf
+            for y in range(L):
+                v = fwd[t, y] + bwd[t, y]
+                logb_rows[g - g0, y] = v
+                if v > m:
+                    m = v
+            for y in range(L):
+                logb_rows[g - g0, y] = max(logb_rows[g - g0, y] - m, LOG_FLOOR)
+
+
+@njit(**JIT)
+def init_messages(msg):
+    """Uniform messages (log 1/L)."""
+    L = msg.shape[2]
+    v = -np.log(L)
+    for e in range(msg.shape[0]):
+        for s in range(2):
+            for y in range(L):
+                msg[e, s, y] = v
+
+
+@njit(**JIT)
+def _update_edges(W, skip_offset, L, e0, e1, e_i, e_j, e_pat, g0, logb, msg, damping,
+                  max_product, ci, cj, new, row, tol, sent_of, dirty):
+    """Recompute the messages of edges e0..e1-1 from the cavities; returns the largest move.
+
+    A chain that receives a message moving more than ``tol`` is marked ``dirty``
+    (``sent_of``: the chain of each document token): only those run again.
+    """
+    change = 0.0
+    for e in range(e0, e1):
+        i = e_i[e] - g0
+        j = e_j[e] - g0
+        base = skip_offset + e_pat[e] * L * L
+        for y in range(L):
+            ci[y] = logb[i, y] - msg[e, 0, y]
+            cj[y] = logb[j, y] - msg[e, 1, y]
+        for side in range(2):
+            for y in range(L):
+                for x in range(L):
+                    if side == 1:  # into j (label y) over the label x of i
+                        row[x] = ci[x] + W[base + x * L + y]
+                    else:  # into i (label y) over the label x of j
+                        row[x] = W[base + y * L + x] + cj[x]
+                new[y] = _row_max(row, L) if max_product else _lse(row, L)
+            norm = _row_max(new, L) if max_product else _lse(new, L)
+            for y in range(L):
+                new[y] = (1.0 - damping) * (new[y] - norm) + damping * msg[e, side, y]
+            norm = _row_max(new, L) if max_product else _lse(new, L)
+            moved = 0.0
+            for y in range(L):
+                v = new[y] - norm
+                d = abs(v - msg[e, side, y])
+                if d > moved or d != d:
+                    moved = d
+                msg[e, side, y] = v
+            if moved > tol or moved != moved:
+                dirty[sent_of[(j if side == 1 else i)]] = True
+            if moved > change or moved != moved:
+                change = moved
+    return change
+
+
+@njit(**JIT)
+def _row_max(row, n):
+    m = -np.inf
+    for y in range(n):
+        if row[y] > m:
+            m = row[y]
+    return m
+
+
+@njit(**JIT)
+def _chain_phi(W, space, tok_ptr, tok_obs, t0, T, per_token, trans, phi):
+    """Log transition scores of a chain: phi[1:T] with observation bigrams, else phi[0]."""
+    u_ptr, u_lab, b_ptr, b_prev, b_cur, n_u, trans_offset, has_trans = space
+    if per_token:
+        bigram_scores(W, tok_ptr, tok_obs, b_ptr, b_prev, b_cur, n_u, trans, t0, T, phi)
+    else:
+        L = trans.shape[0]
+        for a in range(L):
+            for b in range(L):
+                phi[0, a, b] = trans[a, b]
+
+
+@njit(**JIT)
+def _propagate(W, space, data, graph, d, L, per_token, trans, exp_trans, trans_shift, expw,
+               skip_offset, psi_doc, logb, msg, work, bp, max_product, scratch, marks):
+    """Loopy BP on document d (schedule: module docstring). Returns the rounds run, negated
+    when ``maxiter`` rounds ended without convergence; 0 for a document without edges.
+
+    A round runs only the chains whose incoming messages moved by more than ``tol``
+    in the round before (``marks``: per document token its chain, per chain a flag).
+    """
+    seq_ptr, tok_ptr, tok_obs, labels = data
+    doc_ptr, edge_ptr, e_i, e_j, e_pat, inc_ptr, inc_edge, inc_side = graph
+    maxiter, tol, damping = bp
+    e0 = edge_ptr[d]
+    e1 = edge_ptr[d + 1]
+    if e1 == e0:
+        return 0
+    s0 = doc_ptr[d]
+    s1 = doc_ptr[d + 1]
+    g0 = seq_ptr[s0]
+    psi, phi, expu, expb, alpha, beta, scale, pair, tmp = work
+    ci, cj, new, row = scratch
+    sent_of, dirty = marks
+    for s in range(s0, s1):
+        for g in range(seq_ptr[s], seq_ptr[s + 1]):
+            sent_of[g - g0] = s - s0
+        dirty[s - s0] = True
+    for it in range(int(maxiter)):
+        for s in range(s0, s1):
+            t0 = seq_ptr[s]
+            T = seq_ptr[s + 1] - t0
+            if T == 0 or not dirty[s - s0] or not _has_edges(inc_ptr, t0, T):
+                continue
+            dirty[s - s0] = False
+            if max_product:
+                _augmented(psi_doc, g0, t0, T, L, inc_ptr, inc_edge, inc_side, msg, psi)
+                _chain_phi(W, space, tok_ptr, tok_obs, t0, T, per_token, trans, phi)
+                _max_marginals(psi, phi, per_token, T, L, alpha, beta, logb, t0, inc_ptr, g0)
+            else:
+                _chain_pass(W, space, tok_ptr, tok_obs, t0, T, L, per_token, trans, exp_trans,
+                            trans_shift, expw, psi_doc, g0, graph, msg, work)
+                _store_beliefs(t0, T, L, g0, inc_ptr, alpha, beta, logb)
+        change = _update_edges(W, skip_offset, L, e0, e1, e_i, e_j, e_pat, g0, logb, msg,
+                               damping, max_product, ci, cj, new, row, tol, sent_of, dirty)
+        if change <= tol:
+            return it + 1
+    return -int(maxiter)
+
+
+@njit(**JIT)
+def _skip_expectations(W, skip_offset, L, e0, e1, e_i, e_j, e_pat, g0, logb, msg, G, ci, cj,
+                       pair):
+    """G += the beliefs of the skip edges e0..e1-1; returns the sum of their log Z_e."""
+    total = 0.0
+    for e in range(e0, e1):
+        i = e_i[e] - g0
+        j = e_j[e] - g0
+        base = skip_offset + e_pat[e] * L * L
+        for y in range(L):
+            ci[y] = logb[i, y] - msg[e, 0, y]
+            cj[y] = logb[j, y] - msg[e, 1, y]
+        m = -np.inf
+        for a in range(L):
+            for b in range(L):
+                v = ci[a] + W[base + a * L + b] + cj[b]
+                pair[a, b] = v
+                if v > m:
+                    m = v
+        acc = 0.0
+        for a in range(L):
+            for b in range(L):
+                acc += np.exp(pair[a, b] - m)
+        lz = m + np.log(acc)
+        for a in range(L):
+            for b in range(L):
+                G[base + a * L + b] += np.exp(pair[a, b] - lz)
+        total += lz
+    return total
+
+
+@njit(**JIT)
+def _buffers(seq_ptr, doc_ptr, d0, d1, L, per_token, exp_trans):
+    """Work buffers of a block of documents d0..d1-1: the chain ``work`` tuple, the
+    document's scores and beliefs, and four label rows."""
+    Tmax = 1
+    for s in range(doc_ptr[d0], doc_ptr[d1]):
+        Tmax = max(Tmax, seq_ptr[s + 1] - seq_ptr[s])
+    Dmax = longest_document(seq_ptr, doc_ptr, d0, d1)
+    work = work_buffers(Tmax, L, per_token, exp_trans)
+    scratch = (np.empty(L), np.empty(L), np.empty(L), np.empty(L))
+    marks = (np.empty(Dmax, dtype=np.int64), np.empty(Dmax, dtype=np.bool_))
+    return work, np.empty((Dmax, L)), np.empty((Dmax, L)), scratch, marks, Tmax
+
+
+@njit(**JIT)
+def skip_loss_block(W, space, data, graph, L, per_token, skip_offset, d0, d1, trans, exp_trans,
+                    trans_shift, expw, Wd, bp, msg, G, out):
+    """Documents d0..d1-1: Bethe log Z into out[0], beliefs (expected counts) into G.
+
+    ``Wd``: dense rows of the most frequent observations' unigram weights
+    (:func:`crfkit.kernels.lattice.dense_rows`; may have no rows).
+
+    out[1] / out[2]: token / sequence errors of posterior decoding; out[3] the
+    BP rounds run, out[4] the documents whose BP did not converge.
+    """
+    seq_ptr, tok_ptr, tok_obs, labels = data
+    doc_ptr, edge_ptr, e_i, e_j, e_pat, inc_ptr, inc_edge, inc_side = graph
+    u_ptr, u_lab, b_ptr, b_prev, b_cur, n_u, trans_offset, has_trans = space
+    work, psi_doc, logb, scratch, marks, Tmax = _buffers(seq_ptr, doc_ptr, d0, d1, L,
+                                                         per_token,
+                                                  exp_trans)
+    psi, phi, expu, expb, alpha, beta, scale, pair, tmp = work
+    ci, cj, new, row = scratch
+    Gd = np.zeros(Wd.shape)  # dense rows, as crfkit.kernels.loss does
+    G[:] = 0.0
+    logz_sum = 0.0
+    tok_err = 0
+    seq_err = 0
+    rounds = 0
+    unconverged = 0
+    for d in range(d0, d1):
+        s0 = doc_ptr[d]
+        s1 = doc_ptr[d + 1]
+        g0 = seq_ptr[s0]
+        D = seq_ptr[s1] - g0
+        if D == 0:
+            continue
+        unigram_scores(W, tok_ptr, tok_obs, u_ptr, u_lab, g0, D, psi_doc, Wd)
+        r = _propagate(W, space, data, graph, d, L, per_token, trans, exp_trans, trans_shift, expw,
+                       skip_offset, psi_doc, logb, msg, work, bp, False, scratch, marks)
+        rounds += abs(r)
+        if r < 0:
+            unconverged += 1
+        for s in range(s0, s1):
+            t0 = seq_ptr[s]
+            T = seq_ptr[s + 1] - t0
+            if T == 0:
+                continue
+            shift, logz = _chain_pass(W, space, tok_ptr, tok_obs, t0, T, L, per_token, trans,
+                                      exp_trans, trans_shift, expw, psi_doc, g0, graph, msg, work)
+            logz_sum += shift
+            logz_sum += logz
+            if per_token:
+                token_pair_expectations(G, tok_ptr, tok_obs, b_ptr, b_prev, b_cur, n_u,
+                                        trans_offset, has_trans, t0, T, L, alpha, beta, expu,
+                                        expb, scale, pair, tmp)
+            elif has_trans and T > 1:
+                shared_pair_expectations(G, trans_offset, T, L, alpha, beta, expu, expb, scale,
+                                         pair, tmp)
+            _store_beliefs(t0, T, L, g0, inc_ptr, alpha, beta, logb)
+            unigram_expectations(G, tok_ptr, tok_obs, u_ptr, u_lab, t0, T, L, alpha, beta, Gd)
+            wrong = posterior_errors(alpha, labels, t0, T)
+            tok_err += wrong
+            if wrong:
+                seq_err += 1
+        if edge_ptr[d + 1] > edge_ptr[d]:
+            logz_sum += _skip_expectations(W, skip_offset, L, edge_ptr[d], edge_ptr[d + 1], e_i,
+                                           e_j, e_pat, g0, logb, msg, G, ci, cj, pair)
+    flush_dense(G, Gd, u_ptr, u_lab)
+    out[0] = logz_sum
+    out[1] = tok_err
+    out[2] = seq_err
+    out[3] = rounds
+    out[4] = unconverged
+
+
+@njit(**JIT)
+def skip_decode_block(W, space, data, graph, L, per_token, skip_offset, d0, d1, trans,
+                      exp_trans, trans_shift, expw, bp, max_product, msg, paths, marginals, keep,
+                      log_z, out):
+    """Documents d0..d1-1: the label of every token into ``paths``.
+
+    ``max_product``: max-product BP, then Viterbi of each chain with the skip
+    messages as unary scores (exact Viterbi without skip edges). Otherwise
+    sum-product BP and the label of highest belief (posterior decoding); with
+    ``keep`` the beliefs go to ``marginals``. ``log_z[s]`` gets log Z' of each
+    chain (its exact log Z without skip edges). out[0] / out[1]: BP rounds run,
+    documents not converged.
+    """
+    seq_ptr, tok_ptr, tok_obs, labels = data
+    u_ptr, u_lab, b_ptr, b_prev, b_cur, n_u, trans_offset, has_trans = space
+    doc_ptr = graph[0]
+    work, psi_doc, logb, scratch, marks, Tmax = _buffers(seq_ptr, doc_ptr, d0, d1, L,
+                                                         per_token,
+                                                  exp_trans)
+    psi, phi, expu, expb, alpha, beta, scale, pair, tmp = work
+    Wd = np.zeros((0, L))
+    back = np.empty((Tmax, L), dtype=np.int32)
+    path = np.empty(Tmax, dtype=np.int32)
+    rounds = 0
+    unconverged = 0
+    for d in range(d0, d1):
+        s0 = doc_ptr[d]
+        s1 = doc_ptr[d + 1]
+        g0 = seq_ptr[s0]
+        D = seq_ptr[s1] - g0
+        if D == 0:
+            continue
+        unigram_scores(W, tok_ptr, tok_obs, u_ptr, u_lab, g0, D, psi_doc, Wd)
+        r = _propagate(W, space, data, graph, d, L, per_token, trans, exp_trans, trans_shift, expw,
+                       skip_offset, psi_doc, logb, msg, work, bp, max_product, scratch,
+                       marks)
+        rounds += abs(r)
+        if r < 0:
+            unconverged += 1
+        for s in range(s0, s1):
+            t0 = seq_ptr[s]
+            T = seq_ptr[s + 1] - t0
+            if T == 0:
+                continue
+            if max_product:
+                _augmented(psi_doc, g0, t0, T, L, graph[5], graph[6], graph[7], msg, psi)
+                _chain_phi(W, space, tok_ptr, tok_obs, t0, T, per_token, trans, phi)
+                viterbi(psi, phi, per_token, T, L, expu, back, path)
+                for t in range(T):
+                    paths[t0 + t] = path[t]
+                continue
+            shift, logz = _chain_pass(W, space, tok_ptr, tok_obs, t0, T, L, per_token, trans,
+                                      exp_trans, trans_shift, expw, psi_doc, g0, graph, msg, work)
+            log_z[s] = shift + logz
+            for t in range(T):
+                best = 0
+                for y in range(L):
+                    v = alpha[t, y] * beta[t, y]
+                    if keep:
+                        marginals[t0 + t, y] = v
+                    if v > alpha[t, best] * beta[t, best]:
+                        best = y
+                paths[t0 + t] = best
+    out[0] = rounds
+    out[1] = unconverged

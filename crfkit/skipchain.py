@@ -1,0 +1,109 @@
+"""The skip-chain model type in the workflows: encoding for training, decoding documents.
+
+Training (:func:`attach_skip_edges`): the chain features are encoded as for a
+linear chain (:func:`crfkit.corpus.encode_training`); this adds the documents
+and skip edges (:mod:`crfkit.skipgraph`), one ``L x L`` weight block per skip
+pattern at the end of the weight vector, their gold counts, and (warm start)
+the initial model's skip weights. Labelling (:func:`decode_documents`) builds
+each batch's graph the same way and runs belief propagation
+(:mod:`crfkit.kernels.skipobjective`, imported on first use: Numba).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from crfkit.errors import ModelFormatError, UsageError
+from crfkit.features.patterns import Pattern
+from crfkit.reader import Sequence
+from crfkit.skipgraph import SkipGraph, SkipOptions, build_graph, skip_patterns
+
+if TYPE_CHECKING:
+    from crfkit.corpus import Corpus
+    from crfkit.kernels.bestpath import Decoded
+    from crfkit.model import Model
+    from crfkit.space import Dataset
+
+SKIP_TYPE = "skipchain"
+
+
+def resolve_skip_type(model_type: str | None, patterns: list[Pattern] | None) -> str | None:
+    """A pattern file with ``s:`` lines trains a skip-chain model, no option needed;
+    another explicit type with such lines is refused."""
+    has_skip = bool(patterns) and bool(skip_patterns(patterns))
+    if not has_skip:
+        return model_type
+    if model_type not in (None, SKIP_TYPE):
+        raise UsageError(f"the pattern file has skip-edge (s:) patterns, which only a "
+                         f"{SKIP_TYPE} model has: drop -T {model_type} or the s: lines")
+    return SKIP_TYPE
+
+
+def attach_skip_edges(corpus: Corpus, sequences: list[Sequence], starts: list[int],
+                      patterns: list[Pattern], options: SkipOptions,
+                      init: Model | None) -> SkipGraph:
+    """Give a training corpus its skip graph and skip weights (module docstring)."""
+    graph = build_graph(sequences, starts, patterns, options)
+    space = corpus.space
+    L = space.n_labels
+    n_skip = len(skip_patterns(patterns))
+    space.n_skip = n_skip
+    block = n_skip * L * L
+    counts = graph.pair_counts(corpus.data.labels, L, n_skip)
+    corpus.empirical = np.concatenate([corpus.empirical[:space.skip_offset], counts])
+    x0 = np.zeros(block)
+    if init is not None and init.space.n_skip == n_skip and n_skip:
+        L_old = init.space.n_labels
+        old = init.weights[init.space.skip_offset:].reshape(n_skip, L_old, L_old)
+        x0.reshape(n_skip, L, L)[:, :L_old, :L_old] = old
+    corpus.x0 = np.concatenate([corpus.x0[:space.skip_offset], x0])
+    corpus.graph = graph
+    return graph
+
+
+def skip_bytes(graph: SkipGraph, seq_ptr: np.ndarray, n_labels: int, threads: int) -> int:
+    """Memory BP adds to training: the messages, the graph, and per thread the scores and
+    beliefs of the longest document (two rows of L floats per token)."""
+    tokens = seq_ptr[graph.doc_ptr[1:]] - seq_ptr[graph.doc_ptr[:-1]]
+    longest = int(tokens.max()) if len(tokens) else 0
+    messages = 8 * 2 * n_labels * graph.n_edges
+    arrays = 8 * (3 * graph.n_edges + 2 * len(graph.inc_edge) + len(graph.inc_ptr))
+    return messages + arrays + threads * 16 * n_labels * longest
+
+
+def model_skip_options(model: Model) -> SkipOptions:
+    """The skip-edge and BP settings a skip-chain model was trained with."""
+    try:
+        return SkipOptions.from_dict(model.info.get("skip"))
+    except ValueError as err:
+        raise ModelFormatError(f"skip-chain model: {err}") from None
+
+
+def batch_starts(n_seqs: int, markers: list[int] | None) -> list[int]:
+    """First sequence of each document of a batch: at every marker position, or every
+    sequence when the batch has no marker."""
+    if not markers:
+        return list(range(n_seqs))
+    starts = sorted({0, *(m for m in markers if m < n_seqs)})
+    return [s for s in starts if s < n_seqs]
+
+
+def decode_documents(model: Model, sequences: list[Sequence], data: Dataset,
+                     starts: list[int], *,
+                     posterior: bool, marginals: bool) -> Decoded:
+    """Labels of a batch of whole documents (max-product, or sum-product beliefs for
+    ``posterior`` / ``marginals``); the paths are max-product's unless ``posterior``."""
+    from crfkit.kernels.skipobjective import BeliefPropagation, skip_decode
+
+    options = model_skip_options(model)
+    graph = build_graph(sequences, starts, model.patterns, options).arrays()
+    bp = BeliefPropagation(options.bp_maxiter, options.bp_tol, options.bp_damping)
+    s = model.space
+    decoded, _, _ = skip_decode(s, model.weights, data, graph, s.skip_offset, bp,
+                                posterior=posterior or marginals, marginals=marginals)
+    if marginals and not posterior:
+        best, _, _ = skip_decode(s, model.weights, data, graph, s.skip_offset, bp)
+        decoded.paths = best.paths
+    return decoded
