@@ -37,7 +37,8 @@ from crfkit.space import Dataset, FeatureSpace
 class Corpus:
     """A labelled training corpus encoded for the kernels.
 
-    ``x0`` holds the starting weights (an initial model's, or zeros).
+    ``x0`` holds the starting weights (an initial model's, or zeros); ``frozen``
+    the weights L-BFGS keeps at their start (None: none).
     """
 
     featurizer: Featurizer
@@ -47,6 +48,7 @@ class Corpus:
     labels: list[str]
     n_token_columns: int
     x0: np.ndarray
+    frozen: np.ndarray | None = None
 
 
 def model_patterns(patterns: list[Pattern], model_type: str) -> list[Pattern]:

@@ -289,3 +289,8 @@ class _Checker:
             bad = bad or bool((values[first[having] + j] >= limit[pattern[having], j]).any())
         if bad:
             raise self.fail("observation value index out of range")
+
+
+# The checker under a public name, for the other model kinds kept in the same container
+# (crfkit.attributes).
+ModelChecker = _Checker

@@ -150,7 +150,7 @@ def make_objective(problem: Problem) -> Objective:
     """The smooth objective (negative log-likelihood + L2) of the problem's model type."""
     c = problem.corpus
     return Objective(c.space, c.data, c.empirical, problem.rho2,
-                     MODEL_TYPES[problem.model_type].normalisation)
+                     MODEL_TYPES[problem.model_type].normalisation, frozen=c.frozen)
 
 
 # --- algorithms ------------------------------------------------------------------------------
