@@ -120,18 +120,20 @@ class AttributeEncoder:
             items, matrix = xseq
         n = 0
         if items is not None:
-            n = self._add_items(items)
+            n = self.add_pairs(map(item_attributes, items))
         if matrix is not None:
             n = self._add_matrix(matrix, n, items is not None)
         self.lengths.append(n)
         return n
 
-    def _add_items(self, items) -> int:
+    def add_pairs(self, tokens: Iterable[Iterable[tuple[str, float]]]) -> int:
+        """Encode the ``(name, value)`` pairs of each token of a sequence (without ending
+        the sequence: :meth:`add` does, and :meth:`end` after this alone)."""
         vocab, obs, val, grow = self.vocab, self.obs, self.val, self.grow
         n = 0
-        for item in items:
+        for pairs in tokens:
             before = len(obs)
-            for name, value in item_attributes(item):
+            for name, value in pairs:
                 i = vocab.get(name)
                 if i is None:
                     if not grow:
@@ -144,6 +146,10 @@ class AttributeEncoder:
             self.sparse_counts.append(len(obs) - before)
             n += 1
         return n
+
+    def end(self, n: int) -> None:
+        """End a sequence of ``n`` tokens encoded with :meth:`add_pairs`."""
+        self.lengths.append(n)
 
     def _add_matrix(self, matrix: np.ndarray, n: int, with_items: bool) -> int:
         if matrix.ndim != 2:

@@ -102,8 +102,10 @@ class Model:
     def _from_parts(cls, meta: dict, arrays: dict[str, np.ndarray], name: str) -> Model:
         check = _Checker(name, meta, arrays)
         if meta.get("kind") != MODEL_KIND:
-            raise ModelFormatError("not a crfkit model (the container holds something else)",
-                                   path=name)
+            what = ("an attribute model: read it with --format crfsuite"
+                    if meta.get("kind") == "crfkit-attribute-model" else
+                    "the container holds something else")
+            raise ModelFormatError(f"not a crfkit model ({what})", path=name)
         labels = check.labels()
         patterns = check.patterns()
         n_columns = check.value("n_token_columns", int)
