@@ -34,7 +34,7 @@ def test_a_non_number_is_refused_with_line_and_column(tmp_path):
     path.write_text("A\tx:1\n\nB\tok\tw:abc\n")
     with pytest.raises(InputError) as err:
         list(read_sequences(str(path)))
-    assert str(err.value).startswith(f"{path}:3:10: attribute 'w' has value 'abc'")
+    assert str(err.value).startswith(f"{path}:3:8: attribute 'w' has value 'abc'")
     result = CliRunner().invoke(cli, ["train", "--format", "crfsuite", str(path),
                                       str(tmp_path / "m")])
     assert result.exit_code != 0 and "3:8" in result.output
