@@ -60,7 +60,7 @@ MODEL_TYPE_NAMES = tuple(MODEL_TYPES)
 """The names of ``modeltypes.MODEL_TYPES`` and ``train.ALGORITHMS``; the algorithms are
 spelled out here so that ``--help`` lists them without importing the training code (a test
 keeps them equal)."""
-ALGORITHM_NAMES = ("l-bfgs", "sgd-l1", "ap")
+ALGORITHM_NAMES = ("l-bfgs", "sgd-l1", "ap", "l2sgd", "pa", "arow")
 
 
 @cli.command("train", short_help="Train a model on a labelled column file.")
@@ -133,12 +133,21 @@ ALGORITHM_NAMES = ("l-bfgs", "sgd-l1", "ap")
               default="columns", show_default=True,
               help="INPUT is a column file read through patterns (-p), or a CRFsuite data "
                    "file (LABEL<TAB>ATTR[:VALUE]...; no pattern file).")
+@click.option("--pa-type", type=click.IntRange(0, 2), default=None,
+              help="-a pa: 0 PA, 1 PA-I, 2 PA-II  [default: 1]")
+@click.option("--pa-c", type=float, default=None,
+              help="-a pa: aggressiveness C of PA-I and PA-II  [default: 1]")
+@click.option("--variance", type=float, default=None,
+              help="-a arow: initial variance of every weight  [default: 1]")
+@click.option("--gamma", type=float, default=None,
+              help="-a arow: trade-off between loss and change  [default: 1]")
 @click.option("-q", "--quiet", is_flag=True, help="No progress output.")
 def train_command(pattern_file, input_file, model_file, model_type, algo, rho1, rho2, cost,
                   maxiter, stopeps, stopwin, devel_file, keep_best_devel, devel_patience,
                   cutoff, compact,
                   init_file, eta0, alpha, seed, nthread, history, all_features, max_memory, sep,
-                  encoding, report_dir, data_format, quiet) -> None:
+                  encoding, report_dir, data_format, pa_type, pa_c, variance, gamma,
+                  quiet) -> None:
     """Train a model on a labelled column file (the last column is the label).
 
     INPUT defaults to standard input (a pipe: a terminal is refused) and
@@ -176,7 +185,8 @@ def train_command(pattern_file, input_file, model_file, model_type, algo, rho1, 
              "seed": seed, "devel_patience": devel_patience,
              "keep_best_devel": keep_best_devel or None, "compact": compact or None,
              "all_features": all_features or None,
-             "max_memory": None if max_memory is None else parse_size(max_memory)}
+             "max_memory": None if max_memory is None else parse_size(max_memory),
+             "pa_type": pa_type, "pa_c": pa_c, "variance": variance, "gamma": gamma}
     if data_format == "crfsuite":
         _train_crfsuite(given, input_file, model_file, encoding=encoding, quiet=quiet,
                         refused={"-p/--pattern": pattern_file, "-m/--model": init_file,
