@@ -7,7 +7,10 @@ An attribute is an observation whose weights (one per label) are multiplied
 by the value; attributes seen in training form the vocabulary, in order of
 decreasing frequency (ties: first seen first), so the most frequent get the
 kernels' dense rows. Values equal to 1 everywhere leave ``tok_val`` out, and
-the kernels run their binary code.
+the kernels run their binary code. An occurrence of value 0 (``False``) adds
+nothing to any score or count, so the encoder leaves it out: its features keep
+weight 0 either way (CRFsuite creates them and never moves them), and the
+tutorial's boolean features then leave a binary corpus.
 
 The flattening of python-crfsuite's item forms (:func:`item_attributes`):
 
@@ -105,11 +108,10 @@ class AttributeEncoder:
         self.vocab = vocab
         self.grow = grow
         self.obs = array("i")
-        self.val = array("d")
+        self.val: array | None = None  # until a value differs from 1
         self.sparse_counts = array("i")  # per token
         self.dense: list[tuple[int, np.ndarray]] = []  # (first token, array) per sequence
         self.lengths = array("q")
-        self.all_ones = True
 
     def add(self, xseq) -> int:
         """Encode one sequence; returns its length."""
@@ -120,7 +122,7 @@ class AttributeEncoder:
             items, matrix = xseq
         n = 0
         if items is not None:
-            n = self.add_pairs(map(item_attributes, items))
+            n = self._add_items(items)
         if matrix is not None:
             n = self._add_matrix(matrix, n, items is not None)
         self.lengths.append(n)
@@ -129,23 +131,64 @@ class AttributeEncoder:
     def add_pairs(self, tokens: Iterable[Iterable[tuple[str, float]]]) -> int:
         """Encode the ``(name, value)`` pairs of each token of a sequence (without ending
         the sequence: :meth:`add` does, and :meth:`end` after this alone)."""
-        vocab, obs, val, grow = self.vocab, self.obs, self.val, self.grow
         n = 0
         for pairs in tokens:
-            before = len(obs)
+            before = len(self.obs)
             for name, value in pairs:
-                i = vocab.get(name)
-                if i is None:
-                    if not grow:
-                        continue
-                    i = vocab[name] = len(vocab)
-                obs.append(i)
-                val.append(value)
-                if value != 1.0:
-                    self.all_ones = False
+                self._put(name, value)
+            self.sparse_counts.append(len(self.obs) - before)
+            n += 1
+        return n
+
+    def _add_items(self, items) -> int:
+        """:meth:`add_pairs` of the items' attributes, flat dicts of strings, numbers and
+        bools read inline (the common case: ~5x faster than through the generator)."""
+        vocab, obs, grow, put = self.vocab, self.obs, self.grow, self._put
+        n = 0
+        for item in items:
+            before = len(obs)
+            if type(item) is not dict:
+                for name, value in item_attributes(item):
+                    put(name, value)
+            else:
+                for key, value in item.items():
+                    kind = type(value)
+                    if kind is str and type(key) is str:
+                        name = key + ":" + value
+                        i = vocab.get(name)
+                        if i is None:
+                            if not grow:
+                                continue
+                            i = vocab[name] = len(vocab)
+                        obs.append(i)
+                        if self.val is not None:
+                            self.val.append(1.0)
+                    elif kind is bool and type(key) is str:
+                        if value:
+                            put(key, 1.0)
+                    elif (kind is float or kind is int) and type(key) is str:
+                        put(key, _number(value, key))
+                    else:
+                        for name, number in item_attributes({key: value}):
+                            put(name, number)
             self.sparse_counts.append(len(obs) - before)
             n += 1
         return n
+
+    def _put(self, name: str, value: float) -> None:
+        """One occurrence; values are stored only once one differs from 1."""
+        if value == 0.0:  # scores nothing, counts nothing (module docstring)
+            return
+        i = self.vocab.get(name)
+        if i is None:
+            if not self.grow:
+                return
+            i = self.vocab[name] = len(self.vocab)
+        if value != 1.0 and self.val is None:
+            self.val = array("d", [1.0]) * len(self.obs)
+        self.obs.append(i)
+        if self.val is not None:
+            self.val.append(value)
 
     def end(self, n: int) -> None:
         """End a sequence of ``n`` tokens encoded with :meth:`add_pairs`."""
@@ -168,7 +211,6 @@ class AttributeEncoder:
             if name not in self.vocab and self.grow:
                 self.vocab[name] = len(self.vocab)
         self.dense.append((first, matrix))
-        self.all_ones = False
         return len(matrix)
 
     def dataset(self, labels: np.ndarray | None = None) -> Dataset:
@@ -186,15 +228,14 @@ class AttributeEncoder:
         tok_ptr = np.zeros(len(counts) + 1, dtype=np.int64)
         np.cumsum(counts, out=tok_ptr[1:])
         n_occ = int(tok_ptr[-1])
-        values = not self.all_ones
-        if not self.dense:  # occurrences are already in token order
-            tok_obs = np.frombuffer(self.obs, dtype=np.int32).copy()
-            tok_val = np.frombuffer(self.val, dtype=np.float64).copy() if values else None
+        if not self.dense:  # occurrences are already in token order (no copy: the arrays
+            tok_obs = np.frombuffer(self.obs, dtype=np.int32)  # keep the buffers alive)
+            tok_val = None if self.val is None else np.frombuffer(self.val, dtype=np.float64)
         else:
             tok_obs = np.empty(n_occ, dtype=np.int32)
             tok_val = np.empty(n_occ, dtype=np.float64)
             self._scatter(tok_ptr, sparse, dense_ids, tok_obs, tok_val)
-        self.obs, self.val, self.dense = array("i"), array("d"), []
+        self.obs, self.val, self.dense = array("i"), None, []
         y = np.empty(0, dtype=np.int32) if labels is None else labels
         return Dataset(seq_ptr=seq_ptr, tok_ptr=tok_ptr, tok_obs=tok_obs, labels=y,
                        tok_val=tok_val)
@@ -208,7 +249,8 @@ class AttributeEncoder:
             shift = np.repeat(tok_ptr[:-1] - sparse_ptr[:-1], sparse)
             where = np.arange(int(sparse_ptr[-1]), dtype=np.int64) + shift
             tok_obs[where] = np.frombuffer(self.obs, dtype=np.int32)
-            tok_val[where] = np.frombuffer(self.val, dtype=np.float64)
+            tok_val[where] = 1.0 if self.val is None else np.frombuffer(self.val,
+                                                                         dtype=np.float64)
         for (first, matrix), ids in zip(self.dense, dense_ids, strict=True):
             known = np.flatnonzero(ids >= 0)
             n = len(matrix)

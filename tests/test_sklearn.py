@@ -50,12 +50,12 @@ def test_encoding_of_dicts_arrays_and_generators():
     dense = np.array([[0.5, 2.0], [1.0, -1.0]])
 
     def sequences():  # a generator: no __len__
-        yield [{"w": "a"}, ["s", "w:a"]]
+        yield [{"w": "a", "z": False}, ["s", "w:a"]]
         yield dense
         yield ([{"w": "b"}, {}], dense)
 
     data = encode(sequences(), vocab, grow=True)
-    assert vocab == {"w:a": 0, "s": 1, "#0": 2, "#1": 3, "w:b": 4}
+    assert vocab == {"w:a": 0, "s": 1, "#0": 2, "#1": 3, "w:b": 4}  # "z": only False
     assert data.seq_ptr.tolist() == [0, 2, 4, 6]
     assert data.tok_ptr.tolist() == [0, 1, 3, 5, 7, 10, 12]
     assert data.tok_obs.tolist() == [0, 1, 0, 2, 3, 2, 3, 4, 2, 3, 2, 3]
@@ -194,3 +194,16 @@ def test_pipeline_grid_search_and_cross_validation_in_processes():
     scores = cross_val_score(Pipeline([("crf", CRF(max_iterations=20, n_jobs=1))]), X, y,
                              cv=2, scoring=crf_metrics.flat_accuracy)
     assert len(scores) == 2 and all(0.5 < s <= 1.0 for s in scores)
+
+
+def test_importing_the_estimator_does_not_import_sklearn():
+    import subprocess
+    import sys
+
+    code = "import sys, crfkit, crfkit.sklearn; print('sklearn' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True)
+    assert out.stdout.strip() == "False"
+    assert repr(CRF(c1=0.1, n_jobs=2)) == "CRF(c1=0.1, n_jobs=2)"
+    with pytest.raises(ValueError, match="Invalid parameter"):
+        CRF().set_params(cc=1)

@@ -16,8 +16,9 @@ features come in every form python-crfsuite accepts plus numpy arrays
 the model is crfkit's own container, so pickling, ``model_filename`` and
 ``crfkit label --format crfsuite`` all read the same bytes (never a pickle).
 
-scikit-learn is an optional extra (``pip install crfkit[sklearn]``);
-``import crfkit`` does not import it.
+scikit-learn is an optional extra (``pip install crfkit[sklearn]``); neither
+``import crfkit`` nor this module imports it (:mod:`crfkit.sklearn.base`), only
+the metrics and the tools that use it do.
 """
 
 from __future__ import annotations
@@ -26,9 +27,9 @@ import os
 from dataclasses import dataclass
 
 import numpy as np
-from sklearn.base import BaseEstimator
 
 from crfkit import attributes as attrs
+from crfkit.sklearn.base import EstimatorParams
 from crfkit.sklearn.tagger import Tagger, threads
 
 __all__ = ["CRF", "Tagger", "TrainingLog"]
@@ -64,7 +65,7 @@ class TrainingLog:
         return self.iterations[-1] if self.iterations else {}
 
 
-class CRF(BaseEstimator):
+class CRF(EstimatorParams):
     """Linear-chain CRF trained by crfkit, with sklearn-crfsuite's interface.
 
     Parameters are sklearn-crfsuite's (see its documentation; None means
