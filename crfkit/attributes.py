@@ -264,11 +264,13 @@ def frequency_order(data: Dataset, names: list[str]) -> list[str]:
     """Renumber the observations of ``data`` by decreasing frequency (ties: lower id first),
     in place; returns the names in the new order."""
     n_obs = len(names)
-    count = np.bincount(data.tok_obs, minlength=n_obs)
+    step = 1 << 22  # in slices: bincount would first copy all the ids to int64
+    count = np.zeros(n_obs, dtype=np.int64)
+    for a in range(0, len(data.tok_obs), step):
+        count += np.bincount(data.tok_obs[a:a + step], minlength=n_obs)
     order = np.argsort(-count, kind="stable")
     rank = np.empty(n_obs, dtype=np.int32)
     rank[order] = np.arange(n_obs, dtype=np.int32)
-    step = 1 << 22
     for a in range(0, len(data.tok_obs), step):
         data.tok_obs[a:a + step] = rank[data.tok_obs[a:a + step]]
     return [names[i] for i in order.tolist()]
