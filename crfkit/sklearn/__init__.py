@@ -240,9 +240,7 @@ class CRF(EstimatorParams):
     def _tagger_or_fail(self) -> Tagger:
         tagger = self.tagger_
         if tagger is None:
-            from sklearn.exceptions import NotFittedError
-
-            raise NotFittedError("This CRF instance is not fitted yet: call fit first")
+            raise not_fitted_error("This CRF instance is not fitted yet: call fit first")
         return tagger
 
     @property
@@ -328,6 +326,15 @@ class _HoldoutScorer:
         if self.log:
             right = sum(g == p for g, p in zip(gold, pred, strict=True))
             self.log[-1]["holdout_accuracy"] = right / max(1, len(gold))
+
+
+def not_fitted_error(message: str) -> Exception:
+    """scikit-learn's NotFittedError when scikit-learn is installed, else its two bases."""
+    try:
+        from sklearn.exceptions import NotFittedError
+    except ImportError:
+        return AttributeError(message)
+    return NotFittedError(message)
 
 
 def _progress(verbose: bool):
