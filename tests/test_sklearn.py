@@ -64,8 +64,10 @@ def test_encoding_of_dicts_arrays_and_generators():
     assert frozen.tok_obs.tolist() == [0] and frozen.tok_val is None
 
 
-def test_weights_match_python_crfsuite():
-    """Same objective as CRFsuite (c2 scaling, values, nested forms): same weights."""
+@pytest.mark.parametrize("all_transitions", [True, False])
+def test_weights_match_python_crfsuite(all_transitions):
+    """Same objective as CRFsuite (c2 scaling, values, nested forms, transitions never seen
+    kept out or not): same weights."""
     pycrfsuite = pytest.importorskip("pycrfsuite")
     X = [[{"w": "the", "n": 1.5, "b": False, "l": ["p", "q"]}, {"w": "dog", "n": 0.5}],
          [{"w": "a", "t": True}, {"w": "cat", "x": {"y": "z", "k": 2}}],
@@ -74,7 +76,7 @@ def test_weights_match_python_crfsuite():
     trainer = pycrfsuite.Trainer(verbose=False)
     for xseq, yseq in zip(X, y, strict=True):
         trainer.append(xseq, yseq)
-    trainer.set_params({"c1": 0.0, "c2": 0.1, "feature.possible_transitions": True,
+    trainer.set_params({"c1": 0.0, "c2": 0.1, "feature.possible_transitions": all_transitions,
                         "epsilon": 1e-10, "delta": 1e-12})
     import tempfile
 
@@ -83,8 +85,10 @@ def test_weights_match_python_crfsuite():
         tagger = pycrfsuite.Tagger()
         tagger.open(f"{tmp}/m.crfsuite")
         info = tagger.info()
-    crf = CRF(c2=0.1, all_possible_transitions=True, epsilon=1e-10, delta=1e-12).fit(X, y)
+    crf = CRF(c2=0.1, all_possible_transitions=all_transitions, epsilon=1e-10,
+              delta=1e-12).fit(X, y)
     assert sorted(crf.attributes_) == sorted(info.attributes)
+    assert set(crf.transition_features_) == set(info.transitions)
     assert set(crf.state_features_) == set(info.state_features)
     for key, weight in info.state_features.items():  # CRFsuite prints 6 decimals
         assert crf.state_features_[key] == pytest.approx(weight, abs=2e-6)
