@@ -102,7 +102,8 @@ class Model:
     def _from_parts(cls, meta: dict, arrays: dict[str, np.ndarray], name: str) -> Model:
         check = _Checker(name, meta, arrays)
         if meta.get("kind") != MODEL_KIND:
-            what = ("an attribute model: read it with --format crfsuite"
+            what = ("an attribute model, made by --format crfsuite or crfkit.sklearn: label "
+                    "it with --format crfsuite"
                     if meta.get("kind") == "crfkit-attribute-model" else
                     "the container holds something else")
             raise ModelFormatError(f"not a crfkit model ({what})", path=name)
