@@ -415,6 +415,7 @@ def train(data: Dataset, labels: list[str], attributes: list[str], options,
     given, is called after every iteration with the model of the current weights.
     """
     from crfkit.corpus import Corpus
+    from crfkit.jitcache import announce_compile
     from crfkit.kernels.blocks import set_thread_count
     from crfkit.progress import Progress
     from crfkit.train import ALGORITHMS, Monitor, Problem, recorded_options
@@ -425,6 +426,7 @@ def train(data: Dataset, labels: list[str], attributes: list[str], options,
     if data.n_tokens == 0:
         raise InputError("training data is empty (no tokens)")
     progress = progress or Progress(quiet=True)
+    announce_compile(progress, options.algo, model_type, False)
     set_thread_count(options.nthread)
     attributes = frequency_order(data, attributes)
     space, empirical, frozen = attribute_space(
