@@ -125,7 +125,7 @@ class Model:
         if not isinstance(info, dict):
             raise ModelFormatError("bad info section in model", path=name)
         for p in patterns:
-            for c in p.commands:
+            for c in p.commands + ((p.value,) if p.value else ()):
                 if not 0 <= c.column < n_columns:
                     raise ModelFormatError("pattern column out of range in model", path=name)
         featurizer = check.featurizer(patterns)
