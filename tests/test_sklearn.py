@@ -211,3 +211,14 @@ def test_importing_the_estimator_does_not_import_sklearn():
     assert repr(CRF(c1=0.1, n_jobs=2)) == "CRF(c1=0.1, n_jobs=2)"
     with pytest.raises(ValueError, match="Invalid parameter"):
         CRF().set_params(cc=1)
+
+
+@pytest.mark.parametrize("check", ["check_no_attributes_set_in_init",
+                                   "check_get_params_invariance", "check_set_params",
+                                   "check_parameters_default_constructible"])
+def test_scikit_learn_parameter_checks(check):
+    """scikit-learn's own estimator checks that apply to a sequence estimator (the others
+    feed 2-D arrays of samples, which are not sequences)."""
+    from sklearn.utils import estimator_checks
+
+    getattr(estimator_checks, check)("CRF", CRF())
