@@ -28,7 +28,7 @@ from crfkit.kernels.gradient import add_path_counts as add_path_counts_binary
 from crfkit.kernels.gradient import shared_pair_expectations
 from crfkit.kernels.lattice import (
     copy_matrix,
-    exp_transitions_sparse,
+    exp_transitions,
     forward_backward,
 )
 
@@ -125,14 +125,16 @@ def token_pair_expectations(G, tok_ptr, tok_obs, tok_val, b_ptr, b_prev, b_cur, 
 def sequence_gradient(W, space, tok_ptr, tok_obs, tok_val, t0, T, L, per_token, trans,
                       exp_trans, trans_shift, Wd, Gd, work, G):
     """:func:`crfkit.kernels.gradient.sequence_gradient` with values: the same lattice,
-    valued scores and expectations."""
+    valued scores and expectations. Leaves psi and (with ``per_token``) phi filled. The
+    per-token transition matrices are exponentiated whole (:func:`exp_transitions`): the
+    binary path's shortcuts assume unit values, and valued observation bigrams are rare
+    (``%v`` patterns are unigrams; attribute corpora have none)."""
     u_ptr, u_lab, b_ptr, b_prev, b_cur, n_u, trans_offset, has_trans = space
     psi, phi, expu, expb, alpha, beta, scale, pair, tmp = work
     chain_scores(W, space, tok_ptr, tok_obs, tok_val, t0, T, per_token, trans, psi, phi, Wd)
     shift = 0.0
     if per_token:
-        shift = exp_transitions_sparse(phi, T, expb, exp_trans[0], trans_shift, tok_ptr,
-                                       tok_obs, b_ptr, b_prev, b_cur, t0)
+        shift = exp_transitions(phi, T, expb)
     logz = forward_backward(psi, expb, per_token, T, L, expu, alpha, beta, scale, tmp)
     if per_token:
         token_pair_expectations(G, tok_ptr, tok_obs, tok_val, b_ptr, b_prev, b_cur, n_u,
