@@ -418,8 +418,10 @@ def train(patterns: list[Pattern] | None, sequences: Iterable[Sequence],
         progress.message(f"* interrupted after {result.iterations} iterations: keeping the "
                          f"model trained so far")
     else:
+        sparsity = (f", {np.count_nonzero(weights):,} of {weights.size:,} weights non-zero"
+                    if options.rho1 > 0 else "")
         progress.message(f"* stopped after {result.iterations} iterations: {result.reason} "
-                         f"({elapsed:.1f}s)")
+                         f"({elapsed:.1f}s){sparsity}")
     info = {
         "algorithm": options.algo,
         "options": recorded_options(options, model_type, devel=devel is not None),

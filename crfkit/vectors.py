@@ -1,4 +1,4 @@
-"""Compiled vector reductions in a fixed order, shared by the objective and the optimisers.
+"""Compiled vector reductions (dot, |x|_1) in a fixed order, for the objective and the optimisers.
 
 The objective's value and the optimisers' steps must be the same bits
 whatever the machine's BLAS and thread count, so their reductions are serial
@@ -19,4 +19,13 @@ def dot(a, b):
     acc = 0.0
     for i in range(a.size):
         acc += a[i] * b[i]
+    return acc
+
+
+@njit(**JIT)
+def l1_norm(x):
+    """|x|_1, summed serially (a fixed order)."""
+    acc = 0.0
+    for i in range(x.size):
+        acc += abs(x[i])
     return acc

@@ -1,12 +1,24 @@
 #!/usr/bin/env python3
-"""Benchmark crfkit against python-crfsuite on the same corpus, pattern file and settings.
+"""Benchmark crfkit against python-crfsuite, CRF++ and Wapiti on the same corpus,
+pattern file and settings, in one run.
 
 Usage::
 
     python scripts/bench.py [--train FILE] [--test FILE] [--pattern FILE] [--rho2 R]
-                            [--stopeps E] [--stopwin W] [--history M] [--threads N]
+                            [--rho1 R] [--stopeps E] [--stopwin W] [--history M]
+                            [--threads N] [--maxiter N] [--label-tokens N]
                             [--scale K] [--limit N] [--cold-cache] [--skip-crfkit]
-                            [--skip-crfsuite] [--json PATH] [--workdir DIR]
+                            [--skip-crfsuite] [--skip-peers] [--peers-build SCRIPT]
+                            [--json PATH] [--workdir DIR]
+
+CRF++ 0.59 and Wapiti 1.5.0 are built by ``shared/peers/build.sh`` (found
+beside the repository; a no-op once built); how their settings are mapped
+(objective scaling read from each tool's source, stopping rule, threads) is
+in ``scripts/bench_peers.py``. A tool that cannot run a configuration is
+left out with a NOTE (crfsuite has no observation-dependent bigrams, so a
+``*``/``b:`` pattern file runs without it; CRF++ has no elastic net). For the
+rich-pattern case cap every tool with ``--maxiter`` and compare seconds per
+iteration, e.g. ``--pattern patterns/chunking-wapiti.pat --maxiter 10``.
 
 Defaults: CoNLL-2000 (``shared/data/conll2000/{train,test}.txt`` found next to
 the repository, normally ``/work/shared/data/conll2000``), ``patterns/chunking.pat``,
@@ -28,7 +40,7 @@ state features seen in training (``feature.possible_states=0``,
 ``feature.possible_transitions=0``), as crfkit.
 
 Every measured step is a separate child process, so wall time includes
-interpreter start-up and peak RSS (``ru_maxrss`` from ``os.wait4``) belongs to
+interpreter start-up and peak RSS (GNU time, else ``os.wait4``) belongs to
 that step alone. What each row of the table means:
 
 train wall (s)
@@ -55,14 +67,18 @@ test F1
     Chunk F1 (percent, conlleval rules) of each tool's labelled test file,
     both scored with ``crfkit.evaluate.evaluate``.
 peak RSS train (MB)
-    ``ru_maxrss`` of the training child process (MiB).
+    Peak RSS of the training child process (MiB), by GNU time when installed:
+    ``ru_maxrss`` from ``wait4`` never reports less than this script's own
+    RSS (Linux keeps it across ``exec``), which hid small labelling figures.
 model size (MB)
     Size of the model file (MiB).
 label tokens/s (end to end)
-    Test tokens divided by the wall time of a child process that labels the
-    whole test file: start-up, imports, model load, reading, features,
-    tagging and writing the output file; the fastest of 3 runs each, the two
-    tools alternating after both are trained (:func:`time_labelling`). crfkit: ``crfkit label -c -m
+    Tokens divided by the wall time of a child process that labels the
+    test file repeated to about ``--label-tokens`` (1M) tokens: start-up,
+    imports, model load, reading, features,
+    tagging and writing the output file; the fastest of 3 runs each, the
+    tools alternating after all are trained (:func:`time_labelling`).
+    CRF++: ``crf_test -m MODEL``; Wapiti: ``wapiti label -m MODEL``. crfkit: ``crfkit label -c -m
     MODEL test OUT`` (after the Numba cache is warm). crfsuite: this script in
     child mode (read, build attribute strings, ``Tagger.tag``, write). Before
     any timing, crfkit's bytecode is compiled (see :func:`compile_bytecode`).
@@ -79,8 +95,11 @@ warm label start (s)
 Finally the script checks the bars of the speed issue (train wall ratio <=
 0.7, s/iteration ratio <= 0.5, label tokens/s ratio >= 1.5, crfkit warm start
 < 1 s, RSS ratio <= 1.5, model size ratio <= 1.0, F1 within 0.1 points) and
-prints PASS/FAIL (n/a when a side was skipped). ``--json`` writes every
-figure, the settings and the machine description.
+those against the peers (label tokens/s >= 3x CRF++'s and >= 5x Wapiti's;
+s/iteration <= 0.2x Wapiti's, meant for a ``*`` pattern file), and prints
+PASS/FAIL (n/a when a side was skipped). ``--json`` writes every figure, the
+settings and the machine description; the peers under ``"crf++"`` and
+``"wapiti"``, crfkit's ratios to each under ``"peer_ratios"``.
 
 The machine matters: run it on an otherwise idle machine for figures to quote.
 """
@@ -106,8 +125,13 @@ from itertools import islice
 from pathlib import Path
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import bench_peers  # noqa: E402  (scripts/bench_peers.py: the CRF++ and Wapiti columns)
+
 DATA_SUBDIR = Path("shared") / "data" / "conll2000"
 DEFAULT_PATTERN = REPO_ROOT / "patterns" / "chunking.pat"
+PEERS_BUILD = Path("shared") / "peers" / "build.sh"
+LABEL_TOKENS = 1_000_000  # the labelling speed file: the test file repeated to about this size
 CHILD_FLAG = "--_child"
 MB = 1024 * 1024
 WARM_RUNS = 3
@@ -299,12 +323,12 @@ def crfsuite_train_child(params: dict) -> dict:
         n_seqs += 1
         n_tokens += len(rows)
     crfsuite_params = {
-        "c1": 0.0,
+        "c1": params.get("rho1", 0.0),
         "c2": params["rho2"] / 2,
         "num_memories": params["history"],
         "period": params["stopwin"],
         "delta": params["stopeps"],
-        "max_iterations": 1_000_000,
+        "max_iterations": params.get("maxiter") or 1_000_000,
         "feature.possible_states": False,
         "feature.possible_transitions": False,
     }
@@ -332,6 +356,8 @@ def crfsuite_train_child(params: dict) -> dict:
         "crfsuite_storing_s": log.storing_seconds,
         "features": log.featgen_num_features,
         "final_loss": log.iterations[-1].get("loss") if log.iterations else None,
+        "nonzero_weights": (log.iterations[-1].get("active_features")
+                            if log.iterations and crfsuite_params["c1"] > 0 else None),
         "in_process_s": time.perf_counter() - started,
     }
 
@@ -406,16 +432,23 @@ class BenchError(Exception):
 
 
 def run_child(name: str, cmd: list[str], workdir: Path, env: dict | None = None) -> ChildRun:
-    """Run ``cmd`` to completion; wall time from spawn to reaped, ``ru_maxrss`` by wait4."""
+    """Run ``cmd`` to completion; wall time from spawn to reaped, peak RSS of ``cmd`` alone.
+
+    Peak RSS by GNU time when installed (:func:`bench_peers.rss_prefix` says why
+    ``wait4`` alone over-reports small programs), else ``ru_maxrss`` by wait4.
+    """
     out_path, err_path = workdir / f"{name}.stdout", workdir / f"{name}.stderr"
+    rss_report = workdir / f"{name}.rss"
+    rss_report.unlink(missing_ok=True)
     with open(out_path, "wb") as out, open(err_path, "wb") as err:
         started = time.perf_counter()
-        proc = subprocess.Popen(cmd, stdout=out, stderr=err, stdin=subprocess.DEVNULL,
-                                env=env, cwd=workdir)
+        proc = subprocess.Popen([*bench_peers.rss_prefix(rss_report), *cmd], stdout=out,
+                                stderr=err, stdin=subprocess.DEVNULL, env=env, cwd=workdir)
         _, status, usage = os.wait4(proc.pid, 0)
         wall = time.perf_counter() - started
     proc.returncode = os.waitstatus_to_exitcode(status)
-    run = ChildRun(name, wall, usage.ru_maxrss * 1024 / MB, proc.returncode,
+    run = ChildRun(name, wall, bench_peers.peak_rss_mb(rss_report, usage.ru_maxrss),
+                   proc.returncode,
                    out_path.read_text(errors="replace"), err_path.read_text(errors="replace"))
     if run.returncode != 0:
         tail = "\n".join(run.stderr.strip().splitlines()[-15:])
@@ -488,7 +521,8 @@ def file_mb(path: Path) -> float:
 
 _ENCODE = re.compile(r"^\* .* (\d+) features \(([\d.]+)s to encode\)", re.MULTILINE)
 _PROGRESS = re.compile(r"^\s*\[\s*(\d+)\] obj=(\S+).* time=\s*([\d.]+)s", re.MULTILINE)
-_STOPPED = re.compile(r"^\* stopped after (\d+) iterations: (.*) \(([\d.]+)s\)$", re.MULTILINE)
+_STOPPED = re.compile(r"^\* stopped after (\d+) iterations: (.*) \(([\d.]+)s\)"
+                      r"(?:, ([\d,]+) of [\d,]+ weights non-zero)?$", re.MULTILINE)
 
 
 def parse_crfkit_train(stderr: str) -> dict:
@@ -497,6 +531,8 @@ def parse_crfkit_train(stderr: str) -> dict:
         raise BenchError("cannot find '* stopped after N iterations' in crfkit's stderr")
     result = {"iterations": int(stopped.group(1)), "stop_reason": stopped.group(2),
               "in_process_s": float(stopped.group(3))}
+    if stopped.group(4):
+        result["nonzero_weights"] = int(stopped.group(4).replace(",", ""))
     encode = _ENCODE.search(stderr)
     if encode:
         result["features"] = int(encode.group(1))
@@ -514,6 +550,10 @@ def bench_crfkit(args, files: dict, workdir: Path, log) -> dict:
     model = workdir / "crfkit.model"
     train_opts = ["-p", str(args.pattern), "-2", repr(args.rho2), "-e", repr(args.stopeps),
                   "-w", str(args.stopwin), "--history", str(args.history), *threads]
+    if args.rho1 > 0:
+        train_opts += ["-1", repr(args.rho1)]
+    if args.maxiter:
+        train_opts += ["-i", str(args.maxiter)]
     result: dict = {"command": crfkit}
 
     log("crfkit: warm-up training (fills the Numba cache)")
@@ -559,6 +599,7 @@ def bench_crfkit(args, files: dict, workdir: Path, log) -> dict:
     log("crfkit: labelling the test file (F1; timed later, alternating with crfsuite)")
     out = workdir / "crfkit-test.out"
     result["label_command"] = [*label, str(files["test"]), str(out)]
+    result["label_base"] = label
     run_child("crfkit-label", result["label_command"], workdir)
     result["test_f1"] = f1_of(out)
     return result
@@ -573,8 +614,8 @@ def bench_crfsuite(args, files: dict, workdir: Path, log) -> dict:
     log("crfsuite: training")
     run, info = crfsuite_child("train", {
         "train": str(files["train"]), "pattern": str(args.pattern), "model": str(model),
-        "rho2": args.rho2, "history": args.history, "stopwin": args.stopwin,
-        "stopeps": args.stopeps}, workdir, "crfsuite-train")
+        "rho1": args.rho1, "rho2": args.rho2, "history": args.history, "stopwin": args.stopwin,
+        "stopeps": args.stopeps, "maxiter": args.maxiter}, workdir, "crfsuite-train")
     iterations = info["iterations"]
     result = {
         **info,
@@ -608,33 +649,73 @@ def bench_crfsuite(args, files: dict, workdir: Path, log) -> dict:
     return result
 
 
-def time_labelling(crfkit: dict | None, crfsuite: dict | None, files: dict, workdir: Path,
-                   log) -> None:
-    """Label the test file LABEL_RUNS times with each tool, alternating; the fastest counts.
+def bench_peer(name: str, args, files: dict, workdir: Path, log, paths: dict) -> dict:
+    """Train CRF++ or Wapiti (scripts/bench_peers.py maps the settings), label the test file."""
+    from crfkit.features.patterns import read_patterns
 
-    Run after both tools are trained so that the two share the machine's
-    state: on a shared VM its speed drifts over minutes (crfsuite's labelling
-    once measured 0.52 s and, twenty minutes later, 0.85 s), which would
-    otherwise land on one side of the ratio.
+    settings = {"rho1": args.rho1, "rho2": args.rho2, "stopeps": args.stopeps,
+                "stopwin": args.stopwin, "history": args.history, "maxiter": args.maxiter,
+                "threads": args.peer_threads}
+    log(f"{name}: training")
+    if name == "crf++":
+        result = bench_peers.train_crfpp(paths, settings, read_patterns(args.pattern), files,
+                                         workdir)
+    else:
+        result = bench_peers.train_wapiti(paths, settings, args.pattern, files, workdir)
+    log(f"{name}: labelling start and the test file (F1)")
+    one_out = workdir / f"{name}-one.out"
+    starts = [bench_peers.label(result["label_command"], files["one"], one_out, workdir).wall_s
+              for _ in range(WARM_RUNS + 1)]
+    result["first_label_start_s"] = starts[0]
+    result["warm_label_start_s"] = statistics.median(starts[1:])
+    out = workdir / f"{name}-test.out"
+    bench_peers.label(result["label_command"], files["test"], out, workdir)
+    result["test_f1"] = f1_of(out)
+    return result
+
+
+def _label_once(name: str, result: dict, source: Path, workdir: Path,
+                i: int) -> tuple[float, float, dict | None]:
+    """(wall s, peak RSS MB, breakdown) of one tool labelling ``source``."""
+    out = workdir / f"{name}-label{i}.out"
+    if name == "crfkit":
+        run = run_child(f"crfkit-label{i}", [*result["label_base"], str(source), str(out)],
+                        workdir)
+        return run.wall_s, run.max_rss_mb, None
+    if name == "crfsuite":
+        params = {**result["label_params"], "input": str(source), "output": str(out)}
+        run, info = crfsuite_child("label", params, workdir, f"crfsuite-label{i}")
+        return run.wall_s, run.max_rss_mb, info
+    timed = bench_peers.label(result["label_command"], source, out, workdir)
+    return timed.wall_s, timed.max_rss_mb, None
+
+
+def time_labelling(sides: dict[str, dict | None], files: dict, workdir: Path, log,
+                   runs: int = LABEL_RUNS) -> None:
+    """Label the labelling file ``runs`` times with each tool, alternating; the fastest counts.
+
+    Run after every tool is trained so that all share the machine's state: on
+    a shared VM its speed drifts over minutes (crfsuite's labelling once
+    measured 0.52 s and, twenty minutes later, 0.85 s), which would otherwise
+    land on one side of the ratio. The file is the test file repeated to about
+    ``--label-tokens`` tokens (:func:`prepare_files`).
     """
-    if not crfkit and not crfsuite:
+    tools = {name: result for name, result in sides.items() if result}
+    if not tools:
         return
-    log(f"labelling the test file {LABEL_RUNS} times with each tool, alternating")
-    runs: dict[str, list] = {"crfkit": [], "crfsuite": []}
-    for i in range(LABEL_RUNS):
-        if crfkit:
-            runs["crfkit"].append((run_child(f"crfkit-label{i}", crfkit["label_command"],
-                                             workdir), None))
-        if crfsuite:
-            runs["crfsuite"].append(crfsuite_child("label", crfsuite["label_params"], workdir,
-                                                   f"crfsuite-label{i}"))
-    for result, tool_runs in ((crfkit, runs["crfkit"]), (crfsuite, runs["crfsuite"])):
-        if not result:
-            continue
-        fastest, info = min(tool_runs, key=lambda r: r[0].wall_s)
-        result.update({"label_wall_s": fastest.wall_s, "label_max_rss_mb": fastest.max_rss_mb,
-                       "label_wall_runs_s": [r[0].wall_s for r in tool_runs],
-                       "label_tokens_per_s": files["test_tokens"] / fastest.wall_s})
+    source = files["label"]
+    log(f"labelling {files['label_tokens']:,} tokens {runs} times with each tool, alternating")
+    measured: dict[str, list] = {name: [] for name in tools}
+    for i in range(runs):
+        for name, result in tools.items():
+            measured[name].append(_label_once(name, result, source, workdir, i))
+            (workdir / f"{name}-label{i}.out").unlink(missing_ok=True)
+    for name, result in tools.items():
+        wall, rss, info = min(measured[name], key=lambda r: r[0])
+        result.update({"label_wall_s": wall, "label_max_rss_mb": rss,
+                       "label_wall_runs_s": [r[0] for r in measured[name]],
+                       "label_tokens": files["label_tokens"],
+                       "label_tokens_per_s": files["label_tokens"] / wall})
         if info is not None:
             result["label_breakdown"] = info
 
@@ -651,6 +732,7 @@ ROWS = [
     ("iterations", "iterations", "{:d}"),
     ("s_per_iteration", "s / iteration", "{:.4f}"),
     ("features", "features", "{:d}"),
+    ("nonzero_weights", "  non-zero weights (L1)", "{:d}"),
     ("test_f1", "test F1", "{:.2f}"),
     ("train_max_rss_mb", "peak RSS train (MB)", "{:.1f}"),
     ("model_mb", "model size (MB)", "{:.2f}"),
@@ -669,21 +751,38 @@ def ratio(a: dict | None, b: dict | None, key: str) -> float | None:
     return x / y
 
 
-def format_table(crfkit: dict | None, crfsuite: dict | None) -> str:
+def format_table(crfkit: dict | None, crfsuite: dict | None,
+                 peers: dict[str, dict | None] | None = None) -> str:
+    """The figures side by side, with crfkit's ratio to each other tool."""
+    others = {"crfsuite": crfsuite, **(peers or {})}
+
     def cell(side: dict | None, key: str, fmt: str) -> str:
         value = (side or {}).get(key)
         return "-" if value is None else fmt.format(value)
 
-    lines = [f"{'metric':<30}{'crfkit':>12}{'crfsuite':>12}   ratio (crfkit/crfsuite)"]
+    header = f"{'metric':<30}{'crfkit':>12}" + "".join(f"{name:>12}" for name in others)
+    header += "   ratio crfkit/" + "  /".join(others)
+    lines = [header]
     for key, label, fmt in ROWS:
-        r = ratio(crfkit, crfsuite, key)
-        lines.append(f"{label:<30}{cell(crfkit, key, fmt):>12}{cell(crfsuite, key, fmt):>12}"
-                     f"   {'-' if r is None else f'{r:.3f}'}")
+        row = f"{label:<30}{cell(crfkit, key, fmt):>12}"
+        row += "".join(f"{cell(side, key, fmt):>12}" for side in others.values())
+        ratios = [ratio(crfkit, side, key) for side in others.values()]
+        row += "   " + "  ".join("-" if r is None else f"{r:.3f}" for r in ratios)
+        lines.append(row)
     return "\n".join(lines)
 
 
-def check_bars(crfkit: dict | None, crfsuite: dict | None) -> list[tuple[str, str, str]]:
-    """(verdict, bar, measured) for each bar of the speed issue."""
+# (peer, key, bar text, limit, crfkit/peer must be <= limit): issue 21's peer bars
+PEER_BARS = [
+    ("crf++", "label_tokens_per_s", "label tokens/s >= 3x CRF++'s", 3.0, False),
+    ("wapiti", "label_tokens_per_s", "label tokens/s >= 5x Wapiti's", 5.0, False),
+    ("wapiti", "s_per_iteration", "s/iteration <= 0.2x Wapiti's (* patterns)", 0.2, True),
+]
+
+
+def check_bars(crfkit: dict | None, crfsuite: dict | None,
+               peers: dict[str, dict | None] | None = None) -> list[tuple[str, str, str]]:
+    """(verdict, bar, measured) for each bar of the speed issues."""
     def verdict(ok: bool | None) -> str:
         return "n/a " if ok is None else ("PASS" if ok else "FAIL")
 
@@ -705,6 +804,10 @@ def check_bars(crfkit: dict | None, crfsuite: dict | None) -> list[tuple[str, st
     diff = None if f1a is None or f1b is None else f1a - f1b
     bars.append((verdict(None if diff is None else abs(diff) <= 0.1),
                  "test F1 within 0.1 points", "-" if diff is None else f"{diff:+.3f}"))
+    for peer, key, text, limit, less in PEER_BARS:
+        r = ratio(crfkit, (peers or {}).get(peer), key)
+        ok = None if r is None else (r <= limit if less else r >= limit)
+        bars.append((verdict(ok), text, "-" if r is None else f"{r:.3f}"))
     return bars
 
 
@@ -782,6 +885,10 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--pattern", type=Path, default=DEFAULT_PATTERN,
                         help="pattern file [default: patterns/chunking.pat]")
     parser.add_argument("--rho2", type=float, default=1.0, help="L2 strength [default: 1.0]")
+    parser.add_argument("--rho1", type=float, default=0.0,
+                        help="L1 strength (crfkit -1, crfsuite c1) [default: 0]")
+    parser.add_argument("--maxiter", type=int, default=0, metavar="N",
+                        help="cap every tool at N iterations, 0 for none [default: 0]")
     parser.add_argument("--stopeps", type=float, default=1e-5,
                         help="stopping threshold (relative) [default: 1e-5]")
     parser.add_argument("--stopwin", type=int, default=10,
@@ -796,8 +903,16 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--cold-cache", action="store_true",
                         help="also time crfkit labelling one sentence with an empty Numba "
                              "cache (compiles every kernel: slow)")
+    parser.add_argument("--label-tokens", type=int, default=LABEL_TOKENS, metavar="N",
+                        help="time labelling on the test file repeated to about N tokens "
+                             f"[default: {LABEL_TOKENS}]")
     parser.add_argument("--skip-crfsuite", action="store_true")
     parser.add_argument("--skip-crfkit", action="store_true")
+    parser.add_argument("--skip-peers", action="store_true",
+                        help="no CRF++ and Wapiti columns")
+    parser.add_argument("--peers-build", type=Path, metavar="SCRIPT",
+                        help="the script that builds CRF++ and Wapiti and prints NAME=PATH "
+                             f"lines [default: {PEERS_BUILD} beside the repository]")
     parser.add_argument("--json", type=Path, metavar="PATH", help="write all figures to PATH")
     parser.add_argument("--workdir", type=Path,
                         help="keep models and outputs here [default: a temporary directory]")
@@ -808,6 +923,10 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         parser.error("--limit must be >= 1")
     if args.threads < 0:
         parser.error("--threads must be >= 0")
+    if args.maxiter < 0 or args.rho1 < 0 or args.label_tokens < 1:
+        parser.error("--maxiter and --rho1 must be >= 0, --label-tokens >= 1")
+    args.peer_threads = args.threads or (len(os.sched_getaffinity(0))
+                                         if hasattr(os, "sched_getaffinity") else os.cpu_count())
     if args.skip_crfkit and args.skip_crfsuite:
         parser.error("nothing to do: both tools skipped")
     data = default_data_dir()
@@ -843,7 +962,34 @@ def prepare_files(args, workdir: Path) -> dict:
     write_column_file(files["one"], islice(read_column_file(args.test), 1))
     files["train_sequences"], files["train_tokens"] = corpus_size(files["train"])
     files["test_sequences"], files["test_tokens"] = corpus_size(args.test)
+    copies = max(1, round(args.label_tokens / max(files["test_tokens"], 1)))
+    files["label"] = workdir / "label.txt"
+    write_column_file(files["label"], (rows for _ in range(copies)
+                                       for rows in read_column_file(args.test)))
+    files["label_copies"] = copies
+    files["label_tokens"] = copies * files["test_tokens"]
     return files
+
+
+def find_peers(args, log) -> tuple[dict, dict[str, str]]:
+    """Paths of the peer binaries (building them if needed), and why a peer is left out."""
+    skipped: dict[str, str] = {}
+    if args.skip_peers:
+        return {}, dict.fromkeys(bench_peers.PEERS, "--skip-peers")
+    script = args.peers_build
+    if script is None:
+        script = next((base / PEERS_BUILD for base in [REPO_ROOT, *REPO_ROOT.parents]
+                       if (base / PEERS_BUILD).is_file()), REPO_ROOT / PEERS_BUILD)
+    log(f"building the peers (a no-op once built): {script}")
+    try:
+        paths = bench_peers.build_peers(script)
+    except bench_peers.PeerUnavailable as err:
+        return {}, dict.fromkeys(bench_peers.PEERS, str(err))
+    if not {"crf_learn", "crf_test"} <= paths.keys():
+        skipped["crf++"] = f"{script} printed no crf_learn/crf_test"
+    if "wapiti" not in paths:
+        skipped["wapiti"] = f"{script} printed no wapiti"
+    return paths, skipped
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -851,15 +997,18 @@ def main(argv: list[str] | None = None) -> int:
     if argv[:1] == [CHILD_FLAG]:
         return child_main(argv[1:])
     args = parse_args(argv)
+    skipped: dict[str, str] = {}
     if not args.skip_crfsuite:
         from crfkit.errors import CrfkitError
 
         try:
             load_bridge(str(args.pattern))
         except (UnsupportedPattern, CrfkitError) as err:
-            print(f"bench: {err}\n(use --skip-crfsuite to benchmark crfkit alone)",
-                  file=sys.stderr)
-            return 2
+            if args.skip_crfkit:
+                print(f"bench: {err}", file=sys.stderr)
+                return 2
+            skipped["crfsuite"] = str(err)
+            args.skip_crfsuite = True
 
     def log(message: str) -> None:
         print(f"... {message}", file=sys.stderr, flush=True)
@@ -873,7 +1022,7 @@ def main(argv: list[str] | None = None) -> int:
     errors: dict[str, str] = {}
 
     def side(name: str, skip: bool, bench) -> dict | None:
-        """One tool's figures; a failure is reported and leaves the other tool's intact."""
+        """One tool's figures; a failure is reported and leaves the other tools' intact."""
         if skip:
             return None
         try:
@@ -882,52 +1031,78 @@ def main(argv: list[str] | None = None) -> int:
             errors[name] = str(err)
             print(f"bench: {err}", file=sys.stderr)
             return None
+        except bench_peers.PeerUnavailable as err:
+            skipped[name] = str(err)
+            print(f"bench: {name} left out: {err}", file=sys.stderr)
+            return None
 
     try:
         machine = machine_info()
         compile_bytecode(log)
         files = prepare_files(args, workdir)
+        paths, skipped_peers = find_peers(args, log)
+        skipped.update(skipped_peers)
         crfkit = side("crfkit", args.skip_crfkit, bench_crfkit)
         crfsuite = side("crfsuite", args.skip_crfsuite, bench_crfsuite)
-        time_labelling(crfkit, crfsuite, files, workdir, log)
+        peers = {name: side(name, name in skipped,
+                            lambda a, f, w, lg, n=name: bench_peer(n, a, f, w, lg, paths))
+                 for name in bench_peers.PEERS}
+        time_labelling({"crfkit": crfkit, "crfsuite": crfsuite, **peers}, files, workdir, log)
     finally:
         if not keep:
             shutil.rmtree(workdir, ignore_errors=True)
+    report(args, machine, files, crfkit, crfsuite, peers, skipped, errors)
+    return 1 if errors else 0
 
+
+def report(args, machine: dict, files: dict, crfkit: dict | None, crfsuite: dict | None,
+           peers: dict[str, dict | None], skipped: dict[str, str],
+           errors: dict[str, str]) -> None:
+    """Print the settings, the table and the bars; write the JSON report if asked."""
     settings = {"train": str(args.train), "test": str(args.test), "pattern": str(args.pattern),
-                "rho2": args.rho2, "stopeps": args.stopeps, "stopwin": args.stopwin,
-                "history": args.history, "threads": args.threads, "scale": args.scale,
-                "limit": args.limit}
-    bars = check_bars(crfkit, crfsuite)
+                "rho1": args.rho1, "rho2": args.rho2, "stopeps": args.stopeps,
+                "stopwin": args.stopwin, "history": args.history, "threads": args.threads,
+                "peer_threads": args.peer_threads, "maxiter": args.maxiter,
+                "scale": args.scale, "limit": args.limit,
+                "label_tokens": files["label_tokens"], "label_copies": files["label_copies"]}
+    bars = check_bars(crfkit, crfsuite, peers)
     print(format_machine(machine))
     print(f"train: {args.train}" + (f" (first {args.limit} sequences)" if args.limit else "")
           + (f" x {args.scale}" if args.scale > 1 else "")
           + f": {files['train_sequences']} sequences, {files['train_tokens']} tokens")
     print(f"test:  {args.test}: {files['test_sequences']} sequences, "
-          f"{files['test_tokens']} tokens")
-    print(f"pattern {args.pattern.name}, rho2={args.rho2:g} (crfsuite c2={args.rho2 / 2:g}), "
+          f"{files['test_tokens']} tokens; labelling speed on {files['label_copies']} copies "
+          f"({files['label_tokens']:,} tokens)")
+    print(f"pattern {args.pattern.name}, rho1={args.rho1:g} rho2={args.rho2:g} (crfsuite "
+          f"c1={args.rho1:g} c2={args.rho2 / 2:g}; CRF++ -c 1/rho; Wapiti -1/-2 as crfkit), "
           f"stopeps={args.stopeps:g}, stopwin={args.stopwin}, history={args.history}, "
-          f"crfkit threads={args.threads or machine['nproc']} (crfsuite: 1)")
-    if crfkit:
-        print(f"crfkit stop: {crfkit.get('stop_reason')}")
+          f"maxiter={args.maxiter or 'none'}, threads={args.peer_threads} for crfkit, CRF++ "
+          f"and Wapiti training (crfsuite, crf_test, wapiti label: 1)")
+    for name, result in (("crfkit", crfkit), ("crfsuite", crfsuite), *peers.items()):
+        if result and result.get("stop_reason"):
+            print(f"{name} stop: {result['stop_reason']}")
+    for name, why in skipped.items():
+        print(f"NOTE  {name} left out: {why.splitlines()[0]}")
     print()
-    print(format_table(crfkit, crfsuite))
+    print(format_table(crfkit, crfsuite, peers))
     print()
     for verdict, text, measured in bars:
-        print(f"{verdict}  {text:<36} ({measured})")
+        print(f"{verdict}  {text:<42} ({measured})")
     for name, message in errors.items():
         print(f"ERROR {name}: {message.splitlines()[0]} (details on stderr)")
     if args.json:
-        report = {"settings": settings, "machine": machine,
-                  "train_sequences": files["train_sequences"],
-                  "train_tokens": files["train_tokens"],
-                  "test_sequences": files["test_sequences"], "test_tokens": files["test_tokens"],
-                  "crfkit": crfkit, "crfsuite": crfsuite,
-                  "ratios": {key: ratio(crfkit, crfsuite, key) for key, _, _ in ROWS},
-                  "bars": [{"verdict": v.strip(), "bar": t, "measured": m} for v, t, m in bars],
-                  "errors": errors}
-        args.json.write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
-    return 1 if errors else 0
+        others = {"crfsuite": crfsuite, **peers}
+        out = {"settings": settings, "machine": machine,
+               "train_sequences": files["train_sequences"],
+               "train_tokens": files["train_tokens"],
+               "test_sequences": files["test_sequences"], "test_tokens": files["test_tokens"],
+               "crfkit": crfkit, "crfsuite": crfsuite, **peers,
+               "ratios": {key: ratio(crfkit, crfsuite, key) for key, _, _ in ROWS},
+               "peer_ratios": {name: {key: ratio(crfkit, side, key) for key, _, _ in ROWS}
+                               for name, side in others.items()},
+               "bars": [{"verdict": v.strip(), "bar": t, "measured": m} for v, t, m in bars],
+               "skipped": skipped, "errors": errors}
+        args.json.write_text(json.dumps(out, indent=2) + "\n", encoding="utf-8")
 
 
 if __name__ == "__main__":

@@ -68,6 +68,18 @@ def test_parse_crfkit_train_stderr():
     assert parsed["encode_s"] == 1.38
     assert parsed["optimise_wall_s"] == 0.30
     assert parsed["final_objective"] == 50.5
+    assert "nonzero_weights" not in parsed
+
+
+def test_parse_crfkit_train_stderr_of_an_l1_run():
+    stderr = ("  [   7] obj=11.5           tok-err=  1.00% seq-err= 20.00% time=   0.70s\n"
+              "* stopped after 7 iterations: converged (relative improvement < 1e-05 over 10 "
+              "iterations) (3.1s), 16,535 of 456,807 weights non-zero\n")
+    parsed = bench.parse_crfkit_train(stderr)
+    assert parsed["iterations"] == 7
+    assert parsed["stop_reason"].startswith("converged (relative improvement < 1e-05")
+    assert parsed["in_process_s"] == 3.1
+    assert parsed["nonzero_weights"] == 16535
 
 
 def test_bars_and_table_with_one_side_missing():

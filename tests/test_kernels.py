@@ -114,32 +114,47 @@ def test_pair_expectations_match_enumeration(per_token):
     np.testing.assert_allclose(G.reshape(L, L), pair.sum(axis=0), atol=1e-10)
 
 
-def test_sparse_transition_exponentials_equal_the_full_ones():
-    """Re-exponentiating only the touched entries gives the same matrices and shift."""
+@pytest.mark.parametrize("big", [False, True])
+def test_transition_exponentials_as_products_equal_the_full_ones(big):
+    """exp(trans + sum of bigram weights) as exp(trans) times exp(w) per feature gives the
+    same matrices and shift as exponentiating phi; a token whose product would overflow
+    falls back to its own shift (``big``: one weight of 800)."""
     rng = np.random.default_rng(3)
     T, L = 6, 4
     trans = rng.normal(size=(L, L))
-    # token t has one observation whose bigram features touch two label pairs
+    # token t has one observation whose bigram features touch two label pairs (sometimes one
+    # pair twice: their factors multiply)
     tok_ptr = np.arange(T + 1, dtype=np.int64)
     tok_obs = np.arange(T, dtype=np.int32)
     b_ptr = np.arange(0, 2 * T + 1, 2, dtype=np.int64)
     b_prev = rng.integers(0, L, size=2 * T).astype(np.int32)
     b_cur = rng.integers(0, L, size=2 * T).astype(np.int32)
+    b_prev[4:6], b_cur[4:6] = 1, 2
     W = rng.normal(size=2 * T)
+    if big:
+        W[7] = 800.0
     phi = np.empty((T, L, L))
     lattice.bigram_scores(W, tok_ptr, tok_obs, b_ptr, b_prev, b_cur, 0, trans, 0, T, phi)
     full = np.empty((T, L, L))
     full_shift = lattice.exp_transitions(phi, T, full)
     exp_trans = np.empty((L, L))
     trans_shift = lattice.exp_shifted(trans, exp_trans)
-    sparse = np.empty((T, L, L))
-    sparse_shift = lattice.exp_transitions_sparse(phi, T, sparse, exp_trans, trans_shift,
-                                                  tok_ptr, tok_obs, b_ptr, b_prev, b_cur, 0)
+    expw = np.empty(len(W))
+    lattice.exp_bigram_weights(W, 0, len(W), expw)
+    products = np.empty((T, L, L))
+    scratch = np.empty((T, L, L))
+    shift = lattice.exp_transitions_factors(W, b_ptr, b_prev, b_cur, 0, tok_ptr, tok_obs, 0, T,
+                                            trans, exp_trans, trans_shift, expw, scratch,
+                                            products)
     # Different shifts, the same scores once each shift is put back.
+    shifts = []
     for t in range(1, T):
-        np.testing.assert_allclose(np.log(sparse[t]) + trans_shift, phi[t], rtol=1e-12)
-        np.testing.assert_allclose(np.log(full[t]) + phi[t].max(), phi[t], rtol=1e-12)
-    assert sparse_shift == pytest.approx(trans_shift * (T - 1))
+        own = phi[t].max() if phi[t].max() - trans_shift > 700 else trans_shift
+        shifts.append(own)
+        np.testing.assert_allclose(products[t], np.exp(phi[t] - own), rtol=1e-12, atol=0)
+        np.testing.assert_allclose(full[t], np.exp(phi[t] - phi[t].max()), rtol=1e-12, atol=0)
+    assert shift == pytest.approx(sum(shifts))
+    assert (shift != pytest.approx(trans_shift * (T - 1))) == big
     assert full_shift == pytest.approx(sum(phi[t].max() for t in range(1, T)))
 
 

@@ -104,6 +104,39 @@ def test_hook_stops_and_interrupt_keeps_the_last_point():
     assert result.reason == "enough" and result.iterations == 2
 
 
+def test_owlqn_direction_projection_spares_free_weights_once_settled():
+    x = np.array([0.0, 0.0, 0.0, 1.5, -2.0, 0.7])
+    pg = np.array([0.4, -0.3, 0.0, 0.2, 0.1, -0.5])
+    d = np.array([0.1, 0.2, 0.3, 0.4, -0.5, 0.6])
+    settled = d.copy()
+    lbfgs._project_direction(settled, pg, x, False)
+    # at zero: only downhill moves (against pg's sign) survive; elsewhere d is kept
+    assert settled.tolist() == [0.0, 0.2, 0.0, 0.4, -0.5, 0.6]
+    settling = d.copy()
+    lbfgs._project_direction(settling, pg, x, True)  # Andrew & Gao: every component
+    assert settling.tolist() == [0.0, 0.2, 0.0, 0.0, -0.5, 0.6]
+
+
+def test_sign_changes_counts_sign_and_zero_flips_among_the_nonzero():
+    x = np.array([0.0, 1.0, -1.0, 2.0, 0.0, 3.0])
+    x_new = np.array([0.5, 0.0, 1.0, 2.5, 0.0, 3.0])
+    # 0 -> +, + -> 0, - -> +: three changes; x_new has four non-zero weights
+    assert lbfgs._sign_changes(x_new, x) == 0.75
+    assert lbfgs._sign_changes(np.zeros(3), np.zeros(3)) == 0.0
+
+
+def test_owlqn_settled_and_unsettled_reach_the_same_optimum(small_crf, monkeypatch):
+    c = small_crf
+    objective = Objective(c.space, c.data, c.empirical, 0.1)
+    settled = lbfgs.minimize(objective, np.zeros(c.space.n_weights), l1=0.5, stop_eps=0,
+                             maxiter=2000)
+    monkeypatch.setattr(lbfgs, "UNSETTLED", float("inf"))  # Andrew & Gao's projection
+    classic = lbfgs.minimize(objective, np.zeros(c.space.n_weights), l1=0.5, stop_eps=0,
+                             maxiter=2000)
+    assert settled.f == pytest.approx(classic.f, rel=1e-9)
+    assert np.array_equal(settled.x == 0.0, classic.x == 0.0)
+
+
 # --- SGD-L1 ----------------------------------------------------------------------------------
 def one_sequence(corpus, s: int) -> Dataset:
     """Sequence s of a corpus as a dataset of its own."""

@@ -41,8 +41,10 @@ from crfkit.kernels.gradient import (
     work_buffers,
 )
 from crfkit.kernels.lattice import (
+    bigram_scores,
     chain_scores,
     copy_matrix,
+    exp_bigram_weights,
     load_transitions,
     longest_sequence,
     viterbi,
@@ -139,16 +141,20 @@ def _gold_score(psi, phi, trans, per_token, labels, t0, T):
 
 @njit(**JIT)
 def sgd_epoch(W, order, space, data, per_token, L, eta0, alpha, rho1, seen, q, G, touched,
-              state, out, tok_val=None):
+              expw, state, out, tok_val=None):
     """One pass of SGD-L1 over the sequences in ``order``; updates W, q, state in place.
 
     ``seen``: sequences processed in earlier epochs (sets the learning rate);
     ``state[0]`` carries ``u`` across epochs. ``G`` must be all zeros (it is
-    left so); ``touched`` holds :func:`max_touched` indices. out = [sum of
+    left so); ``touched`` holds :func:`max_touched` indices; ``expw`` (n_b) the
+    exponentiated bigram weights, kept up to date as they move. out = [sum of
     per-sequence losses (at the weights they were seen with), token errors,
     sequence errors, 1 if a sequence overflowed]. Returns the last learning rate.
     """
     seq_ptr, tok_ptr, tok_obs, labels = data
+    u_ptr, u_lab, b_ptr, b_prev, b_cur, n_u, trans_offset, has_trans = space
+    n_b = len(b_prev)
+    exp_bigram_weights(W, n_u, n_b, expw)
     N = len(order)
     trans = np.empty((L, L))
     exp_trans = np.empty((1, L, L))
@@ -172,8 +178,8 @@ def sgd_epoch(W, order, space, data, per_token, L, eta0, alpha, rho1, seen, q, G
         trans_shift = load_transitions(W, space[6], space[7], L, trans, exp_trans)
         if tok_val is None:  # resolved at compile time (kernels.values)
             shift, logz = sequence_gradient(W, space, tok_ptr, tok_obs, t0, T, L, per_token,
-                                            trans, exp_trans, trans_shift, no_dense, no_dense,
-                                            work, G)
+                                            trans, exp_trans, trans_shift, expw, no_dense,
+                                            no_dense, work, G)
         else:
             shift, logz = values.sequence_gradient(W, space, tok_ptr, tok_obs, tok_val, t0, T, L,
                                                    per_token, trans, exp_trans, trans_shift,
@@ -185,6 +191,8 @@ def sgd_epoch(W, order, space, data, per_token, L, eta0, alpha, rho1, seen, q, G
         if not np.isfinite(logz):
             out[3] = 1.0
             break
+        if per_token and tok_val is None:  # (the valued gradient leaves phi filled)
+            bigram_scores(W, tok_ptr, tok_obs, b_ptr, b_prev, b_cur, n_u, trans, t0, T, phi)
         loss += logz - _gold_score(psi, phi, trans, per_token, labels, t0, T)
         wrong = posterior_errors(alpha_, labels, t0, T)
         tok_err += wrong
@@ -196,8 +204,14 @@ def sgd_epoch(W, order, space, data, per_token, L, eta0, alpha, rho1, seen, q, G
             values.add_path_counts(G, space, tok_ptr, tok_obs, tok_val, L, t0, T, labels, t0,
                                    -1.0)
         # W -= eta * G on every touched weight (G back to zero), then the L1 penalty
-        for n in range(touched_weights(space, tok_ptr, tok_obs, L, t0, T, touched)):
+        n_touched = touched_weights(space, tok_ptr, tok_obs, L, t0, T, touched)
+        for n in range(n_touched):
             _step(W, G, q, touched[n], eta, u, l1)
+        if per_token:
+            for n in range(n_touched):
+                k = touched[n] - n_u
+                if 0 <= k < n_b:
+                    expw[k] = np.exp(W[n_u + k])
     state[0] = u
     out[0] = loss
     out[1] = tok_err
@@ -284,6 +298,7 @@ class _Epochs:
         self.per_token, self.L = space.n_b > 0, space.n_labels
         self.G = np.zeros(space.n_weights)
         self.touched = np.empty(max_touched(self.space, *self.data[:3], self.L), dtype=np.int64)
+        self.expw = np.empty(space.n_b)
         self.out = np.zeros(self.n_out)
 
 
@@ -296,8 +311,8 @@ class SgdEpochs(_Epochs):
     def __call__(self, W: np.ndarray, order: np.ndarray, seen: int, eta0: float, alpha: float,
                  rho1: float, q: np.ndarray, state: np.ndarray) -> tuple[float, int, int, bool]:
         sgd_epoch(W, order, self.space, self.data, self.per_token, self.L, float(eta0),
-                  float(alpha), float(rho1), seen, q, self.G, self.touched, state, self.out,
-                  self.tok_val)
+                  float(alpha), float(rho1), seen, q, self.G, self.touched, self.expw, state,
+                  self.out, self.tok_val)
         out = self.out
         return float(out[0]), int(out[1]), int(out[2]), bool(out[3])
 

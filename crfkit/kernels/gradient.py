@@ -28,9 +28,9 @@ from numba import njit
 from crfkit.config import JIT
 from crfkit.kernels.lattice import (
     argmax,
-    chain_scores,
-    exp_transitions_sparse,
+    exp_transitions_factors,
     forward_backward,
+    unigram_scores,
 )
 
 
@@ -46,25 +46,27 @@ def work_buffers(Tmax, L, per_token, exp_trans):
 
 @njit(inline="always", **JIT)
 def sequence_gradient(W, space, tok_ptr, tok_obs, t0, T, L, per_token, trans, exp_trans,
-                      trans_shift, Wd, Gd, work, G):
+                      trans_shift, expw, Wd, Gd, work, G):
     """Expected feature counts of tokens t0 .. t0+T-1 added to G; returns (shift, logz).
 
     log Z of the sequence is ``shift + logz`` with observation bigrams
     (``per_token``), else ``trans_shift * (T - 1) + logz``: the caller adds
     the parts itself, so that every trainer sums them in the same order.
     ``trans``/``exp_trans``/``trans_shift`` come from
-    :func:`crfkit.kernels.lattice.load_transitions`; observations below
+    :func:`crfkit.kernels.lattice.load_transitions`, ``expw`` (the exponentiated
+    bigram weights, used with ``per_token``) from
+    :func:`crfkit.kernels.lattice.exp_bigram_weights`; observations below
     ``len(Wd)`` are scored and accumulated as dense rows (``Wd``, ``Gd``; may be
     empty). Leaves the token marginals in ``work``'s alpha. Inlined, so a caller
     whose ``per_token`` is a compile-time constant compiles only its half.
     """
     u_ptr, u_lab, b_ptr, b_prev, b_cur, n_u, trans_offset, has_trans = space
     psi, phi, expu, expb, alpha, beta, scale, pair, tmp = work
-    chain_scores(W, space, tok_ptr, tok_obs, t0, T, per_token, trans, psi, phi, Wd)
+    unigram_scores(W, tok_ptr, tok_obs, u_ptr, u_lab, t0, T, psi, Wd)
     shift = 0.0
     if per_token:
-        shift = exp_transitions_sparse(phi, T, expb, exp_trans[0], trans_shift, tok_ptr,
-                                       tok_obs, b_ptr, b_prev, b_cur, t0)
+        shift = exp_transitions_factors(W, b_ptr, b_prev, b_cur, n_u, tok_ptr, tok_obs, t0, T,
+                                        trans, exp_trans[0], trans_shift, expw, phi, expb)
     logz = forward_backward(psi, expb, per_token, T, L, expu, alpha, beta, scale, tmp)
     if per_token:
         token_pair_expectations(G, tok_ptr, tok_obs, b_ptr, b_prev, b_cur, n_u, trans_offset,

@@ -30,6 +30,7 @@ from crfkit.kernels.gradient import posterior_errors, sequence_gradient, work_bu
 from crfkit.kernels.lattice import (
     argmax,
     dense_rows,
+    exp_bigram_weights,
     flush_dense,
     load_transitions,
     longest_sequence,
@@ -39,14 +40,17 @@ from crfkit.kernels.lattice import (
 
 # --- CRF -------------------------------------------------------------------------------------
 @njit(**JIT)
-def shared_scores(W, u_ptr, u_lab, trans_offset, has_trans, L, n_dense):
+def shared_scores(W, u_ptr, u_lab, n_u, n_b, trans_offset, has_trans, L, n_dense):
     """What every block of an evaluation at W reads: the transition block, its exponential
-    (``exp_trans[0]``, shifted by the returned max) and the dense rows of the ``n_dense``
-    most frequent observations (:func:`crfkit.kernels.lattice.dense_rows`)."""
+    (``exp_trans[0]``, shifted by the returned max), the exponentiated bigram weights and
+    the dense rows of the ``n_dense`` most frequent observations
+    (:func:`crfkit.kernels.lattice.dense_rows`)."""
     trans = np.empty((L, L))
     exp_trans = np.empty((1, L, L))
     trans_shift = load_transitions(W, trans_offset, has_trans, L, trans, exp_trans)
-    return trans, exp_trans, trans_shift, dense_rows(W, u_ptr, u_lab, n_dense, L)
+    expw = np.empty(n_b)
+    exp_bigram_weights(W, n_u, n_b, expw)
+    return trans, exp_trans, trans_shift, expw, dense_rows(W, u_ptr, u_lab, n_dense, L)
 
 
 def _crf_loss_kernel(per_token: bool):
@@ -60,7 +64,8 @@ def _crf_loss_kernel(per_token: bool):
     """
 
     @njit(**JIT)
-    def kernel(W, space, data, L, s0, s1, trans, exp_trans, trans_shift, Wd, G, out, tok_val):
+    def kernel(W, space, data, L, s0, s1, trans, exp_trans, trans_shift, expw, Wd, G, out,
+               tok_val):
         seq_ptr, tok_ptr, tok_obs, labels = data
         work = work_buffers(longest_sequence(seq_ptr, s0, s1), L, per_token, exp_trans)
         alpha = work[4]
@@ -76,8 +81,8 @@ def _crf_loss_kernel(per_token: bool):
                 continue
             if tok_val is None:  # resolved at compile time (kernels.values)
                 shift, logz = sequence_gradient(W, space, tok_ptr, tok_obs, t0, T, L,
-                                                per_token, trans, exp_trans, trans_shift, Wd,
-                                                Gd, work, G)
+                                                per_token, trans, exp_trans, trans_shift, expw,
+                                                Wd, Gd, work, G)
             else:
                 shift, logz = values.sequence_gradient(W, space, tok_ptr, tok_obs, tok_val, t0,
                                                        T, L, per_token, trans, exp_trans,
@@ -104,13 +109,13 @@ CRF_LOSS_KERNELS = {False: _crf_loss_kernel(False), True: _crf_loss_kernel(True)
 
 def crf_loss_block(W: np.ndarray, space: tuple, data: tuple, per_token: bool, L: int, s0: int,
                    s1: int, trans: np.ndarray, exp_trans: np.ndarray, trans_shift: float,
-                   Wd: np.ndarray, G: np.ndarray, out: np.ndarray,
+                   expw: np.ndarray, Wd: np.ndarray, G: np.ndarray, out: np.ndarray,
                    tok_val: np.ndarray | None = None) -> None:
     """Sequences s0..s1-1: the sum of their log Z into out[0], expected counts into G.
 
     out[1] / out[2] count token / sequence errors of posterior decoding
     (argmax of marginals), a free by-product used for the progress line.
-    ``trans``, ``exp_trans``, ``trans_shift`` and ``Wd`` come from
+    ``trans``, ``exp_trans``, ``trans_shift``, ``expw`` and ``Wd`` come from
     :func:`shared_scores`. The observations that have a row in ``Wd`` use
     dense rows of weights and of expectations; each of their features'
     gradient is still the same additions in the same order, from zero.
@@ -118,7 +123,7 @@ def crf_loss_block(W: np.ndarray, space: tuple, data: tuple, per_token: bool, L:
     ``tok_val``: the data's occurrence values (None: all 1).
     """
     CRF_LOSS_KERNELS[bool(per_token)](W, space, data, L, s0, s1, trans, exp_trans, trans_shift,
-                                      Wd, G, out, tok_val)
+                                      expw, Wd, G, out, tok_val)
 
 
 # --- MEMM and MaxEnt: a softmax per token ---------------------------------------------------

@@ -70,8 +70,8 @@ class Objective:
         s = self.space
         if self.normalisation != config.NORM_GLOBAL:
             return ()
-        return loss.shared_scores(w, s.u_ptr, s.u_lab, s.trans_offset, s.has_trans,
-                                  s.n_labels, self.n_dense)
+        return loss.shared_scores(w, s.u_ptr, s.u_lab, s.n_u, s.n_b,
+                                  s.trans_offset, s.has_trans, s.n_labels, self.n_dense)
 
     def _loss_block(self, w: np.ndarray, shared: tuple, s0: int, s1: int, G: np.ndarray,
                     out: np.ndarray) -> None:

@@ -35,6 +35,7 @@ from crfkit.kernels.decoder import path_score
 from crfkit.kernels.epochs import touched_weights
 from crfkit.kernels.gradient import add_path_counts, sequence_gradient, work_buffers
 from crfkit.kernels.lattice import (
+    bigram_scores,
     chain_scores,
     copy_matrix,
     load_transitions,
@@ -192,12 +193,16 @@ def arow_epoch(W, S, order, space, data, per_token, L, gamma, frozen, G, touched
 # --- SGD with L2 -------------------------------------------------------------------------------
 @njit(**JIT)
 def l2sgd_epoch(W, last, state, order, space, data, per_token, L, lam, t0_, frozen, G, touched,
-                out, tok_val=None):
+                expw, out, tok_val=None):
     """One pass of SGD-L2 over ``order`` (module docstring); W, last and state updated in
     place (state = [log of the cumulative decay, sequences seen]). Weights not touched by
-    the pass are left behind: :func:`catch_up` brings them up to date. out = [sum of the
+    the pass are left behind: :func:`catch_up` brings them up to date. ``expw`` (n_b): the
+    exponentiated bigram weights the binary gradient reads, refreshed for the bigram
+    features of each sequence once their weights are up to date. out = [sum of the
     sequences' losses, token errors, sequence errors, 1 if a sequence overflowed]."""
     seq_ptr, tok_ptr, tok_obs, labels = data
+    u_ptr, u_lab, b_ptr, b_prev, b_cur, n_u, trans_offset, has_trans = space
+    n_b = len(b_prev)
     trans = np.empty((L, L))
     exp_trans = np.empty((1, L, L))
     work = work_buffers(longest_sequence(seq_ptr, 0, len(seq_ptr) - 1), L, per_token, exp_trans)
@@ -220,12 +225,16 @@ def l2sgd_epoch(W, last, state, order, space, data, per_token, L, lam, t0_, froz
             if last[k] != log_a:
                 W[k] *= np.exp(log_a - last[k])
                 last[k] = log_a
+            if per_token and n_u <= k < n_u + n_b:
+                expw[k - n_u] = np.exp(W[k])
         trans_shift = load_transitions(W, space[6], space[7], L, trans, exp_trans)
         if tok_val is None:
             shift, logz = sequence_gradient(W, space, tok_ptr, tok_obs, t0, T, L, per_token,
-                                            trans, exp_trans, trans_shift, no_dense, no_dense,
-                                            work, G)
+                                            trans, exp_trans, trans_shift, expw, no_dense,
+                                            no_dense, work, G)
             add_path_counts(G, space, tok_ptr, tok_obs, L, t0, T, labels, t0, -1.0)
+            if per_token:  # phi for the gold path's score
+                bigram_scores(W, tok_ptr, tok_obs, b_ptr, b_prev, b_cur, n_u, trans, t0, T, phi)
         else:
             shift, logz = values.sequence_gradient(W, space, tok_ptr, tok_obs, tok_val, t0, T,
                                                    L, per_token, trans, exp_trans, trans_shift,
@@ -292,6 +301,7 @@ class OnlineEpochs:
         self.touched = np.empty(size, dtype=np.int64)
         self.idx = np.empty(size, dtype=np.int64)
         self.val = np.empty(size)
+        self.expw = np.empty(space.n_b)
         self.frozen = np.zeros(space.n_weights, dtype=np.bool_)
         if frozen is not None:
             self.frozen[frozen] = True
@@ -315,7 +325,7 @@ class OnlineEpochs:
               lam: float, t0: float) -> tuple[float, int, int, bool]:
         self.out[3] = 0.0
         l2sgd_epoch(W, last, state, order, self.space, self.data, self.per_token, self.L,
-                    float(lam), float(t0), self.frozen, self.G, self.touched, self.out,
-                    self.tok_val)
+                    float(lam), float(t0), self.frozen, self.G, self.touched, self.expw,
+                    self.out, self.tok_val)
         catch_up(W, last, state[0])
         return float(self.out[0]), int(self.out[1]), int(self.out[2]), bool(self.out[3])

@@ -16,13 +16,27 @@ around zero instead of reaching it:
   (``g + l1`` if negative, ``g - l1`` if positive), else 0 — the weight stays
   at zero because no direction decreases F;
 * the two-loop direction is computed from ``pg`` (the ``s, y`` pairs still
-  use the smooth gradient, since only ``fun`` has curvature) and projected
-  onto the orthant of ``-pg``: a component that disagrees in sign with the
-  steepest-descent direction is set to 0;
+  use the smooth gradient, since only ``fun`` has curvature). At a zero
+  weight, a component that disagrees in sign with ``-pg`` is set to 0: the
+  weight may only leave zero downhill. Andrew & Gao (and Wapiti, CRFsuite)
+  zero such components at every weight; we do so only while the active set
+  is still moving (the last step changed the sign or zero-ness of more than
+  ``UNSETTLED`` of the non-zero weights). Once it has settled, F is smooth in
+  the current orthant and the quasi-Newton direction is kept on the non-zero
+  weights, where it disagrees with ``-pg`` on many of them (on CoNLL-2000,
+  ~30% of the non-zero weights at iteration 60). Zeroing those cost the late
+  iterations most of their quasi-Newton progress: ``-1 0.5 -2 1`` took 423
+  iterations where L2 alone takes 209; with the direction kept, 220. Early
+  on, while thousands of weights change sign per step, the full projection
+  is the faster step there (measured). On small problems (tests, random
+  quadratics) either rule takes about as many iterations;
 * each trial point of the line search is projected onto the orthant of the
   current point (of ``-pg`` for zero coordinates): a weight that would cross
   zero stops at exactly zero. That is how L1 models become sparse;
-* the Armijo condition uses ``pg . (x' - x)`` as the predicted decrease.
+* the Armijo condition uses ``pg . (x' - x)`` as the predicted decrease,
+  and a trial point whose predicted change is not a decrease is refused
+  (possible once components disagreeing with ``-pg`` are kept, if
+  the orthant projection cuts the others).
 
 Both variants decrease F monotonically (each accepted step satisfies the
 Armijo condition). A Ctrl-C returns the last accepted point.
@@ -38,10 +52,13 @@ from numba import njit
 
 from crfkit.config import JIT
 from crfkit.optim import INTERRUPTED, Iteration, IterationHook, Result, StopRule
-from crfkit.vectors import dot
+from crfkit.vectors import dot, l1_norm
 
 ARMIJO = 1e-4
 MAX_LINESEARCH = 30
+# OWL-QN: while the last step changed the sign (or zero-ness) of more than this share of
+# the non-zero weights, the active set is still being found (module docstring).
+UNSETTLED = 0.01
 
 
 Function = Callable[[np.ndarray, np.ndarray], float]  # the smooth part: f = fun(w, g fills)
@@ -63,11 +80,7 @@ def minimize(fun: Function, x0: np.ndarray, *, l1: float = 0.0, history: int = 6
     f = fun(x, g) + (l1 * l1_norm(x) if l1 > 0 else 0.0)  # no kernel compiled without L1
     pg = np.empty(n) if l1 > 0 else g  # the pseudo-gradient (the gradient if no L1)
     x_new, g_new, d = np.empty(n), np.empty(n), np.empty(n)
-    S = np.empty((history, n))
-    Y = np.empty((history, n))
-    rho = np.zeros(history)
-    stored = 0
-    newest = -1
+    pairs = _History(history, n)
     stop = StopRule(stop_eps, stop_window)
     stop(f)
     if l1 > 0:
@@ -76,6 +89,7 @@ def minimize(fun: Function, x0: np.ndarray, *, l1: float = 0.0, history: int = 6
     gnorm = np.sqrt(dot(pg, pg))
     step = 1.0 / gnorm if gnorm > 0 else 1.0
     it = 0
+    settling = True  # OWL-QN: the active set is still moving (UNSETTLED)
     reason = "maximum number of iterations"
     start = time.perf_counter()
     try:
@@ -84,39 +98,23 @@ def minimize(fun: Function, x0: np.ndarray, *, l1: float = 0.0, history: int = 6
                 reason = "zero gradient" if l1 == 0 else "zero pseudo-gradient (optimal)"
                 break
             if l1 > 0:
-                _project_direction(d, pg)
+                _project_direction(d, pg, x, settling)
             gd = dot(pg, d)
             if not gd < 0.0:  # not a descent direction: restart from steepest descent
                 np.negative(pg, out=d)
-                stored = 0
+                pairs.clear()
                 step = 1.0 / gnorm
-            for _ in range(MAX_LINESEARCH):
-                _trial_point(x, d, step, pg, l1 > 0, x_new)
-                f_new = fun(x_new, g_new)
-                if l1 > 0:
-                    f_new += l1 * l1_norm(x_new)
-                    decrease = _predicted_decrease(pg, x_new, x)
-                else:
-                    decrease = step * gd
-                if f_new <= f + ARMIJO * decrease:
-                    break
-                step *= 0.5
-            else:
+            found = _line_search(fun, x, f, d, step, gd, pg, l1, x_new, g_new)
+            if found is None:
                 reason = "line search failed (the objective cannot be decreased further)"
                 break
             it += 1
-            newest = (newest + 1) % history
-            np.subtract(x_new, x, out=S[newest])
-            np.subtract(g_new, g, out=Y[newest])
-            sy = dot(S[newest], Y[newest])
-            if sy > 1e-12:
-                rho[newest] = 1.0 / sy
-                stored = min(stored + 1, history)
-            else:  # no curvature information: drop the pair
-                newest = (newest - 1) % history
+            if l1 > 0:
+                settling = _sign_changes(x_new, x) > UNSETTLED
+            pairs.push(x_new, x, g_new, g)
             x, x_new = x_new, x
             g, g_new = g_new, g
-            f = f_new
+            f = found
             if l1 > 0:
                 _pseudo_gradient(x, g, l1, pg)
             else:
@@ -132,11 +130,68 @@ def minimize(fun: Function, x0: np.ndarray, *, l1: float = 0.0, history: int = 6
             if converged:
                 reason = converged
                 break
-            _two_loop(pg, S, Y, rho, stored, newest, d)
+            pairs.direction(pg, d)
             step = 1.0
     except KeyboardInterrupt:
         reason = INTERRUPTED
     return Result(x=x, f=f, iterations=it, reason=reason)
+
+
+def _line_search(fun: Function, x: np.ndarray, f: float, d: np.ndarray, step: float,
+                 gd: float, pg: np.ndarray, l1: float, x_new: np.ndarray,
+                 g_new: np.ndarray) -> float | None:
+    """Backtrack from ``step`` along ``d`` until the Armijo condition holds.
+
+    Fills ``x_new``/``g_new`` with the accepted point and its smooth gradient
+    and returns its objective (L1 term included), or None if ``MAX_LINESEARCH``
+    halvings did not decrease F enough. With L1 each trial point is projected
+    onto the orthant (module docstring) and the predicted decrease is
+    ``pg . (x_new - x)``; without it, ``step * gd``.
+    """
+    for _ in range(MAX_LINESEARCH):
+        _trial_point(x, d, step, pg, l1 > 0, x_new)
+        f_new = fun(x_new, g_new)
+        if l1 > 0:
+            f_new += l1 * l1_norm(x_new)
+            decrease = _predicted_decrease(pg, x_new, x)
+        else:
+            decrease = step * gd
+        if decrease < 0.0 and f_new <= f + ARMIJO * decrease:
+            return f_new
+        step *= 0.5
+    return None
+
+
+class _History:
+    """The last ``size`` pairs ``s = x' - x``, ``y = g' - g`` and ``rho = 1 / s.y``."""
+
+    def __init__(self, size: int, n: int) -> None:
+        self.S = np.empty((size, n))
+        self.Y = np.empty((size, n))
+        self.rho = np.zeros(size)
+        self.stored = 0
+        self.newest = -1
+
+    def clear(self) -> None:
+        self.stored = 0
+
+    def push(self, x_new: np.ndarray, x: np.ndarray, g_new: np.ndarray, g: np.ndarray) -> None:
+        """Store the pair of the step x -> x_new (over the oldest) if it has curvature."""
+        size = self.rho.size
+        slot = (self.newest + 1) % size
+        np.subtract(x_new, x, out=self.S[slot])
+        np.subtract(g_new, g, out=self.Y[slot])
+        sy = dot(self.S[slot], self.Y[slot])
+        if sy > 1e-12:
+            self.rho[slot] = 1.0 / sy
+            self.newest = slot
+            self.stored = min(self.stored + 1, size)
+        else:  # no curvature information: drop the pair (it overwrote the oldest one)
+            self.stored = min(self.stored, size - 1)
+
+    def direction(self, pg: np.ndarray, d: np.ndarray) -> None:
+        """d = -H pg, H the inverse-Hessian approximation of the stored pairs."""
+        _two_loop(pg, self.S, self.Y, self.rho, self.stored, self.newest, d)
 
 
 @njit(**JIT)
@@ -171,15 +226,6 @@ def _two_loop(g, S, Y, rho, stored, newest, d):
 
 # --- OWL-QN helpers (serial loops: a fixed summation order, no temporaries) ------------------
 @njit(**JIT)
-def l1_norm(x):
-    """|x|_1, summed serially (a fixed order)."""
-    acc = 0.0
-    for i in range(x.size):
-        acc += abs(x[i])
-    return acc
-
-
-@njit(**JIT)
 def _pseudo_gradient(x, g, l1, pg):
     """pg = the steepest-descent-defining subgradient of fun + l1*|x|_1 (module docstring)."""
     for i in range(x.size):
@@ -196,11 +242,25 @@ def _pseudo_gradient(x, g, l1, pg):
 
 
 @njit(**JIT)
-def _project_direction(d, pg):
-    """Zero the components of d whose sign disagrees with -pg."""
+def _project_direction(d, pg, x, everywhere):
+    """Zero the components of d whose sign disagrees with -pg: at x = 0 only, or
+    ``everywhere`` while the active set settles (module docstring)."""
     for i in range(d.size):
-        if d[i] * pg[i] >= 0.0:
+        if (everywhere or x[i] == 0.0) and d[i] * pg[i] >= 0.0:
             d[i] = 0.0
+
+
+@njit(**JIT)
+def _sign_changes(x_new, x):
+    """The share of x_new's non-zero weights whose sign (or zero-ness) differs from x's."""
+    changed = 0
+    nonzero = 0
+    for i in range(x.size):
+        if (x_new[i] > 0.0) != (x[i] > 0.0) or (x_new[i] < 0.0) != (x[i] < 0.0):
+            changed += 1
+        if x_new[i] != 0.0:
+            nonzero += 1
+    return changed / max(nonzero, 1)
 
 
 @njit(**JIT)

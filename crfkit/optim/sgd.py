@@ -27,7 +27,7 @@ import numpy as np
 
 from crfkit.errors import CrfkitError
 from crfkit.optim import IterationHook, Result, StopRule, run_epochs
-from crfkit.optim.lbfgs import l1_norm
+from crfkit.vectors import l1_norm
 
 # One epoch over the sequences in ``order`` (``seen`` visited before), updating the
 # weights W, the per-weight penalties q and the total penalty state[0] in place:
