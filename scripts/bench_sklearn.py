@@ -229,7 +229,9 @@ def run_worker(name: str, args, *extra: str) -> dict:
     cmd = [sys.executable, os.path.abspath(__file__), "--worker", name, "--data", args.data,
            "--iterations", str(args.iterations), "--tokens", str(args.tokens),
            "--large-iterations", str(args.large_iterations), *extra]
-    done = subprocess.run(cmd, check=True, capture_output=True, text=True)
+    done = subprocess.run(cmd, capture_output=True, text=True)
+    if done.returncode:
+        sys.exit(f"the {name} worker failed:\n{done.stderr}")
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
