@@ -60,7 +60,7 @@ MODEL_TYPE_NAMES = tuple(MODEL_TYPES)
 """The names of ``modeltypes.MODEL_TYPES`` and ``train.ALGORITHMS``; the algorithms are
 spelled out here so that ``--help`` lists them without importing the training code (a test
 keeps them equal)."""
-ALGORITHM_NAMES = ("l-bfgs", "sgd-l1", "ap")
+ALGORITHM_NAMES = ("l-bfgs", "sgd-l1", "ap", "l2sgd", "pa", "arow")
 
 
 @cli.command("train", short_help="Train a model on a labelled column file.")
@@ -143,13 +143,25 @@ ALGORITHM_NAMES = ("l-bfgs", "sgd-l1", "ap")
 @click.option("--doc-sep", default=None, metavar="REGEX",
               help="skipchain: lines matching REGEX separate documents, as -DOCSTART- "
                    "lines do (recorded in the model for crfkit label).")
+@click.option("--format", "data_format", type=click.Choice(["columns", "crfsuite"]),
+              default="columns", show_default=True,
+              help="INPUT is a column file read through patterns (-p), or a CRFsuite data "
+                   "file (LABEL<TAB>ATTR[:VALUE]...; no pattern file).")
+@click.option("--pa-type", type=click.IntRange(0, 2), default=None,
+              help="-a pa: 0 PA, 1 PA-I, 2 PA-II  [default: 1]")
+@click.option("--pa-c", type=float, default=None,
+              help="-a pa: aggressiveness C of PA-I and PA-II  [default: 1]")
+@click.option("--variance", type=float, default=None,
+              help="-a arow: initial variance of every weight  [default: 1]")
+@click.option("--gamma", type=float, default=None,
+              help="-a arow: trade-off between loss and change  [default: 1]")
 @click.option("-q", "--quiet", is_flag=True, help="No progress output.")
 def train_command(pattern_file, input_file, model_file, model_type, algo, rho1, rho2, cost,
                   maxiter, stopeps, stopwin, devel_file, keep_best_devel, devel_patience,
                   cutoff, compact,
                   init_file, eta0, alpha, seed, nthread, history, all_features, max_memory, sep,
                   encoding, report_dir, skip_mode, skip_cap, bp_maxiter, bp_tol, bp_damping,
-                  doc_sep, quiet) -> None:
+                  doc_sep, data_format, pa_type, pa_c, variance, gamma, quiet) -> None:
     """Train a model on a labelled column file (the last column is the label).
 
     INPUT defaults to standard input (a pipe: a terminal is refused) and
@@ -182,8 +194,6 @@ def train_command(pattern_file, input_file, model_file, model_type, algo, rho1, 
     elif sys.stdin.isatty():
         raise UsageError("no INPUT given and standard input is a terminal: name the training "
                          "file (crfkit train -p PATTERNS train.txt MODEL) or pipe it in")
-    if pattern_file is None and init_file is None:
-        raise UsageError("give a pattern file with -p/--pattern (or an initial model with -m)")
     given = {"algo": algo, "model_type": model_type, "rho1": rho1, "rho2": rho2,
              "maxiter": maxiter, "stopeps": stopeps, "stopwin": stopwin, "cutoff": cutoff,
              "nthread": nthread, "history": history, "eta0": eta0, "alpha": alpha,
@@ -192,7 +202,16 @@ def train_command(pattern_file, input_file, model_file, model_type, algo, rho1, 
              "all_features": all_features or None,
              "max_memory": None if max_memory is None else parse_size(max_memory),
              "skip": SkipOptions(skip_mode, skip_cap, bp_maxiter, bp_tol, bp_damping,
-                                 doc_sep)}
+                                 doc_sep),
+             "pa_type": pa_type, "pa_c": pa_c, "variance": variance, "gamma": gamma}
+    if data_format == "crfsuite":
+        _train_crfsuite(given, input_file, model_file, encoding=encoding, quiet=quiet,
+                        refused={"-p/--pattern": pattern_file, "-m/--model": init_file,
+                                 "-d/--devel": devel_file, "--report": report_dir,
+                                 "-f/--cutoff": cutoff, "-c/--compact": compact or None})
+        return
+    if pattern_file is None and init_file is None:
+        raise UsageError("give a pattern file with -p/--pattern (or an initial model with -m)")
     check_writable(model_file)  # before an hour of training, not after it
     log = _report_log(report_dir)
     return_large_frees_to_the_os()
@@ -209,6 +228,33 @@ def train_command(pattern_file, input_file, model_file, model_type, algo, rho1, 
     if model.info["stop_reason"] == "interrupted":
         click.echo(f"* model written to {model_file} (interrupted)", err=True)
         click.get_current_context().exit(130)
+    if not quiet:
+        click.echo(f"* model written to {model_file}", err=True)
+
+
+def _train_crfsuite(given: dict, input_file: str, model_file: str, *, encoding: str,
+                    quiet: bool, refused: dict) -> None:
+    """train --format crfsuite: a CRFsuite data file, no patterns (crfkit.crfsuitedata)."""
+    from crfkit.atomic import check_writable
+    from crfkit.attributes import AttributeTraining
+    from crfkit.crfsuitedata import train_file
+    from crfkit.errors import UsageError
+    from crfkit.progress import Progress
+    from crfkit.train import TrainOptions
+
+    for option, value in refused.items():
+        if value is not None:
+            raise UsageError(f"{option} does not apply to --format crfsuite (the data file "
+                             f"holds the attributes)")
+    all_states = bool(given.pop("all_features", None))
+    options = TrainOptions(**{k: v for k, v in given.items() if v is not None})
+    options.validate()
+    settings = AttributeTraining(all_states=all_states, all_transitions=True,
+                                 epsilon=1e-5 if options.algo == "l-bfgs" else 0.0)
+    check_writable(model_file)
+    model = train_file(input_file, options, settings, encoding=encoding,
+                       progress=Progress(quiet=quiet))
+    model.save(model_file)
     if not quiet:
         click.echo(f"* model written to {model_file}", err=True)
 
@@ -435,9 +481,13 @@ def _run_tune(given: dict, t, path: list, pattern_file: str, input_file: str,
 @click.option("--patterns", "patterns_file", default=None,
               type=click.Path(exists=True, dir_okay=False),
               help="With a CRFsuite model: the pattern file that generates its attributes.")
+@click.option("--format", "data_format", type=click.Choice(["columns", "crfsuite"]),
+              default="columns", show_default=True,
+              help="INPUT is a column file, or a CRFsuite data file for a model trained with "
+                   "--format crfsuite (output: GOLD<TAB>PREDICTED per token, for crfkit eval).")
 def label_command(model_file, input_file, output_file, labels_only, check, nthread, sep,
                   encoding, nbest, nbest_columns, score, marginals, post, force,
-                  constraints, quiet, patterns_file) -> None:
+                  constraints, quiet, patterns_file, data_format) -> None:
     """Label a column file with a trained model; the prediction becomes the last column.
 
     INPUT and OUTPUT default to standard input and output ('-').
@@ -465,6 +515,14 @@ def label_command(model_file, input_file, output_file, labels_only, check, nthre
 
     if nthread < 0:
         raise click.BadParameter("must be >= 0", param_hint="-t/--nthread")
+    if data_format == "crfsuite":
+        _label_crfsuite(model_file, input_file, output_file, nthread=nthread,
+                        labels_only=labels_only, check=check, encoding=encoding or "utf-8",
+                        refused={"-n/--nbest": nbest, "--nbest-columns": nbest_columns or None,
+                                 "-s/--score": score or None, "--marginals": marginals or None,
+                                 "-p/--post": post or None, "--constraints": constraints,
+                                 "--patterns": patterns_file, "--force": force or None})
+        return
     options = LabelOptions(nbest=nbest, marginals=marginals, posterior=post, force=force,
                            constraints=constraints, scores=score, nbest_columns=nbest_columns,
                            check=check, labels_only=labels_only,
@@ -507,6 +565,28 @@ def label_command(model_file, input_file, output_file, labels_only, check, nthre
     if check and stats.tokens:
         click.echo(f"* {stats.sequences} sequences, {stats.tokens} tokens, token accuracy "
                    f"{100.0 * stats.correct / stats.tokens:.2f}%", err=True)
+
+
+def _label_crfsuite(model_file: str, input_file: str, output_file: str, *, nthread: int,
+                    labels_only: bool, check: bool, encoding: str, refused: dict) -> None:
+    """label --format crfsuite: an attribute model over a CRFsuite data file."""
+    from crfkit.atomic import atomic_output
+    from crfkit.attributes import AttributeModel
+    from crfkit.crfsuitedata import label_file
+    from crfkit.errors import UsageError
+    from crfkit.kernels.blocks import set_thread_count
+
+    for option, value in refused.items():
+        if value is not None:
+            raise UsageError(f"{option} is not available with --format crfsuite")
+    set_thread_count(nthread)
+    model = AttributeModel.load(model_file)
+    with atomic_output(output_file, encoding=encoding) as out:
+        tokens, correct = label_file(model, input_file, out, labels_only=labels_only,
+                                     encoding=encoding)
+    if check and tokens:
+        click.echo(f"* {tokens} tokens, token accuracy {100.0 * correct / tokens:.2f}%",
+                   err=True)
 
 
 def _label_meter(quiet: bool, output_file: str) -> TokenMeter | None:

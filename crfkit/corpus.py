@@ -25,6 +25,7 @@ from crfkit.errors import InputError, UsageError
 from crfkit.features.extract import Featurizer, token_lists
 from crfkit.features.patterns import Pattern, check_columns
 from crfkit.features.strings import StringTable
+from crfkit.features.values import occurrence_values, value_matrix
 from crfkit.features.vocab import ObservationVocab
 from crfkit.memory import INDEX_BYTES, MemoryBudget, check, dense_costs, estimate_training
 from crfkit.model import Model
@@ -37,7 +38,8 @@ from crfkit.space import Dataset, FeatureSpace
 class Corpus:
     """A labelled training corpus encoded for the kernels.
 
-    ``x0`` holds the starting weights (an initial model's, or zeros).
+    ``x0`` holds the starting weights (an initial model's, or zeros); ``frozen``
+    the weights L-BFGS keeps at their start (None: none).
     """
 
     featurizer: Featurizer
@@ -48,6 +50,7 @@ class Corpus:
     n_token_columns: int
     x0: np.ndarray
     graph: object = None  # skip-chain models: the crfkit.skipgraph.SkipGraph
+    frozen: np.ndarray | None = None
 
 
 def model_patterns(patterns: list[Pattern], model_type: str) -> list[Pattern]:
@@ -134,8 +137,23 @@ def encode_training(patterns: list[Pattern], sequences: list[Sequence], *, cutof
     if init is not None:
         space, empirical, x0 = _merge_space(space, empirical, init.space, init.weights)
     tok_ptr, tok_obs = token_lists(obs)
-    data = Dataset(seq_ptr=pos.seq_ptr, tok_ptr=tok_ptr, tok_obs=tok_obs, labels=y)
+    tok_val = occurrence_values(value_matrix(patterns, featurizer.listed, sequences, source),
+                                obs)
+    data = Dataset(seq_ptr=pos.seq_ptr, tok_ptr=tok_ptr, tok_obs=tok_obs, labels=y,
+                   tok_val=tok_val)
+    if tok_val is not None:  # %v patterns: the gold totals are sums of values
+        empirical = valued_totals(space, data)
     return Corpus(featurizer, space, data, empirical, labels, n_token_columns, x0)
+
+
+def valued_totals(space: FeatureSpace, data: Dataset) -> np.ndarray:
+    """The empirical feature totals of a labelled corpus with values."""
+    from crfkit.kernels.values import path_totals  # Numba: training only
+
+    totals = np.zeros(space.n_weights)
+    path_totals(totals, space.arrays(), data.seq_ptr, data.tok_ptr, data.tok_obs,
+                data.tok_val, data.labels, space.n_labels)
+    return totals
 
 
 @dataclass
@@ -180,8 +198,12 @@ def encode_devel(corpus: Corpus, sequences: list[Sequence], source: str) -> Deve
                         f"data: its {count} token(s) are scored as errors")
     featurizer = corpus.featurizer
     pos, components = featurizer.components(sequences, grow=False)
-    tok_ptr, tok_obs = token_lists(featurizer.observations(components))
-    data = Dataset(seq_ptr=pos.seq_ptr, tok_ptr=tok_ptr, tok_obs=tok_obs, labels=gold_ids)
+    obs = featurizer.observations(components)
+    tok_ptr, tok_obs = token_lists(obs)
+    tok_val = occurrence_values(value_matrix(featurizer.patterns, featurizer.listed, sequences,
+                                             source), obs)
+    data = Dataset(seq_ptr=pos.seq_ptr, tok_ptr=tok_ptr, tok_obs=tok_obs, labels=gold_ids,
+                   tok_val=tok_val)
     return DevelSet(data, names, warnings)
 
 

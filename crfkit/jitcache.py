@@ -26,6 +26,7 @@ from crfkit.progress import Progress
 # Compile time of each group of kernels, in seconds, on the 2-core machine the
 # README's figures come from (first run of each path with an empty cache).
 COUNTING, CRF, LOCAL, SGD, PERCEPTRON, DEVEL = 3, 7, 4, 9, 5, 4
+ONLINE = 6  # l2sgd, pa, arow (kernels.online; measured on a loaded machine)
 
 
 def announce_compile(progress: Progress, algo: str, model_type: str, devel: bool) -> None:
@@ -73,6 +74,8 @@ def _groups(algo: str, model_type: str, devel: bool) -> Iterable[tuple[int, Kern
         yield SGD, _sgd
     elif algo == "ap":
         yield PERCEPTRON, _perceptron
+    elif algo in ("l2sgd", "pa", "arow"):
+        yield ONLINE, lambda: _online(algo)
     if devel:
         yield DEVEL, _devel
 
@@ -106,6 +109,12 @@ def _perceptron() -> list[tuple[object, ...]]:
     from crfkit.kernels import epochs
 
     return [(epochs.perceptron_epoch,)]
+
+
+def _online(algo: str) -> list[tuple[object, ...]]:
+    from crfkit.kernels import crfsuite_epochs
+
+    return [(getattr(crfsuite_epochs, f"{algo}_epoch"),)]
 
 
 def _devel() -> list[tuple[object, ...]]:

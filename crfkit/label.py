@@ -37,6 +37,7 @@ import numpy as np
 from crfkit.constraints import CONSTRAINTS, constraint_masks
 from crfkit.errors import CrfkitError, InputError, UsageError
 from crfkit.features.extract import token_lists
+from crfkit.features.values import occurrence_values, value_matrix
 from crfkit.kernels.bestpath import Decoded, best_paths
 from crfkit.labelformat import ColumnWriter
 from crfkit.model import Model
@@ -129,14 +130,16 @@ class LabelStats:
 
 
 # --- encoding and decoding of one batch -----------------------------------------------------
-def encode(model: Model, sequences: list[Sequence]) -> Dataset:
+def encode(model: Model, sequences: list[Sequence], source: str = "<input>") -> Dataset:
     """Arrays for a batch of sequences under the model's frozen vocabulary."""
     featurizer = model.featurizer
     pos, components = featurizer.components(sequences, grow=False)
     obs = featurizer.observations(components)
     tok_ptr, tok_obs = token_lists(obs)
+    tok_val = occurrence_values(value_matrix(featurizer.patterns, featurizer.listed, sequences,
+                                             source), obs)
     return Dataset(seq_ptr=pos.seq_ptr, tok_ptr=tok_ptr, tok_obs=tok_obs,
-                   labels=np.zeros(0, dtype=np.int32), obs_matrix=obs)
+                   labels=np.zeros(0, dtype=np.int32), obs_matrix=obs, tok_val=tok_val)
 
 
 class _Decoder:
@@ -207,7 +210,7 @@ class _Decoder:
         """Decode a batch; ``markers``: the sequences that start a document (skip-chain
         models; without any, every sequence is a document)."""
         self.check_columns(batch)
-        data = encode(self.model, batch)
+        data = encode(self.model, batch, self.source)
         if self.skip:
             from crfkit.skipchain import batch_starts, decode_documents
 
@@ -215,7 +218,8 @@ class _Decoder:
                                     posterior=self.options.posterior, marginals=marginals)
         token_ok = self.token_mask(batch, data)
         opts = self.options
-        if opts.n == 1 and not (log_z or marginals or opts.posterior):
+        if opts.n == 1 and not (log_z or marginals or opts.posterior) \
+                and data.tok_val is None:  # the numpy path has no values
             dec = best_paths(self.model, data, token_ok=token_ok, trans_ok=self.trans_ok)
         else:
             from crfkit.kernels.decoder import decode  # Numba: loaded only when needed

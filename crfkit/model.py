@@ -105,8 +105,11 @@ class Model:
     def _from_parts(cls, meta: dict, arrays: dict[str, np.ndarray], name: str) -> Model:
         check = _Checker(name, meta, arrays)
         if meta.get("kind") != MODEL_KIND:
-            raise ModelFormatError("not a crfkit model (the container holds something else)",
-                                   path=name)
+            what = ("an attribute model, made by --format crfsuite or crfkit.sklearn: label "
+                    "it with --format crfsuite"
+                    if meta.get("kind") == "crfkit-attribute-model" else
+                    "the container holds something else")
+            raise ModelFormatError(f"not a crfkit model ({what})", path=name)
         labels = check.labels()
         patterns = check.patterns()
         n_columns = check.value("n_token_columns", int)
@@ -125,7 +128,7 @@ class Model:
         if not isinstance(info, dict):
             raise ModelFormatError("bad info section in model", path=name)
         for p in patterns:
-            for c in p.commands:
+            for c in p.commands + ((p.value,) if p.value else ()):
                 if not 0 <= c.column < n_columns:
                     raise ModelFormatError("pattern column out of range in model", path=name)
         featurizer = check.featurizer(patterns)
@@ -308,3 +311,8 @@ class _Checker:
             bad = bad or bool((values[first[having] + j] >= limit[pattern[having], j]).any())
         if bad:
             raise self.fail("observation value index out of range")
+
+
+# The checker under a public name, for the other model kinds kept in the same container
+# (crfkit.attributes).
+ModelChecker = _Checker

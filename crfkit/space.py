@@ -41,7 +41,9 @@ class Dataset:
     ``labels`` holds gold label ids (-1 where unknown), or is empty.
     ``obs_matrix``, when kept, is the (n_tokens, n_patterns) id matrix the
     lists were made from (-1: no observation), which the numpy labeller
-    reads a pattern column at a time.
+    reads a pattern column at a time. ``tok_val``, when given, holds a value
+    per observation occurrence (float64, parallel to ``tok_obs``) that multiplies
+    its weights (:mod:`crfkit.kernels.values`); None means every value is 1.
     """
 
     seq_ptr: np.ndarray
@@ -49,6 +51,7 @@ class Dataset:
     tok_obs: np.ndarray
     labels: np.ndarray
     obs_matrix: np.ndarray | None = None
+    tok_val: np.ndarray | None = None
 
     @property
     def n_seqs(self) -> int:

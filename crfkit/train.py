@@ -40,6 +40,7 @@ from crfkit.features.strings import StringTable
 from crfkit.jitcache import announce_compile
 from crfkit.kernels.bestpath import Weights
 from crfkit.kernels.blocks import set_thread_count
+from crfkit.kernels.crfsuite_epochs import OnlineEpochs
 from crfkit.kernels.decoder import decode
 from crfkit.kernels.epochs import PerceptronEpochs, SgdEpochs
 from crfkit.kernels.objective import Objective
@@ -55,7 +56,18 @@ from crfkit.memory import (
 )
 from crfkit.model import Model, compact
 from crfkit.modeltypes import DEFAULT_TYPE, MODEL_TYPES, model_type
-from crfkit.optim import INTERRUPTED, Iteration, IterationHook, Result, lbfgs, perceptron, sgd
+from crfkit.optim import (
+    INTERRUPTED,
+    Iteration,
+    IterationHook,
+    Result,
+    arow,
+    l2sgd,
+    lbfgs,
+    pa,
+    perceptron,
+    sgd,
+)
 from crfkit.progress import Progress
 from crfkit.reader import Sequence
 from crfkit.skipchain import attach_skip_edges, resolve_skip_type, skip_bytes
@@ -95,6 +107,12 @@ class TrainOptions:
     all_features: bool = False
     max_memory: int | None = None  # bytes; None: what the machine has available
     skip: SkipOptions = field(default_factory=SkipOptions)  # skip-chain models only
+    pa_type: int = 1  # pa: 0 PA, 1 PA-I, 2 PA-II
+    pa_c: float = 1.0  # pa: aggressiveness C (PA-I, PA-II)
+    error_sensitive: bool = True  # pa: margin sqrt(errors) instead of 1
+    averaging: bool = True  # pa: average the weights
+    variance: float = 1.0  # arow: initial variance of every weight
+    gamma: float = 1.0  # arow: loss / change trade-off
 
     def validate(self) -> None:
         self.skip.validate()
@@ -127,6 +145,14 @@ class TrainOptions:
             raise UsageError(f"--eta0 must be > 0, got {self.eta0}")
         if not 0 < self.alpha <= 1:
             raise UsageError(f"--alpha must be in (0, 1], got {self.alpha}")
+        if self.pa_type not in (0, 1, 2):
+            raise UsageError(f"--pa-type must be 0, 1 or 2, got {self.pa_type}")
+        for name, value in (("--pa-c", self.pa_c), ("--variance", self.variance),
+                            ("--gamma", self.gamma)):
+            if not (value > 0 and np.isfinite(value)):
+                raise UsageError(f"{name} must be > 0, got {value}")
+        if self.algo == "l2sgd" and self.rho2 is not None and not self.rho2 > 0:
+            raise UsageError("-a l2sgd needs -2/--rho2 > 0")
         algo = ALGORITHMS[self.algo]
         if self.model_type is not None and self.model_type not in algo.types:
             raise UsageError(f"-a {self.algo} cannot train a {self.model_type} model (it "
@@ -162,7 +188,7 @@ def make_objective(problem: Problem) -> Objective:
                              c.space.skip_offset,
                              BeliefPropagation(o.bp_maxiter, o.bp_tol, o.bp_damping))
     return Objective(c.space, c.data, c.empirical, problem.rho2,
-                     MODEL_TYPES[problem.model_type].normalisation)
+                     MODEL_TYPES[problem.model_type].normalisation, frozen=c.frozen)
 
 
 # --- algorithms ------------------------------------------------------------------------------
@@ -194,9 +220,44 @@ def _run_sgd(problem: Problem, hook: IterationHook) -> Result:
 
 def _run_perceptron(problem: Problem, hook: IterationHook) -> Result:
     o, c = problem.options, problem.corpus
-    return perceptron.minimize(PerceptronEpochs(c.space, c.data), c.x0, c.data.n_seqs,
-                               maxiter=o.maxiter, seed=o.seed, stop_eps=o.stopeps,
-                               stop_window=o.stopwin, on_iteration=hook)
+    result = perceptron.minimize(PerceptronEpochs(c.space, c.data), c.x0, c.data.n_seqs,
+                                 maxiter=o.maxiter, seed=o.seed, stop_eps=o.stopeps,
+                                 stop_window=o.stopwin, on_iteration=hook)
+    if c.frozen is not None:  # label pairs that must not exist stay out of the model
+        result.x[c.frozen] = 0.0
+    return result
+
+
+def _run_l2sgd(problem: Problem, hook: IterationHook) -> Result:
+    o, c = problem.options, problem.corpus
+    epochs = OnlineEpochs(c.space, c.data, c.frozen)
+    return l2sgd.minimize(epochs.l2sgd, c.x0, c.data.n_seqs, rho2=problem.rho2,
+                          maxiter=o.maxiter or 1000, seed=o.seed, stop_eps=o.stopeps,
+                          stop_window=o.stopwin, on_iteration=hook)
+
+
+def _run_pa(problem: Problem, hook: IterationHook) -> Result:
+    o, c = problem.options, problem.corpus
+    epochs = OnlineEpochs(c.space, c.data, c.frozen)
+
+    def epoch(W: np.ndarray, U: np.ndarray, order: np.ndarray, seen: int):
+        return epochs.pa(W, U, order, seen, o.pa_type, o.pa_c, o.error_sensitive)
+
+    return pa.minimize(epoch, c.x0, c.data.n_seqs, averaging=o.averaging,
+                       maxiter=o.maxiter or 100, seed=o.seed, stop_eps=o.stopeps,
+                       on_iteration=hook)
+
+
+def _run_arow(problem: Problem, hook: IterationHook) -> Result:
+    o, c = problem.options, problem.corpus
+    epochs = OnlineEpochs(c.space, c.data, c.frozen)
+
+    def epoch(W: np.ndarray, S: np.ndarray, order: np.ndarray):
+        return epochs.arow(W, S, order, o.gamma)
+
+    return arow.minimize(epoch, c.x0, c.data.n_seqs, variance=o.variance,
+                         maxiter=o.maxiter or 100, seed=o.seed, stop_eps=o.stopeps,
+                         on_iteration=hook)
 
 
 @dataclass(frozen=True)
@@ -221,6 +282,18 @@ ALGORITHMS: dict[str, Algorithm] = {
     "ap": Algorithm(_run_perceptron, _ONLINE_TYPES, False, False,
                     "averaged perceptron: Viterbi on each sequence, update when wrong, "
                     "average the weights; no regularisation; -i counts epochs"),
+    "l2sgd": Algorithm(_run_l2sgd, _ONLINE_TYPES, False, True,
+                       "stochastic gradient with an L2 penalty (CRFsuite's l2sgd): rate "
+                       "1/(lam (t0 + t)), eta0 calibrated on a sample; -i counts epochs "
+                       "(default 1000)"),
+    "pa": Algorithm(_run_pa, _ONLINE_TYPES, False, False,
+                    "passive-aggressive (CRFsuite's pa): Viterbi, then the smallest step that "
+                    "scores the gold path above; --pa-type, --pa-c; -i counts epochs "
+                    "(default 100)"),
+    "arow": Algorithm(_run_arow, _ONLINE_TYPES, False, False,
+                      "adaptive regularisation of weight vectors (CRFsuite's arow): a "
+                      "variance per weight; --variance, --gamma; -i counts epochs "
+                      "(default 100)"),
 }
 
 
@@ -438,8 +511,11 @@ def _devel_outcome(monitor: Monitor, options: TrainOptions, weights: np.ndarray,
 
 
 # Options that only some algorithms read: recorded only for those.
-_ALGORITHM_OPTIONS = {"rho1": ("l-bfgs", "sgd-l1"), "rho2": ("l-bfgs",), "history": ("l-bfgs",),
-                      "eta0": ("sgd-l1",), "alpha": ("sgd-l1",), "seed": ("sgd-l1", "ap")}
+_ALGORITHM_OPTIONS = {"rho1": ("l-bfgs", "sgd-l1"), "rho2": ("l-bfgs", "l2sgd"),
+                      "history": ("l-bfgs",), "eta0": ("sgd-l1",), "alpha": ("sgd-l1",),
+                      "seed": ("sgd-l1", "ap", "l2sgd", "pa", "arow"),
+                      "pa_type": ("pa",), "pa_c": ("pa",), "error_sensitive": ("pa",),
+                      "averaging": ("pa",), "variance": ("arow",), "gamma": ("arow",)}
 
 
 def recorded_options(options: TrainOptions, model_type: str, *, devel: bool) -> dict:

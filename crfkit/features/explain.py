@@ -46,10 +46,12 @@ def describe_patterns(patterns: list[Pattern]) -> list[str]:
         out.append(f"pattern {number}, line {pattern.line}: {pattern.text}")
         out.append(f"  kind {pattern.kind} ({pattern.kind_name}), name "
                    f"{json.dumps(pattern.name, ensure_ascii=False)}, literals {literals}")
-        if pattern.is_constant:
+        if pattern.is_constant and not pattern.value:
             out.append(f"  no command: {_CONSTANT_MEANING[pattern.kind]}")
         for j, command in enumerate(pattern.commands, start=1):
             out.append(f"  {j}. {command.describe()}")
+        if pattern.value:
+            out.append(f"  value: {pattern.value.describe()}")
     return out
 
 

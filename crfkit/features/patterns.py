@@ -29,6 +29,10 @@ ignored, a UTF-8 byte-order mark and CRLF line ends are accepted)::
   %T    the same, ignoring case
   %m    the first substring REGEX matches (empty if none)
   %M    the same, ignoring case, and the match case folded
+  %v    the feature's *value*: the number in the column (unigram patterns,
+        one per pattern); kept as written in the observation, whose
+        weights it multiplies (``u:emb3 %v[0,3]``: one weight per label,
+        times column 3)
   ====  ================================================================
 
   REGEX is Wapiti's small dialect (see :mod:`crfkit.features.wregex`), kept as
@@ -63,6 +67,7 @@ from crfkit.errors import PatternError, UsageError
 KINDS = {"u": "u", "U": "u", "b": "b", "B": "b", "*": "*", "s": "s", "S": "s"}
 TEXT_COMMANDS = "xX"
 REGEX_COMMANDS = "tTmM"
+VALUE_COMMAND = "v"
 MAX_OFFSET = 1000
 """Largest relative offset or absolute position a command may name (either sign)."""
 
@@ -115,6 +120,7 @@ class Command:
             "T": f"true/false: does {regex} match ignoring case",
             "m": f"the first match of {regex} (empty if none)",
             "M": f"the first match of {regex} ignoring case, case folded (empty if none)",
+            "v": "the number in the column, the value multiplying the weights",
         }[self.letter]
         if self.absolute:
             where = "first token" if self.offset == 1 else \
@@ -134,7 +140,9 @@ class Pattern:
     """A parsed pattern line: literal pieces interleaved with commands.
 
     ``literals`` has one more element than ``commands``; the observation is
-    ``literals[0] + v0 + literals[1] + v1 + ... + literals[-1]``.
+    ``literals[0] + v0 + literals[1] + v1 + ... + literals[-1]``. ``value`` is
+    the ``%v`` command (None without one): its spelling stays in the literal
+    text, and the number it reads multiplies the observation's weights.
     """
 
     kind: str
@@ -144,6 +152,7 @@ class Pattern:
     line: int = 0
     path: str | None = field(default=None, compare=False)
     column: int = field(default=1, compare=False)  # 1-based column of the pattern in its line
+    value: Command | None = None
 
     @property
     def name(self) -> str:
@@ -251,12 +260,17 @@ class _LineParser:
         literals: list[str] = []
         commands: list[Command] = []
         current: list[str] = []
+        value = None
         while self.pos < len(text):
             char = text[self.pos]
             if char != "%":
                 self.literal_bracket(char)
                 current.append(char)
                 self.pos += 1
+                continue
+            if text[self.pos + 1:self.pos + 2] == VALUE_COMMAND:
+                value = self.value_command(kind, value)
+                current.append(value.spelling)
                 continue
             literals.append("".join(current))
             current = []
@@ -269,7 +283,25 @@ class _LineParser:
                              "joins positions (e.g. s:%x[0,0])", 0)
         return Pattern(kind=kind, text=text, literals=tuple(literals),
                        commands=tuple(commands), line=self.lineno, path=self.path,
-                       column=self.indent + 1)
+                       column=self.indent + 1, value=value)
+
+    def value_command(self, kind: str, before: Command | None) -> Command:
+        """``%v[offset,column]``: the one value of a unigram pattern."""
+        start = self.pos
+        if before is not None:
+            raise self.error("a pattern takes one %v (value) command", start)
+        if kind != "u":
+            raise self.error("%v (a value) needs a unigram pattern (u or U)", start)
+        self.pos += 2
+        self.expect("[", "expected '[' after %v")
+        absolute, offset = self.offset()
+        self.expect(",", "expected ',' between offset and column")
+        column = self.integer("column", allow_sign=True)
+        if column < 0:
+            raise self.error(f"negative column {column}", start)
+        self.expect("]", "expected ']' to close %v[offset,column] (it takes no regex)")
+        return Command(letter=VALUE_COMMAND, offset=offset, absolute=absolute, column=column,
+                       source_column=self.indent + start + 1)
 
     def literal_bracket(self, char: str) -> None:
         """Brackets in literal text must pair up: a stray one is almost always a typo.
@@ -290,7 +322,8 @@ class _LineParser:
             raise self.error("'%' at end of pattern: expected a command such as %x[0,0]", start)
         letter = self.text[self.pos]
         if letter not in TEXT_COMMANDS + REGEX_COMMANDS:
-            raise self.error(f"unknown command %{letter} (known: %x %X %t %T %m %M)", self.pos)
+            raise self.error(f"unknown command %{letter} (known: %x %X %t %T %m %M %v)",
+                             self.pos)
         self.pos += 1
         self.expect("[", f"expected '[' after %{letter}")
         absolute, offset = self.offset()
@@ -387,7 +420,7 @@ class _LineParser:
 def check_columns(patterns: list[Pattern], n_columns: int, *, label_column: bool) -> None:
     """Refuse commands that address a column the data does not have."""
     for pattern in patterns:
-        for command in pattern.commands:
+        for command in pattern.commands + ((pattern.value,) if pattern.value else ()):
             if command.column >= n_columns:
                 extra = " (the last column is the label, which patterns cannot read)" \
                     if label_column else ""

@@ -44,7 +44,7 @@ from numba import njit
 from crfkit import config
 from crfkit.config import NORM_GLOBAL, NORM_MEMM
 from crfkit.errors import UsageError
-from crfkit.kernels import lattice
+from crfkit.kernels import lattice, values
 from crfkit.kernels.bestpath import Decoded, Weighted
 from crfkit.kernels.blocks import partition_blocks, run_blocks
 from crfkit.space import Dataset
@@ -205,13 +205,19 @@ def _buffers(Tmax, L, N, per_token, need_fb, exp_trans):
 
 
 @njit(**config.JIT)
-def _scores(W, space, tok_ptr, tok_obs, t0, T, L, per_token, norm, masks, shared, lat):
+def _scores(W, space, tok_ptr, tok_obs, t0, T, L, per_token, norm, masks, shared, lat,
+            tok_val):
     """psi and phi of one sequence in the model type's normalisation, masks applied last,
-    so constraints renormalise the model's own distribution."""
+    so constraints renormalise the model's own distribution. ``tok_val``: occurrence
+    values (None: all 1, resolved at compile time; :mod:`crfkit.kernels.values`)."""
     token_ok, use_token_ok, pen, constrained = masks
     psi, phi, tmp, no_dense = lat
-    lattice.chain_scores(W, space, tok_ptr, tok_obs, t0, T, per_token, shared[1], psi, phi,
-                         no_dense)
+    if tok_val is None:
+        lattice.chain_scores(W, space, tok_ptr, tok_obs, t0, T, per_token, shared[1], psi, phi,
+                             no_dense)
+    else:
+        values.chain_scores(W, space, tok_ptr, tok_obs, tok_val, t0, T, per_token, shared[1],
+                            psi, phi, no_dense)
     if norm != NORM_GLOBAL:
         lattice.local_normalise(psi, phi, T, L, norm, tmp)
         if norm == NORM_MEMM and constrained:
@@ -264,7 +270,8 @@ def _paths(psi, phi, per_token, T, L, asked, masks, marg, gain, vit, nb, t0, s, 
 
 
 @njit(**config.JIT)
-def decode_block(W, space, data, per_token, norm, L, s0, s1, masks, asked, shared, out):
+def decode_block(W, space, data, per_token, norm, L, s0, s1, masks, asked, shared, out,
+                 tok_val):
     """Decode sequences s0..s1-1 of ``data`` = (seq_ptr, tok_ptr, tok_obs).
 
     ``out[0][tok, r]`` receives the label of rank ``r`` (left untouched where a
@@ -272,7 +279,7 @@ def decode_block(W, space, data, per_token, norm, L, s0, s1, masks, asked, share
     when asked, ``out[3][tok]`` the token marginals when asked. ``pen[0]`` (0
     or -inf) is added to every transition; ``posterior`` replaces the Viterbi
     path by posterior decoding. ``norm`` is the model type's normalisation
-    (``config.NORM_*``).
+    (``config.NORM_*``); ``tok_val`` the occurrence values (None: all 1).
     """
     seq_ptr, tok_ptr, tok_obs = data
     N, want_logz, want_marg, posterior = asked
@@ -286,7 +293,8 @@ def decode_block(W, space, data, per_token, norm, L, s0, s1, masks, asked, share
         T = seq_ptr[s + 1] - t0
         if T == 0:
             continue
-        _scores(W, space, tok_ptr, tok_obs, t0, T, L, per_token, norm, masks, shared, lat)
+        _scores(W, space, tok_ptr, tok_obs, t0, T, L, per_token, norm, masks, shared, lat,
+                tok_val)
         if need_fb:
             out[2][s] = _marginals(psi, phi, per_token, T, L, shared[3], fb, tmp)
             if want_marg:
@@ -331,7 +339,7 @@ def decode(model: Weighted, data: Dataset, *, nbest: int = 1, log_z: bool = Fals
 
         def block(b: int) -> None:
             decode_block(model.weights, space, arrays, per_token, norm, L, blocks[b],
-                         blocks[b + 1], masks, asked, shared, out)
+                         blocks[b + 1], masks, asked, shared, out, data.tok_val)
 
         run_blocks(block, len(blocks) - 1)
     return Decoded(paths=out[0], scores=out[1], log_z=out[2],

@@ -33,6 +33,7 @@ import numpy as np
 from numba import njit
 
 from crfkit.config import JIT
+from crfkit.kernels import values
 from crfkit.kernels.gradient import (
     add_path_counts,
     posterior_errors,
@@ -140,7 +141,7 @@ def _gold_score(psi, phi, trans, per_token, labels, t0, T):
 
 @njit(**JIT)
 def sgd_epoch(W, order, space, data, per_token, L, eta0, alpha, rho1, seen, q, G, touched,
-              expw, state, out):
+              expw, state, out, tok_val=None):
     """One pass of SGD-L1 over the sequences in ``order``; updates W, q, state in place.
 
     ``seen``: sequences processed in earlier epochs (sets the learning rate);
@@ -175,9 +176,14 @@ def sgd_epoch(W, order, space, data, per_token, L, eta0, alpha, rho1, seen, q, G
         if T == 0:
             continue
         trans_shift = load_transitions(W, space[6], space[7], L, trans, exp_trans)
-        shift, logz = sequence_gradient(W, space, tok_ptr, tok_obs, t0, T, L, per_token, trans,
-                                        exp_trans, trans_shift, expw, no_dense, no_dense, work,
-                                        G)
+        if tok_val is None:  # resolved at compile time (kernels.values)
+            shift, logz = sequence_gradient(W, space, tok_ptr, tok_obs, t0, T, L, per_token,
+                                            trans, exp_trans, trans_shift, expw, no_dense,
+                                            no_dense, work, G)
+        else:
+            shift, logz = values.sequence_gradient(W, space, tok_ptr, tok_obs, tok_val, t0, T, L,
+                                                   per_token, trans, exp_trans, trans_shift,
+                                                   no_dense, no_dense, work, G)
         if per_token:
             logz = shift + logz
         else:
@@ -185,14 +191,18 @@ def sgd_epoch(W, order, space, data, per_token, L, eta0, alpha, rho1, seen, q, G
         if not np.isfinite(logz):
             out[3] = 1.0
             break
-        if per_token:
+        if per_token and tok_val is None:  # (the valued gradient leaves phi filled)
             bigram_scores(W, tok_ptr, tok_obs, b_ptr, b_prev, b_cur, n_u, trans, t0, T, phi)
         loss += logz - _gold_score(psi, phi, trans, per_token, labels, t0, T)
         wrong = posterior_errors(alpha_, labels, t0, T)
         tok_err += wrong
         if wrong:
             seq_err += 1
-        add_path_counts(G, space, tok_ptr, tok_obs, L, t0, T, labels, t0, -1.0)
+        if tok_val is None:
+            add_path_counts(G, space, tok_ptr, tok_obs, L, t0, T, labels, t0, -1.0)
+        else:
+            values.add_path_counts(G, space, tok_ptr, tok_obs, tok_val, L, t0, T, labels, t0,
+                                   -1.0)
         # W -= eta * G on every touched weight (G back to zero), then the L1 penalty
         n_touched = touched_weights(space, tok_ptr, tok_obs, L, t0, T, touched)
         for n in range(n_touched):
@@ -211,7 +221,8 @@ def sgd_epoch(W, order, space, data, per_token, L, eta0, alpha, rho1, seen, q, G
 
 # --- averaged perceptron ------------------------------------------------------------------------
 @njit(**JIT)
-def perceptron_epoch(W, U, seen, order, space, data, per_token, L, G, touched, out):
+def perceptron_epoch(W, U, seen, order, space, data, per_token, L, G, touched, out,
+                     tok_val=None):
     """One pass of the perceptron over ``order``; W and U (Daume's sums) updated in place.
 
     ``seen``: sequences processed in earlier epochs; ``G`` all zeros (left so),
@@ -241,7 +252,11 @@ def perceptron_epoch(W, U, seen, order, space, data, per_token, L, G, touched, o
         if T == 0:
             continue
         load_transitions(W, space[6], space[7], L, trans, exp_trans)
-        chain_scores(W, space, tok_ptr, tok_obs, t0, T, per_token, trans, psi, phi, no_dense)
+        if tok_val is None:
+            chain_scores(W, space, tok_ptr, tok_obs, t0, T, per_token, trans, psi, phi, no_dense)
+        else:
+            values.chain_scores(W, space, tok_ptr, tok_obs, tok_val, t0, T, per_token, trans,
+                                psi, phi, no_dense)
         if not per_token:
             copy_matrix(trans, phi[0])
         viterbi(psi, phi, per_token, T, L, delta, back, path)
@@ -253,8 +268,13 @@ def perceptron_epoch(W, U, seen, order, space, data, per_token, L, G, touched, o
             continue
         tok_err += wrong
         seq_err += 1
-        add_path_counts(G, space, tok_ptr, tok_obs, L, t0, T, labels, t0, 1.0)
-        add_path_counts(G, space, tok_ptr, tok_obs, L, t0, T, path, 0, -1.0)
+        if tok_val is None:
+            add_path_counts(G, space, tok_ptr, tok_obs, L, t0, T, labels, t0, 1.0)
+            add_path_counts(G, space, tok_ptr, tok_obs, L, t0, T, path, 0, -1.0)
+        else:
+            values.add_path_counts(G, space, tok_ptr, tok_obs, tok_val, L, t0, T, labels, t0,
+                                   1.0)
+            values.add_path_counts(G, space, tok_ptr, tok_obs, tok_val, L, t0, T, path, 0, -1.0)
         for n in range(touched_weights(space, tok_ptr, tok_obs, L, t0, T, touched)):
             k = touched[n]
             d = G[k]
@@ -274,6 +294,7 @@ class _Epochs:
 
     def __init__(self, space: FeatureSpace, data: Dataset) -> None:
         self.space, self.data = space.arrays(), data.arrays()
+        self.tok_val = data.tok_val
         self.per_token, self.L = space.n_b > 0, space.n_labels
         self.G = np.zeros(space.n_weights)
         self.touched = np.empty(max_touched(self.space, *self.data[:3], self.L), dtype=np.int64)
@@ -291,7 +312,7 @@ class SgdEpochs(_Epochs):
                  rho1: float, q: np.ndarray, state: np.ndarray) -> tuple[float, int, int, bool]:
         sgd_epoch(W, order, self.space, self.data, self.per_token, self.L, float(eta0),
                   float(alpha), float(rho1), seen, q, self.G, self.touched, self.expw, state,
-                  self.out)
+                  self.out, self.tok_val)
         out = self.out
         return float(out[0]), int(out[1]), int(out[2]), bool(out[3])
 
@@ -304,5 +325,5 @@ class PerceptronEpochs(_Epochs):
     def __call__(self, W: np.ndarray, U: np.ndarray, order: np.ndarray,
                  seen: int) -> tuple[int, int]:
         perceptron_epoch(W, U, seen, order, self.space, self.data, self.per_token, self.L,
-                         self.G, self.touched, self.out)
+                         self.G, self.touched, self.out, self.tok_val)
         return int(self.out[0]), int(self.out[1])

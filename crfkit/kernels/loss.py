@@ -25,6 +25,7 @@ import numpy as np
 from numba import njit
 
 from crfkit.config import JIT
+from crfkit.kernels import values
 from crfkit.kernels.gradient import posterior_errors, sequence_gradient, work_buffers
 from crfkit.kernels.lattice import (
     argmax,
@@ -63,7 +64,8 @@ def _crf_loss_kernel(per_token: bool):
     """
 
     @njit(**JIT)
-    def kernel(W, space, data, L, s0, s1, trans, exp_trans, trans_shift, expw, Wd, G, out):
+    def kernel(W, space, data, L, s0, s1, trans, exp_trans, trans_shift, expw, Wd, G, out,
+               tok_val):
         seq_ptr, tok_ptr, tok_obs, labels = data
         work = work_buffers(longest_sequence(seq_ptr, s0, s1), L, per_token, exp_trans)
         alpha = work[4]
@@ -77,9 +79,14 @@ def _crf_loss_kernel(per_token: bool):
             T = seq_ptr[s + 1] - t0
             if T == 0:
                 continue
-            shift, logz = sequence_gradient(W, space, tok_ptr, tok_obs, t0, T, L, per_token,
-                                            trans, exp_trans, trans_shift, expw, Wd, Gd, work,
-                                            G)
+            if tok_val is None:  # resolved at compile time (kernels.values)
+                shift, logz = sequence_gradient(W, space, tok_ptr, tok_obs, t0, T, L,
+                                                per_token, trans, exp_trans, trans_shift, expw,
+                                                Wd, Gd, work, G)
+            else:
+                shift, logz = values.sequence_gradient(W, space, tok_ptr, tok_obs, tok_val, t0,
+                                                       T, L, per_token, trans, exp_trans,
+                                                       trans_shift, Wd, Gd, work, G)
             if per_token:
                 logz_sum += shift
             else:
@@ -102,7 +109,8 @@ CRF_LOSS_KERNELS = {False: _crf_loss_kernel(False), True: _crf_loss_kernel(True)
 
 def crf_loss_block(W: np.ndarray, space: tuple, data: tuple, per_token: bool, L: int, s0: int,
                    s1: int, trans: np.ndarray, exp_trans: np.ndarray, trans_shift: float,
-                   expw: np.ndarray, Wd: np.ndarray, G: np.ndarray, out: np.ndarray) -> None:
+                   expw: np.ndarray, Wd: np.ndarray, G: np.ndarray, out: np.ndarray,
+                   tok_val: np.ndarray | None = None) -> None:
     """Sequences s0..s1-1: the sum of their log Z into out[0], expected counts into G.
 
     out[1] / out[2] count token / sequence errors of posterior decoding
@@ -112,9 +120,10 @@ def crf_loss_block(W: np.ndarray, space: tuple, data: tuple, per_token: bool, L:
     dense rows of weights and of expectations; each of their features'
     gradient is still the same additions in the same order, from zero.
     ``per_token``: the model has observation bigrams (``phi`` differs per token).
+    ``tok_val``: the data's occurrence values (None: all 1).
     """
     CRF_LOSS_KERNELS[bool(per_token)](W, space, data, L, s0, s1, trans, exp_trans, trans_shift,
-                                      expw, Wd, G, out)
+                                      expw, Wd, G, out, tok_val)
 
 
 # --- MEMM and MaxEnt: a softmax per token ---------------------------------------------------
@@ -174,7 +183,7 @@ def _add_expectations(G, prob, space, tok_ptr, tok_obs, L, g, prev):
 
 
 @njit(**JIT)
-def local_loss_block(W, space, data, use_prev, L, s0, s1, G, out):
+def local_loss_block(W, space, data, use_prev, L, s0, s1, G, out, tok_val=None):
     """Sequences s0..s1-1: the sum of the local log-normalisers into out[0], expectations into G.
 
     ``use_prev``: MEMM (condition on the gold previous label) or MaxEnt.
@@ -191,11 +200,17 @@ def local_loss_block(W, space, data, use_prev, L, s0, s1, G, out):
         wrong = 0
         for g in range(seq_ptr[s], seq_ptr[s + 1]):
             prev = labels[g - 1] if use_prev and g > seq_ptr[s] else -1
-            _token_scores(W, space, tok_ptr, tok_obs, L, g, prev, score)
+            if tok_val is None:
+                _token_scores(W, space, tok_ptr, tok_obs, L, g, prev, score)
+            else:
+                values.token_scores(W, space, tok_ptr, tok_obs, tok_val, L, g, prev, score)
             if argmax(score) != labels[g]:
                 wrong += 1
             lse_sum += _softmax_inplace(score)
-            _add_expectations(G, score, space, tok_ptr, tok_obs, L, g, prev)
+            if tok_val is None:
+                _add_expectations(G, score, space, tok_ptr, tok_obs, L, g, prev)
+            else:
+                values.add_expectations(G, score, space, tok_ptr, tok_obs, tok_val, L, g, prev)
         tok_err += wrong
         if wrong:
             seq_err += 1

@@ -36,7 +36,8 @@ class Objective:
     """
 
     def __init__(self, space: FeatureSpace, data: Dataset, empirical: np.ndarray,
-                 rho2: float, normalisation: int = config.NORM_GLOBAL) -> None:
+                 rho2: float, normalisation: int = config.NORM_GLOBAL,
+                 frozen: np.ndarray | None = None) -> None:
         if normalisation == config.NORM_MAXENT and (space.has_trans or space.n_b):
             raise ValueError("a maxent feature space must have no label-pair features")
         if len(data.labels) != data.n_tokens:
@@ -49,6 +50,7 @@ class Objective:
         self.data = data
         self.empirical = empirical
         self.rho2 = float(rho2)
+        self.frozen = frozen  # weight indices held at their start value (zero gradient)
         max_blocks = max(1, config.MAX_BLOCK_BUFFER_BYTES // max(1, 8 * space.n_weights))
         self.block_ptr = partition_blocks(data.lengths, min(config.N_BLOCKS, max_blocks))
         n_blocks = len(self.block_ptr) - 1
@@ -77,11 +79,11 @@ class Objective:
         s = self.space
         if self.normalisation == config.NORM_GLOBAL:
             loss.crf_loss_block(w, self.space_arrays, self.data_arrays, s.n_b > 0, s.n_labels,
-                                s0, s1, *shared, G, out)
+                                s0, s1, *shared, G, out, self.data.tok_val)
         else:
             loss.local_loss_block(w, self.space_arrays, self.data_arrays,
                                   self.normalisation == config.NORM_MEMM, s.n_labels, s0, s1,
-                                  G, out)
+                                  G, out, self.data.tok_val)
 
     def __call__(self, w: np.ndarray, g: np.ndarray) -> float:
         shared = self._shared(w)
@@ -100,6 +102,8 @@ class Objective:
         if not np.isfinite(log_z):
             raise CrfkitError(f"{self.overflow}: the weights diverged (try a larger -2/--rho2)")
         loss.finish_gradient(self.empirical, w, self.rho2, g)
+        if self.frozen is not None:
+            g[self.frozen] = 0.0
         self.token_errors = int(self.out[:, 1].sum())
         self.sequence_errors = int(self.out[:, 2].sum())
         self.evaluations += 1

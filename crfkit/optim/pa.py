@@ -1,0 +1,54 @@
+"""Passive-Aggressive training (Crammer et al., 2006), as CRFsuite's ``pa`` trains.
+
+After each wrongly decoded sequence the weights move just enough to score the
+gold path above the predicted one by a margin (``sqrt(errors)`` when
+error-sensitive, else 1): PA takes the whole step, PA-I caps it at ``C``,
+PA-II softens it by ``1/2C``. With ``averaging`` the model returned is the
+average of the weights after every sequence (as the averaged perceptron's).
+The epoch is the caller's (:class:`crfkit.kernels.crfsuite_epochs.OnlineEpochs`).
+
+The value reported per epoch is the sum of the margin losses; training stops
+when its mean per sequence is at most ``stop_eps`` (CRFsuite's ``epsilon``),
+or after ``maxiter`` epochs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+
+from crfkit.optim import IterationHook, Result, run_epochs
+
+# epoch(W, U, order, seen) -> (sum of losses, token errors, sequence errors)
+PaEpoch = Callable[[np.ndarray, np.ndarray, np.ndarray, int], "tuple[float, int, int]"]
+
+
+def loss_rule(eps: float, n_seqs: int) -> Callable[[float], str | None]:
+    """Stop when the mean loss per sequence of an epoch is at most ``eps``."""
+
+    def stop(f: float) -> str | None:
+        if f / max(n_seqs, 1) <= eps:
+            return f"converged (mean loss per sequence <= {eps:g})"
+        return None
+
+    return stop
+
+
+def minimize(epoch: PaEpoch, x0: np.ndarray, n_seqs: int, *, averaging: bool = True,
+             maxiter: int = 100, seed: int = 0, stop_eps: float = 0.0,
+             on_iteration: IterationHook | None = None) -> Result:
+    """Train weights by PA from ``x0`` (not modified); ``maxiter`` counts epochs."""
+    W = x0.astype(np.float64, copy=True)
+    U = np.zeros_like(W)
+    out = W.copy() if averaging else W
+
+    def one_epoch(order: np.ndarray, seen: int) -> tuple[float, int, int]:
+        loss, token_errors, sequence_errors = epoch(W, U, order, seen)
+        if averaging:
+            np.multiply(U, -1.0 / max(seen + n_seqs, 1), out=out)
+            np.add(out, W, out=out)
+        return loss, token_errors, sequence_errors
+
+    return run_epochs(one_epoch, out, n_seqs, loss_rule(stop_eps, n_seqs), maxiter=maxiter,
+                      seed=seed, on_iteration=on_iteration)

@@ -1,0 +1,345 @@
+"""A scikit-learn estimator that a sklearn-crfsuite user adopts by changing one import.
+
+    from crfkit.sklearn import CRF          # was: from sklearn_crfsuite import CRF
+    crf = CRF(algorithm="lbfgs", c1=0.1, c2=0.1, max_iterations=100,
+              all_possible_transitions=True)
+    crf.fit(X_train, y_train)               # X: lists of feature dicts per token
+    y_pred = crf.predict(X_test)
+
+The constructor takes sklearn-crfsuite's parameters, in its order and with
+its meanings (CRFsuite's ``c1``/``c2`` scaling: the objective is
+``-loglik + c1 |w|_1 + c2 |w|^2``), then crfkit's own ``n_jobs`` (threads;
+None: every core) and ``model_type`` (``crf``, ``memm``, ``maxent``). Token
+features come in every form python-crfsuite accepts plus numpy arrays
+(:mod:`crfkit.attributes`); real values multiply their weights in the engine
+(:mod:`crfkit.kernels.values`). Training runs on crfkit's multi-core engine;
+the model is crfkit's own container, so pickling, ``model_filename`` and
+``crfkit label --format crfsuite`` all read the same bytes (never a pickle).
+
+scikit-learn is an optional extra (``pip install crfkit[sklearn]``); neither
+``import crfkit`` nor this module imports it (:mod:`crfkit.sklearn.base`), only
+the metrics and the tools that use it do.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+import numpy as np
+
+from crfkit import attributes as attrs
+from crfkit.sklearn.base import EstimatorParams
+from crfkit.sklearn.tagger import Tagger, threads
+
+__all__ = ["CRF", "Tagger", "TrainingLog"]
+
+# sklearn-crfsuite's algorithm names -> crfkit's (``crfkit train -a``).
+ALGORITHMS = {"lbfgs": "l-bfgs", "l2sgd": "l2sgd", "ap": "ap", "pa": "pa", "arow": "arow"}
+
+# Which parameters each algorithm reads (CRFsuite's tables); others must stay None.
+_APPLIES = {
+    "c1": ("lbfgs",), "c2": ("lbfgs", "l2sgd"), "num_memories": ("lbfgs",),
+    "epsilon": ("lbfgs", "ap", "pa", "arow"), "period": ("lbfgs", "l2sgd"),
+    "delta": ("lbfgs", "l2sgd"), "linesearch": ("lbfgs",), "max_linesearch": ("lbfgs",),
+    "calibration_eta": ("l2sgd",), "calibration_rate": ("l2sgd",),
+    "calibration_samples": ("l2sgd",), "calibration_candidates": ("l2sgd",),
+    "calibration_max_trials": ("l2sgd",), "pa_type": ("pa",), "c": ("pa",),
+    "error_sensitive": ("pa",), "averaging": ("pa",), "variance": ("arow",),
+    "gamma": ("arow",),
+}
+# CRFsuite's default number of iterations per algorithm (L-BFGS: until converged).
+_MAX_ITERATIONS = {"lbfgs": 0, "l2sgd": 1000, "ap": 100, "pa": 100, "arow": 100}
+
+
+@dataclass
+class TrainingLog:
+    """What training reported: one dict per iteration (objective, errors, seconds, ...), as
+    ``crfkit train --report`` logs them, and the reason training stopped."""
+
+    iterations: list[dict]
+    stop_reason: str = ""
+
+    @property
+    def last_iteration(self) -> dict:
+        return self.iterations[-1] if self.iterations else {}
+
+
+class CRF(EstimatorParams):
+    """Linear-chain CRF trained by crfkit, with sklearn-crfsuite's interface.
+
+    Parameters are sklearn-crfsuite's (see its documentation; None means
+    CRFsuite's default for the algorithm) plus ``n_jobs`` (training and
+    labelling threads; None or -1: every core) and ``model_type``. crfkit's
+    L-BFGS line search is its own backtracking one, so ``linesearch`` accepts
+    only its default, and ``l2sgd``'s learning rate is calibrated by crfkit's
+    own rule, so the ``calibration_*`` parameters are refused;
+    ``keep_tempfiles`` has no effect (no temporary files are made) and
+    ``trainer_cls`` must stay None.
+
+    Example::
+
+        >>> crf = CRF(c1=0.1, c2=0.1, max_iterations=50)       # doctest: +SKIP
+        >>> crf.fit([[{"w": "the"}, {"w": "dog"}]], [["DT", "NN"]]).predict(
+        ...     [[{"w": "dog"}]])                                # doctest: +SKIP
+    """
+
+    def __init__(self, algorithm=None, min_freq=None, all_possible_states=None,
+                 all_possible_transitions=None, c1=None, c2=None, max_iterations=None,
+                 num_memories=None, epsilon=None, period=None, delta=None, linesearch=None,
+                 max_linesearch=None, calibration_eta=None, calibration_rate=None,
+                 calibration_samples=None, calibration_candidates=None,
+                 calibration_max_trials=None, pa_type=None, c=None, error_sensitive=None,
+                 averaging=None, variance=None, gamma=None, verbose=False,
+                 model_filename=None, keep_tempfiles=False, trainer_cls=None, n_jobs=None,
+                 model_type=None):
+        self.algorithm = algorithm
+        self.min_freq = min_freq
+        self.all_possible_states = all_possible_states
+        self.all_possible_transitions = all_possible_transitions
+        self.c1 = c1
+        self.c2 = c2
+        self.max_iterations = max_iterations
+        self.num_memories = num_memories
+        self.epsilon = epsilon
+        self.period = period
+        self.delta = delta
+        self.linesearch = linesearch
+        self.max_linesearch = max_linesearch
+        self.calibration_eta = calibration_eta
+        self.calibration_rate = calibration_rate
+        self.calibration_samples = calibration_samples
+        self.calibration_candidates = calibration_candidates
+        self.calibration_max_trials = calibration_max_trials
+        self.pa_type = pa_type
+        self.c = c
+        self.error_sensitive = error_sensitive
+        self.averaging = averaging
+        self.variance = variance
+        self.gamma = gamma
+        self.verbose = verbose
+        self.model_filename = model_filename
+        self.keep_tempfiles = keep_tempfiles
+        self.trainer_cls = trainer_cls
+        self.n_jobs = n_jobs
+        self.model_type = model_type
+
+    # -- training ---------------------------------------------------------------------------
+    def fit(self, X, y, X_dev=None, y_dev=None) -> CRF:
+        """Train on ``X`` (sequences of token features) and ``y`` (sequences of labels).
+
+        ``X_dev``/``y_dev``: a held-out set whose token accuracy is logged after every
+        iteration (``training_log_``), as CRFsuite's holdout evaluation does.
+        """
+        if (X_dev is None) != (y_dev is None):
+            raise ValueError("Pass both X_dev and y_dev to use the holdout data")
+        options, settings = self._options()
+        vocab: dict[str, int] = {}
+        data = attrs.encode(X, vocab, grow=True)
+        labels: list[str] = []
+        data.labels = attrs.label_ids(y, labels, data.lengths, grow=True)
+        names = [""] * len(vocab)
+        for name, i in vocab.items():
+            names[i] = name
+        del vocab
+        log: list[dict] = []
+        hook = None if X_dev is None else _HoldoutScorer(X_dev, y_dev, labels, log)
+        with threads(self.n_jobs):
+            model = attrs.train(data, labels, names, options, settings,
+                                progress=_progress(self.verbose), log=log,
+                                on_weights=hook)
+        self._model = model
+        self._tagger = None
+        self.training_log_ = TrainingLog(log, model.info.get("stop_reason", ""))
+        if self.model_filename is not None:
+            model.save(self.model_filename)
+        return self
+
+    def _options(self):
+        """TrainOptions and AttributeTraining from the parameters, checked."""
+        from crfkit.train import TrainOptions
+
+        algorithm = self.algorithm or "lbfgs"
+        if algorithm not in ALGORITHMS:
+            raise ValueError(f"algorithm must be one of {', '.join(ALGORITHMS)}, got "
+                             f"{algorithm!r}")
+        for name, applies in _APPLIES.items():
+            if getattr(self, name) is not None and algorithm not in applies:
+                raise ValueError(f"{name} does not apply to algorithm {algorithm!r} (it "
+                                 f"applies to {', '.join(applies)})")
+        if self.linesearch not in (None, "MoreThuente", "Backtracking"):
+            raise ValueError(f"linesearch {self.linesearch!r} is not available: crfkit's "
+                             f"L-BFGS has its own backtracking line search")
+        for name in ("calibration_eta", "calibration_rate", "calibration_samples",
+                     "calibration_candidates", "calibration_max_trials", "trainer_cls"):
+            if getattr(self, name) is not None:
+                raise ValueError(f"{name} is not supported by crfkit.sklearn.CRF")
+        options = TrainOptions(algo=ALGORITHMS[algorithm], model_type=self.model_type,
+                               nthread=0 if self.n_jobs is None or self.n_jobs < 0
+                               else int(self.n_jobs),
+                               maxiter=_MAX_ITERATIONS[algorithm] if self.max_iterations
+                               is None else int(self.max_iterations))
+        if algorithm == "lbfgs":
+            options.rho1 = float(self.c1 or 0.0)
+            options.rho2 = 2.0 * float(1.0 if self.c2 is None else self.c2)
+            options.history = int(self.num_memories or 6)
+        _algorithm_options(self, algorithm, options)
+        settings = attrs.AttributeTraining(
+            min_freq=float(self.min_freq or 0.0),
+            all_states=bool(self.all_possible_states),
+            all_transitions=bool(self.all_possible_transitions),
+            epsilon=1e-5 if self.epsilon is None else float(self.epsilon))
+        if algorithm != "lbfgs":
+            settings.epsilon = 0.0
+        return options, settings
+
+    # -- prediction -------------------------------------------------------------------------
+    def predict(self, X) -> np.ndarray:
+        """Predicted label sequences of ``X``, as sklearn-crfsuite returns them."""
+        return np.array(self._tagger_or_fail().tag_many(X), dtype=object)
+
+    def predict_single(self, xseq) -> list[str]:
+        """Predicted labels of one sequence."""
+        return self._tagger_or_fail().tag(xseq)
+
+    def predict_marginals(self, X) -> np.ndarray:
+        """Per sequence, per token, ``{label: probability}``."""
+        return np.array(self._tagger_or_fail().marginals_many(X), dtype=object)
+
+    def predict_marginals_single(self, xseq) -> list[dict[str, float]]:
+        """Per token of one sequence, ``{label: probability}``."""
+        return self._tagger_or_fail().marginals_many([xseq])[0]
+
+    def score(self, X, y) -> float:
+        """Token accuracy (see :mod:`crfkit.sklearn.metrics` for the others)."""
+        from crfkit.sklearn.metrics import flat_accuracy_score
+
+        return flat_accuracy_score(y, self.predict(X))
+
+    # -- fitted state -----------------------------------------------------------------------
+    def _fitted_model(self) -> attrs.AttributeModel | None:
+        model = self.__dict__.get("_model")
+        if model is None and self.model_filename is not None \
+                and os.path.exists(self.model_filename):
+            model = self._model = attrs.AttributeModel.load(self.model_filename)
+        return model
+
+    def __sklearn_is_fitted__(self) -> bool:
+        return self._fitted_model() is not None
+
+    @property
+    def tagger_(self) -> Tagger | None:
+        """A python-crfsuite-style tagger of the fitted model (None before fit)."""
+        model = self._fitted_model()
+        if model is None:
+            return None
+        if self.__dict__.get("_tagger") is None or self._tagger.model is not model:
+            self._tagger = Tagger(model, n_jobs=self.n_jobs)
+        return self._tagger
+
+    def _tagger_or_fail(self) -> Tagger:
+        tagger = self.tagger_
+        if tagger is None:
+            raise not_fitted_error("This CRF instance is not fitted yet: call fit first")
+        return tagger
+
+    @property
+    def classes_(self) -> list[str] | None:
+        model = self._fitted_model()
+        return None if model is None else list(model.labels)
+
+    @property
+    def size_(self) -> int | None:
+        """Size of the model, in bytes (of crfkit's model file)."""
+        model = self._fitted_model()
+        return None if model is None else len(model.to_bytes())
+
+    @property
+    def attributes_(self) -> list[str] | None:
+        """The attributes that have a non-zero state feature, in model order."""
+        model = self._fitted_model()
+        return None if model is None else self._tagger_or_fail().active_attributes()
+
+    @property
+    def num_attributes_(self) -> int | None:
+        names = self.attributes_
+        return None if names is None else len(names)
+
+    @property
+    def state_features_(self) -> dict[tuple[str, str], float] | None:
+        """``{(attribute, label): weight}`` of the non-zero state features."""
+        model = self._fitted_model()
+        return None if model is None else self._tagger_or_fail().state_features()
+
+    @property
+    def transition_features_(self) -> dict[tuple[str, str], float] | None:
+        """``{(label_from, label_to): weight}`` of the non-zero transition features."""
+        model = self._fitted_model()
+        return None if model is None else self._tagger_or_fail().transition_features()
+
+    def __getattr__(self, name: str):
+        # training_log_ is None before fit, as in sklearn-crfsuite
+        if name == "training_log_":
+            return None
+        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+
+    def __getstate__(self) -> dict:
+        state = self.__dict__.copy()
+        state.pop("_tagger", None)  # the model pickles as its own bytes
+        return state
+
+
+def _algorithm_options(crf: CRF, algorithm: str, options) -> None:
+    """Copy the online trainers' parameters into ``options`` (CRFsuite's defaults)."""
+    if algorithm in ("lbfgs", "l2sgd"):
+        if crf.period is not None:
+            options.stopwin = int(crf.period)
+        if crf.delta is not None:
+            options.stopeps = float(crf.delta)
+    if algorithm == "l2sgd":
+        options.rho2 = 2.0 * float(1.0 if crf.c2 is None else crf.c2)
+        if crf.delta is None:
+            options.stopeps = 1e-6
+    elif algorithm in ("ap", "pa", "arow"):
+        options.stopeps = float(crf.epsilon or 0.0)
+    if algorithm == "pa":
+        options.pa_type = 1 if crf.pa_type is None else int(crf.pa_type)
+        options.pa_c = 1.0 if crf.c is None else float(crf.c)
+        options.error_sensitive = True if crf.error_sensitive is None else \
+            bool(crf.error_sensitive)
+        options.averaging = True if crf.averaging is None else bool(crf.averaging)
+    elif algorithm == "arow":
+        options.variance = 1.0 if crf.variance is None else float(crf.variance)
+        options.gamma = 1.0 if crf.gamma is None else float(crf.gamma)
+
+
+class _HoldoutScorer:
+    """Token accuracy of a held-out set after each iteration, added to the log rows."""
+
+    def __init__(self, X_dev, y_dev, labels: list[str], log: list[dict]) -> None:
+        self.X_dev, self.y_dev, self.labels, self.log = list(X_dev), list(y_dev), labels, log
+
+    def __call__(self, model: attrs.AttributeModel) -> None:
+        tags = Tagger(model).tag_many(self.X_dev)
+        gold = [t for seq in self.y_dev for t in seq]
+        pred = [t for seq in tags for t in seq]
+        if self.log:
+            right = sum(g == p for g, p in zip(gold, pred, strict=True))
+            self.log[-1]["holdout_accuracy"] = right / max(1, len(gold))
+
+
+def not_fitted_error(message: str) -> Exception:
+    """scikit-learn's NotFittedError when scikit-learn is installed, else its two bases."""
+    try:
+        from sklearn.exceptions import NotFittedError
+    except ImportError:
+        return AttributeError(message)
+    return NotFittedError(message)
+
+
+def _progress(verbose: bool):
+    import sys
+
+    from crfkit.progress import Progress
+
+    return Progress(sys.stderr) if verbose else Progress(quiet=True)

@@ -1,0 +1,90 @@
+"""--format crfsuite: CRFsuite's data files trained and labelled with no pattern file."""
+
+from __future__ import annotations
+
+import io
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+from crfkit.attributes import AttributeModel, AttributeTraining
+from crfkit.attributes import train as train_attributes
+from crfkit.cli import cli
+from crfkit.crfsuitedata import format_field, parse_field, read_sequences, write_sequences
+from crfkit.errors import InputError
+from crfkit.train import TrainOptions
+
+DATA = "B-NP\tw\\:x:2.5\tpos=DT\t\\\\b\nI-NP\tw=dog\tpos=NN\n\nB-NP\tw=a\nI-NP\tw=cat:0.5\n\n"
+
+
+def test_fields_escapes_and_values(tmp_path):
+    path = tmp_path / "d.txt"
+    path.write_text(DATA)
+    seqs = list(read_sequences(str(path)))
+    assert [s.labels for s in seqs] == [["B-NP", "I-NP"], ["B-NP", "I-NP"]]
+    assert seqs[0].tokens[0] == [("w:x", 2.5), ("pos=DT", 1.0), ("\\b", 1.0)]
+    assert seqs[1].tokens[1] == [("w=cat", 0.5)] and seqs[1].line == 4
+    for name, value in [("a:b\\c", 1.0), ("x", -0.1), ("::", 3e-300)]:
+        assert parse_field(format_field(name, value), "f", 1, 1) == (name, value)
+
+
+def test_a_non_number_is_refused_with_line_and_column(tmp_path):
+    path = tmp_path / "bad.txt"
+    path.write_text("A\tx:1\n\nB\tok\tw:abc\n")
+    with pytest.raises(InputError) as err:
+        list(read_sequences(str(path)))
+    assert str(err.value).startswith(f"{path}:3:8: attribute 'w' has value 'abc'")
+    result = CliRunner().invoke(cli, ["train", "--format", "crfsuite", str(path),
+                                      str(tmp_path / "m")])
+    assert result.exit_code != 0 and "3:8" in result.output
+    assert "Traceback" not in result.output and not (tmp_path / "m").exists()
+
+
+def test_cli_trains_the_python_paths_model_and_labels_for_eval(tmp_path):
+    rng = np.random.default_rng(0)
+    seqs = []
+    for _ in range(30):
+        n = int(rng.integers(1, 5))
+        labels = [str(rng.choice(["A", "B", "C"])) for _ in range(n)]
+        tokens = [[(f"w={lab.lower()}{rng.integers(0, 2)}", 1.0), ("x:y", float(rng.normal()))]
+                  for lab in labels]
+        seqs.append((labels, tokens))
+    buffer = io.StringIO()
+    write_sequences(buffer, seqs)
+    path = tmp_path / "train.txt"
+    path.write_text(buffer.getvalue())
+    model_path = tmp_path / "m.model"
+    result = CliRunner().invoke(cli, ["train", "--format", "crfsuite", "-q", "-1", "0.1",
+                                      "-2", "0.2", "-i", "50", str(path), str(model_path)])
+    assert result.exit_code == 0, result.output
+    cli_model = AttributeModel.load(model_path)
+    # the Python path: the same pairs through the estimator's encoder
+    from crfkit.attributes import AttributeEncoder
+
+    vocab: dict[str, int] = {}
+    encoder = AttributeEncoder(vocab, grow=True)
+    labels: list[str] = []
+    for labs, tokens in seqs:
+        encoder.end(encoder.add_pairs(tokens))
+        for lab in labs:
+            if lab not in labels:
+                labels.append(lab)
+    gold = np.array([labels.index(lab) for labs, _ in seqs for lab in labs], dtype=np.int32)
+    names = sorted(vocab, key=vocab.get)
+    py_model = train_attributes(encoder.dataset(gold), labels, names,
+                                TrainOptions(rho1=0.1, rho2=0.2, maxiter=50),
+                                AttributeTraining(all_transitions=True, epsilon=1e-5))
+    assert cli_model.attributes == py_model.attributes and cli_model.labels == py_model.labels
+    np.testing.assert_allclose(cli_model.weights, py_model.weights, rtol=0, atol=1e-9)
+    out = tmp_path / "out.txt"
+    result = CliRunner().invoke(cli, ["label", "--format", "crfsuite", "-m", str(model_path),
+                                      str(path), str(out)])
+    assert result.exit_code == 0, result.output
+    lines = out.read_text().split("\n")
+    gold_lines = [f"{lab}\t" for labs, _ in seqs for lab in labs + [None] if lab]
+    assert [ln.split("\t")[0] + "\t" for ln in lines if ln] == gold_lines
+    result = CliRunner().invoke(cli, ["eval", str(out)])
+    assert result.exit_code == 0 and "accuracy" in result.output
+    result = CliRunner().invoke(cli, ["label", "-m", str(model_path), str(path)])
+    assert result.exit_code != 0 and "--format crfsuite" in result.output
