@@ -127,11 +127,18 @@ ALGORITHM_NAMES = ("l-bfgs", "sgd-l1", "ap")
               help="Text encoding of INPUT, the -d file and the pattern file (recorded in "
                    "the model: 'crfkit label' reads with it by default).")
 @click.option("-q", "--quiet", is_flag=True, help="No progress output.")
+@click.option("--dask", "dask_address", default=None, metavar="ADDRESS",
+              help="Train on a Dask cluster: a scheduler's address (tcp://host:8786) or "
+                   "local:N (N worker processes here). INPUT: files the workers can read "
+                   "(a quoted glob for several). l-bfgs gives the model of -t 1, bit for "
+                   "bit; sgd-l1 and ap run one epoch per block in parallel and average the "
+                   "weights between epochs: not the sequential algorithm. "
+                   "Needs pip install 'crfkit[dask]'.")
 def train_command(pattern_file, input_file, model_file, model_type, algo, rho1, rho2, cost,
                   maxiter, stopeps, stopwin, devel_file, keep_best_devel, devel_patience,
                   cutoff, compact,
                   init_file, eta0, alpha, seed, nthread, history, all_features, max_memory, sep,
-                  encoding, quiet) -> None:
+                  encoding, quiet, dask_address) -> None:
     """Train a model on a labelled column file (the last column is the label).
 
     INPUT defaults to standard input (a pipe: a terminal is refused) and
@@ -157,7 +164,9 @@ def train_command(pattern_file, input_file, model_file, model_type, algo, rho1, 
     _existing_file(init_file, "-m/--model",
                    "-m names a model to start from here; CRF++'s -m (iterations) is -i")
     _existing_file(devel_file, "-d/--devel", None)
-    if input_file != "-":
+    if dask_address is not None:
+        pass  # the workers read INPUT (a file or a glob): crfkit.dask checks it
+    elif input_file != "-":
         _existing_file(input_file, "INPUT", "CRF++'s '-c C' (cost) is '--cost C' here; "
                        "crfkit's -c is --compact")
     elif sys.stdin.isatty():
@@ -174,9 +183,18 @@ def train_command(pattern_file, input_file, model_file, model_type, algo, rho1, 
              "max_memory": None if max_memory is None else parse_size(max_memory)}
     check_writable(model_file)  # before an hour of training, not after it
     return_large_frees_to_the_os()
-    model = _train(given, pattern_file, input_file, devel_file, init_file, sep=sep,
-                   encoding=encoding, quiet=quiet)
+    if dask_address is not None:
+        from crfkit.dask.command import train_on_dask
+
+        model = train_on_dask(dask_address, given, pattern_file, input_file, devel_file,
+                              init_file, sep=sep, encoding=encoding, quiet=quiet)
+    else:
+        model = _train(given, pattern_file, input_file, devel_file, init_file, sep=sep,
+                       encoding=encoding, quiet=quiet)
     model.save(model_file)
+    if dask_address is not None and model.info["stop_reason"].startswith("no Dask worker"):
+        raise CrfkitError(f"{model.info['stop_reason']}: the model of the last finished "
+                          f"iteration ({model.info['iterations']}) is written to {model_file}")
     if model.info["stop_reason"] == "interrupted":
         click.echo(f"* model written to {model_file} (interrupted)", err=True)
         click.get_current_context().exit(130)
@@ -266,9 +284,13 @@ def _existing_file(path: str | None, option: str, numeric_hint: str | None) -> N
 @click.option("--patterns", "patterns_file", default=None,
               type=click.Path(exists=True, dir_okay=False),
               help="With a CRFsuite model: the pattern file that generates its attributes.")
+@click.option("--dask", "dask_address", default=None, metavar="ADDRESS",
+              help="Label on a Dask cluster (tcp://host:8786, or local:N worker processes "
+                   "here): INPUT, a file the workers can read, is cut at blank lines; the "
+                   "output is the same, in input order. Needs pip install 'crfkit[dask]'.")
 def label_command(model_file, input_file, output_file, labels_only, check, nthread, sep,
                   encoding, nbest, nbest_columns, score, marginals, post, force,
-                  constraints, quiet, patterns_file) -> None:
+                  constraints, quiet, patterns_file, dask_address) -> None:
     """Label a column file with a trained model; the prediction becomes the last column.
 
     INPUT and OUTPUT default to standard input and output ('-').
@@ -316,7 +338,12 @@ def label_command(model_file, input_file, output_file, labels_only, check, nthre
     with atomic_output(output_file, encoding=encoding) as out, _without_cycle_collection(), \
             _erased_at_exit(meter):
         stats = None
-        if threads > 1 and input_file != "-" and os.path.isfile(input_file):
+        if dask_address is not None:
+            from crfkit.dask.command import label_on_dask
+
+            stats = label_on_dask(dask_address, model, input_file, out, options,
+                                  encoding=encoding, sep=sep)
+        elif threads > 1 and input_file != "-" and os.path.isfile(input_file):
             from crfkit.forklabel import label_file_in_two
 
             stats = label_file_in_two(model, input_file, out, options, encoding=encoding,

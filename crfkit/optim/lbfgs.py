@@ -37,7 +37,7 @@ import numpy as np
 from numba import njit
 
 from crfkit.config import JIT
-from crfkit.optim import INTERRUPTED, Iteration, IterationHook, Result, StopRule
+from crfkit.optim import INTERRUPTED, Iteration, IterationHook, Result, Stop, StopRule
 from crfkit.vectors import dot
 
 ARMIJO = 1e-4
@@ -135,6 +135,8 @@ def minimize(fun: Function, x0: np.ndarray, *, l1: float = 0.0, history: int = 6
             step = 1.0
     except KeyboardInterrupt:
         reason = INTERRUPTED
+    except Stop as stopped:
+        reason = str(stopped)
     return Result(x=x, f=f, iterations=it, reason=reason)
 
 
