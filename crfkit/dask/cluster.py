@@ -92,6 +92,18 @@ class Watch:
         self.client = client
         self.grace = grace
 
+    def scatter(self, data: Any) -> Any:
+        """``data`` on one worker (the tasks that need it fetch it from there); a worker
+        that died unnoticed makes the scheduler pick another on the next try."""
+        deadline = time.monotonic() + self.grace
+        while True:
+            try:
+                return self.client.scatter(data, hash=False)
+            except OSError as err:  # distributed's CommClosedError is one
+                if time.monotonic() > deadline:
+                    raise NoWorkers(f"cannot send data to any Dask worker ({err})") from None
+                time.sleep(_POLL)
+
     def result(self, future: Any) -> Any:
         return self.gather([future])[0]
 
@@ -103,6 +115,10 @@ class Watch:
             try:
                 return self.client.gather(self._wait(futures))
             except TimeoutError:
+                lost = [f for f in futures if f.status in ("lost", "cancelled")]
+                if lost:
+                    raise NoWorkers(f"a Dask result was lost ({lost[0].key}) and cannot be "
+                                    "recomputed") from None
                 if n_workers(self.client):
                     alone_since = None
                 elif alone_since is None:

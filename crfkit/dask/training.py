@@ -94,7 +94,7 @@ class ClusterObjective:
         client = self.client
         started = time.perf_counter()
         try:
-            w_future = client.scatter(w, broadcast=True, hash=False)
+            w_future = self.watch.scatter(w)
             scattered = time.perf_counter()
             fold = None
             for part in self.parts:
@@ -124,6 +124,7 @@ class Distributed:
     parts: list
     n_workers: int
     block_ptr: np.ndarray
+    held: list  # futures the parts need to be recomputed after a worker is lost
 
 
 def count(client: Any, patterns: list[Pattern], sources: list, *, encoding: str, sep: str,
@@ -171,7 +172,9 @@ def distribute(client: Any, patterns: list[Pattern], sources: list, *, model_typ
     seq_ptr = np.concatenate([[0], np.cumsum(np.concatenate(lengths))]).astype(np.int64)
     block_ptr = objective_blocks(np.diff(seq_ptr), space.n_weights)
     workers = max(1, n_workers(client))
-    parts = _make_parts(client, space, encoded, [len(x) for x in lengths], block_ptr,
+    # the space has no task to remake it from: held while the parts may need it
+    space_future = client.scatter(space, broadcast=True, hash=False)
+    parts = _make_parts(client, space_future, encoded, [len(x) for x in lengths], block_ptr,
                         workers, MODEL_TYPES[model_type].normalisation)
     watch.gather(parts)  # built and held: the shards' futures can go
     empty = np.zeros(0, dtype=np.int32)
@@ -179,7 +182,7 @@ def distribute(client: Any, patterns: list[Pattern], sources: list, *, model_typ
                    labels=empty)
     corpus = Corpus(vocab.featurizer, space, data, empirical, vocab.labels, n_token_columns,
                     np.zeros(space.n_weights))
-    return Distributed(corpus, parts, workers, block_ptr)
+    return Distributed(corpus, parts, workers, block_ptr, [space_future])
 
 
 def _encode(client: Any, vocab: Vocabulary, counted: list, patterns: list[Pattern],
@@ -192,7 +195,7 @@ def _encode(client: Any, vocab: Vocabulary, counted: list, patterns: list[Patter
                                              strict=True)]
 
 
-def _make_parts(client: Any, space: Any, encoded: list, shard_seqs: list[int],
+def _make_parts(client: Any, space_future: Any, encoded: list, shard_seqs: list[int],
                 block_ptr: np.ndarray, workers: int, normalisation: int) -> list:
     """One part per worker (at most one per block): consecutive blocks of about equal
     token count, each assembled from the slices of the shards it covers."""
@@ -200,7 +203,6 @@ def _make_parts(client: Any, space: Any, encoded: list, shard_seqs: list[int],
     n_parts = max(1, min(workers, n_blocks))
     cuts = np.linspace(0, n_blocks, n_parts + 1).round().astype(int)
     shard_start = np.concatenate([[0], np.cumsum(shard_seqs)])
-    space_future = client.scatter(space, broadcast=True, hash=False)
     parts = []
     for b0, b1 in zip(cuts[:-1], cuts[1:], strict=True):
         s0, s1 = int(block_ptr[b0]), int(block_ptr[b1])
