@@ -200,3 +200,27 @@ def test_shard_paths_must_exist():
     with pytest.raises(UsageError, match="names no file"):
         expand_inputs("/nonexistent/part-*.txt")
     assert isinstance(Shard("x"), Shard)
+
+
+def test_no_worker_left_keeps_the_last_finished_iteration(address_sample, monkeypatch):
+    from crfkit.dask import cluster, training
+    from crfkit.progress import Progress
+
+    monkeypatch.setattr(cluster, "NO_WORKER_GRACE", 1.0)
+    patterns = read_patterns(ADDRESS_PATTERNS)
+    path = str(address_sample["train"])
+    expected = single(patterns, path, maxiter=2)
+    with distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=True,
+                                  dashboard_address=None, host="127.0.0.1") as one, \
+            distributed.Client(one) as c:
+
+        class Retire(Progress):
+            def iteration(self, it, *args, **kwargs):
+                if it == 2:  # the last worker leaves for good
+                    one.scale(0)
+
+        got = training.train(c, patterns, plan_shards([path], SMALL), TrainOptions(maxiter=9),
+                             progress=Retire(quiet=True))
+    assert got.info["stop_reason"].startswith("no Dask worker")
+    assert got.info["iterations"] == 2
+    assert np.array_equal(got.weights, expected.weights)

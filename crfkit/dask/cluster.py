@@ -17,6 +17,7 @@ from __future__ import annotations
 import logging
 import os
 import time
+from concurrent.futures import CancelledError
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -88,9 +89,9 @@ def n_workers(client: Any) -> int:
 class Watch:
     """Waits for futures; :class:`NoWorkers` when there is no worker left to run them."""
 
-    def __init__(self, client: Any, grace: float = NO_WORKER_GRACE) -> None:
+    def __init__(self, client: Any, grace: float | None = None) -> None:
         self.client = client
-        self.grace = grace
+        self.grace = NO_WORKER_GRACE if grace is None else grace
 
     def scatter(self, data: Any) -> Any:
         """``data`` on one worker (the tasks that need it fetch it from there); a worker
@@ -127,6 +128,10 @@ class Watch:
                     raise NoWorkers(f"no Dask worker left (none for {self.grace:.0f}s)") from None
             except KilledWorker as err:
                 raise NoWorkers(f"Dask workers kept dying while running a task ({err})") from None
+            except CancelledError:  # distributed's FuturesCancelledError: its data was lost
+                if not n_workers(self.client):
+                    raise NoWorkers("no Dask worker left") from None
+                raise NoWorkers("a result was lost with the workers that held it") from None
 
     def _wait(self, futures: list) -> list:
         from distributed import wait
