@@ -224,3 +224,34 @@ def test_no_worker_left_keeps_the_last_finished_iteration(address_sample, monkey
     assert got.info["stop_reason"].startswith("no Dask worker")
     assert got.info["iterations"] == 2
     assert np.array_equal(got.weights, expected.weights)
+
+
+@pytest.mark.slow
+def test_command_line_train_and_label_on_local_cluster(address_sample, tmp_path):
+    from tests.helpers import one_error_line, run
+
+    train_file, test_file = address_sample["train"], address_sample["test"]
+    for name, extra in (("one", ["-t", "1"]), ("dask", ["--dask", "local:2"])):
+        result = run("train", "-q", "-i", "4", "-p", ADDRESS_PATTERNS, *extra, train_file,
+                     tmp_path / f"{name}.model")
+        assert result.exit_code == 0, result.stderr
+    model = tmp_path / "one.model"
+    assert (tmp_path / "dask.model").read_bytes() == model.read_bytes()
+    for name, extra in (("one", []), ("dask", ["--dask", "local:2"])):
+        result = run("label", "-m", model, "-c", *extra, test_file, tmp_path / f"{name}.out")
+        assert result.exit_code == 0, result.stderr
+    assert (tmp_path / "dask.out").read_bytes() == (tmp_path / "one.out").read_bytes()
+    result = run("train", "-p", ADDRESS_PATTERNS, "--dask", "local:0", train_file,
+                 tmp_path / "x.model")
+    one_error_line(result, "local:N")
+
+
+def test_plain_import_and_label_start_up_do_not_import_dask():
+    import subprocess
+    import sys
+
+    code = ("import sys, crfkit, crfkit.cli, crfkit.label, crfkit.train; "
+            "print(sorted(m for m in ('dask', 'distributed') if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True).stdout
+    assert out.strip() == "[]"

@@ -17,8 +17,8 @@ from __future__ import annotations
 import logging
 import os
 import time
-from concurrent.futures import CancelledError
 from collections.abc import Iterator
+from concurrent.futures import CancelledError
 from contextlib import contextmanager
 from typing import Any
 
