@@ -43,7 +43,7 @@ def measure(workers: int, patterns: list, corpus: str, evals: int) -> dict:
     from crfkit.dask.shards import plan_shards
     from crfkit.dask.training import ClusterObjective, distribute
 
-    with LocalCluster(n_workers=workers, threads_per_worker=1, dashboard_address=None,
+    with LocalCluster(n_workers=workers, threads_per_worker=1, dashboard_address=":0",
                       host="127.0.0.1", silence_logs=logging.ERROR) as cluster, \
             Client(cluster) as client:
         shards = plan_shards([corpus], max(1 << 18, Path(corpus).stat().st_size // 8))

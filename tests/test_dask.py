@@ -37,7 +37,7 @@ SMALL = 3000  # bytes per shard: the 200-sequence sample makes about a dozen
 @pytest.fixture(scope="module")
 def client():
     cluster = distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
-                                       dashboard_address=None, host="127.0.0.1")
+                                       dashboard_address=":0", host="127.0.0.1")
     with distributed.Client(cluster) as c:
         yield c
     cluster.close()
@@ -211,7 +211,7 @@ def test_no_worker_left_keeps_the_last_finished_iteration(address_sample, monkey
     path = str(address_sample["train"])
     expected = single(patterns, path, maxiter=2)
     with distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=True,
-                                  dashboard_address=None, host="127.0.0.1") as one, \
+                                  dashboard_address=":0", host="127.0.0.1") as one, \
             distributed.Client(one) as c:
 
         class Retire(Progress):

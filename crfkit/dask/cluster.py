@@ -53,7 +53,7 @@ def connect(address: str) -> Iterator[Any]:
         if n < 1:
             raise UsageError(f"--dask {address}: expected local:N with N >= 1 worker processes")
         cluster = LocalCluster(n_workers=n, threads_per_worker=max(1, _cores() // n),
-                               processes=True, dashboard_address=None,
+                               processes=True, dashboard_address=":0",
                                silence_logs=logging.ERROR, host="127.0.0.1")
         try:
             with Client(cluster) as client:
