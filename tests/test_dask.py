@@ -255,3 +255,21 @@ def test_plain_import_and_label_start_up_do_not_import_dask():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True).stdout
     assert out.strip() == "[]"
+
+
+def test_a_bag_trains_and_labels_as_one_process(client, address_sample, address_model):
+    import dask.bag
+
+    import crfkit.dask
+    from crfkit.label import label_sequences
+
+    patterns = read_patterns(ADDRESS_PATTERNS)
+    path = str(address_sample["train"])
+    sequences = list(read_sequences(path))
+    bag = dask.bag.from_sequence([[list(row) for row in s.rows] for s in sequences],
+                                 npartitions=5)
+    got = crfkit.dask.train(patterns, bag, client=client, maxiter=4)
+    assert got.to_bytes() == single(patterns, path, maxiter=4).to_bytes()
+    test = list(read_sequences(address_sample["test"]))
+    labels = crfkit.dask.label(address_model, dask.bag.from_sequence(test, npartitions=3))
+    assert labels.compute() == label_sequences(address_model, test)
