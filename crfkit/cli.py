@@ -156,12 +156,20 @@ ALGORITHM_NAMES = ("l-bfgs", "sgd-l1", "ap", "l2sgd", "pa", "arow")
 @click.option("--gamma", type=float, default=None,
               help="-a arow: trade-off between loss and change  [default: 1]")
 @click.option("-q", "--quiet", is_flag=True, help="No progress output.")
+@click.option("--dask", "dask_address", default=None, metavar="ADDRESS",
+              help="Train on a Dask cluster: a scheduler's address (tcp://host:8786) or "
+                   "local:N (N worker processes here). INPUT: files the workers can read "
+                   "(a quoted glob for several). l-bfgs gives the model of -t 1, bit for "
+                   "bit; sgd-l1 and ap run one epoch per block in parallel and average the "
+                   "weights between epochs: not the sequential algorithm. "
+                   "Needs pip install 'crfkit[dask]'.")
 def train_command(pattern_file, input_file, model_file, model_type, algo, rho1, rho2, cost,
                   maxiter, stopeps, stopwin, devel_file, keep_best_devel, devel_patience,
                   cutoff, compact,
                   init_file, eta0, alpha, seed, nthread, history, all_features, max_memory, sep,
                   encoding, report_dir, skip_mode, skip_cap, bp_maxiter, bp_tol, bp_damping,
-                  doc_sep, data_format, pa_type, pa_c, variance, gamma, quiet) -> None:
+                  doc_sep, data_format, pa_type, pa_c, variance, gamma, quiet,
+                  dask_address) -> None:
     """Train a model on a labelled column file (the last column is the label).
 
     INPUT defaults to standard input (a pipe: a terminal is refused) and
@@ -188,7 +196,9 @@ def train_command(pattern_file, input_file, model_file, model_type, algo, rho1, 
     _existing_file(init_file, "-m/--model",
                    "-m names a model to start from here; CRF++'s -m (iterations) is -i")
     _existing_file(devel_file, "-d/--devel", None)
-    if input_file != "-":
+    if dask_address is not None:
+        pass  # the workers read INPUT (a file or a glob): crfkit.dask checks it
+    elif input_file != "-":
         _existing_file(input_file, "INPUT", "CRF++'s '-c C' (cost) is '--cost C' here; "
                        "crfkit's -c is --compact")
     elif sys.stdin.isatty():
@@ -215,9 +225,18 @@ def train_command(pattern_file, input_file, model_file, model_type, algo, rho1, 
     check_writable(model_file)  # before an hour of training, not after it
     log = _report_log(report_dir)
     return_large_frees_to_the_os()
-    model = _train(given, pattern_file, input_file, devel_file, init_file, sep=sep,
-                   encoding=encoding, quiet=quiet, log=log)
+    if dask_address is not None:
+        from crfkit.dask.command import train_on_dask
+
+        model = train_on_dask(dask_address, given, pattern_file, input_file, devel_file,
+                              init_file, sep=sep, encoding=encoding, quiet=quiet)
+    else:
+        model = _train(given, pattern_file, input_file, devel_file, init_file, sep=sep,
+                       encoding=encoding, quiet=quiet, log=log)
     model.save(model_file)
+    if dask_address is not None and model.info["stop_reason"].startswith("no Dask worker"):
+        raise CrfkitError(f"{model.info['stop_reason']}: the model of the last finished "
+                          f"iteration ({model.info['iterations']}) is written to {model_file}")
     if report_dir is not None:
         from crfkit.report import training_report
 
@@ -485,9 +504,13 @@ def _run_tune(given: dict, t, path: list, pattern_file: str, input_file: str,
               default="columns", show_default=True,
               help="INPUT is a column file, or a CRFsuite data file for a model trained with "
                    "--format crfsuite (output: GOLD<TAB>PREDICTED per token, for crfkit eval).")
+@click.option("--dask", "dask_address", default=None, metavar="ADDRESS",
+              help="Label on a Dask cluster (tcp://host:8786, or local:N worker processes "
+                   "here): INPUT, a file the workers can read, is cut at blank lines; the "
+                   "output is the same, in input order. Needs pip install 'crfkit[dask]'.")
 def label_command(model_file, input_file, output_file, labels_only, check, nthread, sep,
                   encoding, nbest, nbest_columns, score, marginals, post, force,
-                  constraints, quiet, patterns_file, data_format) -> None:
+                  constraints, quiet, patterns_file, data_format, dask_address) -> None:
     """Label a column file with a trained model; the prediction becomes the last column.
 
     INPUT and OUTPUT default to standard input and output ('-').
@@ -549,7 +572,12 @@ def label_command(model_file, input_file, output_file, labels_only, check, nthre
             from crfkit.skipchain import model_skip_options
 
             doc_sep = model_skip_options(model).doc_sep
-        if threads > 1 and input_file != "-" and os.path.isfile(input_file) \
+        if dask_address is not None:
+            from crfkit.dask.command import label_on_dask
+
+            stats = label_on_dask(dask_address, model, input_file, out, options,
+                                  encoding=encoding, sep=sep)
+        elif threads > 1 and input_file != "-" and os.path.isfile(input_file) \
                 and not whole_documents:
             from crfkit.forklabel import label_file_in_two
 

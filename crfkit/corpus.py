@@ -113,11 +113,7 @@ def encode_training(patterns: list[Pattern], sequences: list[Sequence], *, cutof
     if init is not None:
         obs = _merge_vocab(featurizer, init.featurizer.vocab, obs)
     listed = [patterns[p] for p in featurizer.listed]
-    no_pairs = not MODEL_TYPES[model_type].label_pairs
-    unigram = np.array([p.has_unigram for p in listed], dtype=bool)
-    bigram = np.array([p.has_bigram and not p.is_constant and not no_pairs for p in listed],
-                      dtype=bool)
-    has_trans = not no_pairs and any(p.is_constant and p.has_bigram for p in patterns)
+    unigram, bigram, has_trans = feature_kinds(patterns, featurizer.listed, model_type)
     per_obs = None
     if all_features:
         vocab_pattern = featurizer.vocab.pattern
@@ -154,6 +150,19 @@ def valued_totals(space: FeatureSpace, data: Dataset) -> np.ndarray:
     path_totals(totals, space.arrays(), data.seq_ptr, data.tok_ptr, data.tok_obs,
                 data.tok_val, data.labels, space.n_labels)
     return totals
+
+
+def feature_kinds(patterns: list[Pattern], listed: list[int], model_type: str
+                  ) -> tuple[np.ndarray, np.ndarray, bool]:
+    """Which listed patterns make unigram and observation-bigram features, and whether
+    the model has a transition block (a constant bigram pattern, CRF++'s bare ``B``)."""
+    no_pairs = not MODEL_TYPES[model_type].label_pairs
+    chosen = [patterns[p] for p in listed]
+    unigram = np.array([p.has_unigram for p in chosen], dtype=bool)
+    bigram = np.array([p.has_bigram and not p.is_constant and not no_pairs for p in chosen],
+                      dtype=bool)
+    has_trans = not no_pairs and any(p.is_constant and p.has_bigram for p in patterns)
+    return unigram, bigram, has_trans
 
 
 @dataclass

@@ -7,7 +7,7 @@ branches wherever the type matters.
 
 * ``crf`` — one partition function per sequence (forward-backward);
 * ``memm`` — a softmax per token given the previous label, none at the first
-  token (:mod:`crfkit.kernels.local`); decoded by Viterbi over the local
+  token (:mod:`crfkit.kernels.loss`); decoded by Viterbi over the local
   log-probabilities;
 * ``maxent`` — a softmax per token and no label pairs: a CRF without label-pair
   features *is* this model (its Z factorises over tokens), so the CRF's

@@ -171,6 +171,8 @@ class Problem:
     corpus: Corpus
     options: TrainOptions
     notes: list[str] = field(default_factory=list)  # warnings for the progress output
+    # The smooth objective to minimise instead of the corpus's own (crfkit.dask: a cluster's)
+    objective: Callable[[np.ndarray, np.ndarray], float] | None = None
 
     @property
     def rho2(self) -> float:
@@ -179,6 +181,8 @@ class Problem:
 
 def make_objective(problem: Problem) -> Objective:
     """The smooth objective (negative log-likelihood + L2) of the problem's model type."""
+    if problem.objective is not None:
+        return problem.objective  # type: ignore[return-value]
     c = problem.corpus
     if MODEL_TYPES[problem.model_type].skip_edges:
         from crfkit.kernels.skipobjective import BeliefPropagation, SkipObjective
@@ -426,10 +430,22 @@ def train(patterns: list[Pattern] | None, sequences: Iterable[Sequence],
         f"{space.n_weights} features ({time.perf_counter() - started:.2f}s to encode), "
         f"about {format_size(estimate.total_bytes)} of memory at the peak")
 
-    problem = Problem(model_type, corpus, options)
+    return fit(Problem(model_type, corpus, options), patterns, progress=progress,
+               dev_set=dev_set, init=init, started=started, log=log)
+
+
+def fit(problem: Problem, patterns: list[Pattern], *, progress: Progress,
+        dev_set: DevelSet | None = None, init: Model | None = None, started: float = 0.0,
+        run: Callable[[Problem, IterationHook], Result] | None = None,
+        log: list[dict] | None = None) -> Model:
+    """Run the problem's algorithm (or ``run``) and make the model: the second half of
+    :func:`train`, shared with :mod:`crfkit.dask` (whose corpus stays on the workers).
+    ``log`` as for :func:`train`."""
+    options, corpus, model_type = problem.options, problem.corpus, problem.model_type
+    space, data = corpus.space, corpus.data
     monitor = Monitor(progress, data, model_type=model_type, corpus=corpus, devel=dev_set,
                       patience=options.devel_patience, log=log)
-    result = ALGORITHMS[options.algo].run(problem, monitor)
+    result = (run or ALGORITHMS[options.algo].run)(problem, monitor)
     for note in problem.notes:
         progress.message(f"* warning: {note}")
     weights = result.x
@@ -444,7 +460,7 @@ def train(patterns: list[Pattern] | None, sequences: Iterable[Sequence],
                          f"({elapsed:.1f}s){sparsity}")
     info = {
         "algorithm": options.algo,
-        "options": recorded_options(options, model_type, devel=devel is not None),
+        "options": recorded_options(options, model_type, devel=dev_set is not None),
         "iterations": result.iterations,
         "objective": result.f,
         "stop_reason": result.reason,

@@ -95,7 +95,7 @@ def locally_normalised(psi: np.ndarray, phi: np.ndarray, model_type: str
     """The lattice of a MaxEnt or MEMM whose path scores are log-probabilities.
 
     MaxEnt: p(y_t) = softmax psi[t]; MEMM: p(y_0) = softmax psi[0] and
-    p(y_t | y_{t-1} = a) = softmax (psi[t] + phi[t, a]) (see crfkit.kernels.local).
+    p(y_t | y_{t-1} = a) = softmax (psi[t] + phi[t, a]) (see crfkit.kernels.loss).
     """
     T, L = psi.shape
     psi2 = np.zeros_like(psi)

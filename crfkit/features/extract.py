@@ -182,7 +182,20 @@ class Featurizer:
         matrix). Ids go to the most frequent observations first, so the
         weights the kernels touch most often share cache lines.
         """
-        from crfkit.features.intern import intern_rows, renumber  # Numba: training only
+        from crfkit.features.intern import renumber  # Numba: training only
+
+        obs, rows, counts = self.intern_observations(components)
+        new_id, offsets = self.vocab_from_counts(rows, counts, cutoff)
+        renumber(obs, new_id, offsets)
+        return obs
+
+    def intern_observations(self, components: Components
+                            ) -> tuple[np.ndarray, list[np.ndarray], list[np.ndarray]]:
+        """Each listed pattern's distinct observations (table-id rows, in order of first
+        appearance) and their counts, and the (n_tokens, n_listed) matrix of those
+        per-pattern ids: the counting half of :meth:`build_vocab`, which
+        :mod:`crfkit.dask` runs on each shard."""
+        from crfkit.features.intern import intern_rows  # Numba: training only
 
         n_tokens = components.token_values.shape[1]
         sizes = np.array([len(table) for table in self.tables], dtype=np.int64)
@@ -199,6 +212,14 @@ class Featurizer:
                 components.positions.seq_ptr, radix, direct, obs[:, j])
             rows.append(distinct)
             counts.append(cnt)
+        return obs, rows, counts
+
+    def vocab_from_counts(self, rows: list[np.ndarray], counts: list[np.ndarray],
+                          cutoff: int) -> tuple[np.ndarray, np.ndarray]:
+        """Set the vocabulary from each listed pattern's distinct rows and counts (in
+        order of first appearance): the numbering half of :meth:`build_vocab`. Returns
+        the new id of every row, the patterns' rows concatenated (-1: cut off), and where
+        each pattern's rows start in that concatenation."""
         sizes = np.array([len(c) for c in counts], dtype=np.int64)
         offsets = np.concatenate([[0], np.cumsum(sizes)])
         all_counts = np.concatenate(counts) if counts else np.zeros(0, dtype=np.int64)
@@ -211,7 +232,6 @@ class Featurizer:
         order = kept[np.argsort(rank, kind="stable")]
         new_id = np.full(len(all_counts), -1, dtype=np.int32)
         new_id[order] = np.arange(len(order), dtype=np.int32)
-        renumber(obs, new_id, offsets)
 
         listed = np.array(self.listed, dtype=np.int32)
         pattern = listed[owner[order]]
@@ -230,7 +250,7 @@ class Featurizer:
         self.vocab = ObservationVocab(keys, pattern, values)
         if self.vocab.has_repeated_keys():
             raise RuntimeError("64-bit observation key collision; please report it")
-        return obs
+        return new_id, offsets
 
     def observations(self, components: Components) -> np.ndarray:
         """Observation id of each listed pattern at each token (-1 if unseen).

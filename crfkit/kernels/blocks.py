@@ -1,6 +1,6 @@
 """Blocks of sequences, and running one kernel call per block on threads.
 
-The batch kernels (:mod:`crfkit.kernels.lattice`, :mod:`crfkit.kernels.local`,
+The batch kernels (:mod:`crfkit.kernels.lattice`, :mod:`crfkit.kernels.loss`,
 :mod:`crfkit.kernels.decoder`) each handle one block of sequences and release the GIL
 (``nogil``), so plain Python threads run blocks in parallel. They used to
 be ``parallel=True`` kernels looping with ``numba.prange`` over the blocks:

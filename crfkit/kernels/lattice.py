@@ -360,7 +360,7 @@ def _log_softmax(src, dst):
 def local_normalise(psi, phi, T, L, local, row):
     """Rewrite a MEMM's or MaxEnt's scores so that path scores are log-probabilities.
 
-    MaxEnt: ``psi[t] = log softmax psi[t]``. MEMM (see :mod:`crfkit.kernels.local`):
+    MaxEnt: ``psi[t] = log softmax psi[t]``. MEMM (see :mod:`crfkit.kernels.loss`):
     ``psi[0] = log softmax psi[0]``, ``phi[t, a] = log softmax (psi[t] +
     phi[t, a])`` and ``psi[t] = 0`` for t >= 1. The CRF lattice code then
     works unchanged, with log Z = 0 unless constraints remove paths.

@@ -37,22 +37,25 @@ class Objective:
 
     def __init__(self, space: FeatureSpace, data: Dataset, empirical: np.ndarray,
                  rho2: float, normalisation: int = config.NORM_GLOBAL,
-                 frozen: np.ndarray | None = None) -> None:
+                 frozen: np.ndarray | None = None, *,
+                 block_ptr: np.ndarray | None = None) -> None:
+        """``frozen``: weight indices held at their start value (zero gradient);
+        ``block_ptr``: the block partition to use instead of :func:`objective_blocks`
+        of the data (a part of a larger corpus computing that corpus's blocks,
+        :mod:`crfkit.dask`)."""
         if normalisation == config.NORM_MAXENT and (space.has_trans or space.n_b):
             raise ValueError("a maxent feature space must have no label-pair features")
         if len(data.labels) != data.n_tokens:
             raise ValueError("training data must carry gold labels")
         self.normalisation = normalisation
-        self.overflow = ("numerical overflow in forward-backward"
-                         if normalisation == config.NORM_GLOBAL else
-                         "numerical overflow in the local softmax")
+        self.overflow = overflow_message(normalisation)
         self.space = space
         self.data = data
         self.empirical = empirical
         self.rho2 = float(rho2)
-        self.frozen = frozen  # weight indices held at their start value (zero gradient)
-        max_blocks = max(1, config.MAX_BLOCK_BUFFER_BYTES // max(1, 8 * space.n_weights))
-        self.block_ptr = partition_blocks(data.lengths, min(config.N_BLOCKS, max_blocks))
+        self.frozen = frozen
+        self.block_ptr = (objective_blocks(data.lengths, space.n_weights) if block_ptr is None
+                          else block_ptr)
         n_blocks = len(self.block_ptr) - 1
         self.wave = max(1, min(thread_count(), n_blocks))
         # The most frequent observations get dense rows (kernels.lattice.dense_rows).
@@ -65,7 +68,7 @@ class Objective:
         self.space_arrays = space.arrays()
         self.data_arrays = data.arrays()
 
-    def _shared(self, w: np.ndarray) -> tuple:
+    def shared(self, w: np.ndarray) -> tuple:
         """What every block reads at ``w`` (computed once per evaluation)."""
         s = self.space
         if self.normalisation != config.NORM_GLOBAL:
@@ -85,26 +88,55 @@ class Objective:
                                   self.normalisation == config.NORM_MEMM, s.n_labels, s0, s1,
                                   G, out, self.data.tok_val)
 
-    def __call__(self, w: np.ndarray, g: np.ndarray) -> float:
-        shared = self._shared(w)
+    def fill_blocks(self, w: np.ndarray, shared: tuple, first: int, last: int,
+                    G: np.ndarray) -> None:
+        """Blocks ``first..last-1`` at ``w`` on threads: gradient rows into ``G[0..]``,
+        their ``out`` rows into ``self.out[first..last-1]``."""
         ptr = self.block_ptr
+
+        def block(i: int) -> None:
+            self._loss_block(w, shared, int(ptr[first + i]), int(ptr[first + i + 1]), G[i],
+                             self.out[first + i])
+
+        run_blocks(block, last - first)
+
+    def __call__(self, w: np.ndarray, g: np.ndarray) -> float:
+        shared = self.shared(w)
         n_blocks = len(self.out)
         for first in range(0, n_blocks, self.wave):
             last = min(first + self.wave, n_blocks)
-
-            def block(i: int, first: int = first) -> None:
-                self._loss_block(w, shared, int(ptr[first + i]), int(ptr[first + i + 1]),
-                                 self.G_blocks[i], self.out[first + i])
-
-            run_blocks(block, last - first)
+            self.fill_blocks(w, shared, first, last, self.G_blocks)
             loss.add_blocks(self.G_blocks[:last - first], first == 0, g)
-        log_z = float(np.sum(self.out[:, 0]))
-        if not np.isfinite(log_z):
-            raise CrfkitError(f"{self.overflow}: the weights diverged (try a larger -2/--rho2)")
-        loss.finish_gradient(self.empirical, w, self.rho2, g)
+        f, self.token_errors, self.sequence_errors = finish(
+            w, g, self.out, self.empirical, self.rho2, self.overflow)
         if self.frozen is not None:
             g[self.frozen] = 0.0
-        self.token_errors = int(self.out[:, 1].sum())
-        self.sequence_errors = int(self.out[:, 2].sum())
         self.evaluations += 1
-        return log_z - dot(w, self.empirical) + 0.5 * self.rho2 * dot(w, w)
+        return f
+
+
+def objective_blocks(lengths: np.ndarray, n_weights: int) -> np.ndarray:
+    """The fixed block partition of a corpus (sequence lengths) for a feature space
+    of ``n_weights``: :data:`config.N_BLOCKS` blocks, fewer when their gradient rows
+    would pass :data:`config.MAX_BLOCK_BUFFER_BYTES` (or for tiny corpora)."""
+    max_blocks = max(1, config.MAX_BLOCK_BUFFER_BYTES // max(1, 8 * n_weights))
+    return partition_blocks(lengths, min(config.N_BLOCKS, max_blocks))
+
+
+def overflow_message(normalisation: int) -> str:
+    return ("numerical overflow in forward-backward" if normalisation == config.NORM_GLOBAL
+            else "numerical overflow in the local softmax")
+
+
+def finish(w: np.ndarray, g: np.ndarray, out: np.ndarray, empirical: np.ndarray, rho2: float,
+           overflow: str) -> tuple[float, int, int]:
+    """The objective's last step, once ``g`` holds the block gradients summed in block order
+    and ``out`` every block's (log-sum, token errors, sequence errors) in block order:
+    adds the counts and the L2 term to ``g``; returns (f, token errors, sequence errors).
+    Shared with the distributed objective (:mod:`crfkit.dask`), so both give the same bits."""
+    log_z = float(np.sum(out[:, 0]))
+    if not np.isfinite(log_z):
+        raise CrfkitError(f"{overflow}: the weights diverged (try a larger -2/--rho2)")
+    loss.finish_gradient(empirical, w, rho2, g)
+    f = log_z - dot(w, empirical) + 0.5 * rho2 * dot(w, w)
+    return f, int(out[:, 1].sum()), int(out[:, 2].sum())

@@ -41,6 +41,12 @@ class Iteration:
     gnorm: float = float("nan")
 
 
+class Stop(Exception):
+    """Raised by an objective or an epoch that cannot go on (no Dask worker left,
+    :mod:`crfkit.dask`): the optimiser ends as on Ctrl-C, with the last finished
+    point, and the exception's message as its reason."""
+
+
 # Returns None to go on, or a reason (one line) to stop.
 IterationHook = Callable[[Iteration], "str | None"]
 
@@ -116,4 +122,6 @@ def run_epochs(epoch: Epoch, x: np.ndarray, n_seqs: int, stop: Callable[[float],
                 break
     except KeyboardInterrupt:
         reason = INTERRUPTED
+    except Stop as stopped:
+        reason = str(stopped)
     return Result(x=x, f=f, iterations=count, reason=reason)

@@ -51,7 +51,7 @@ import numpy as np
 from numba import njit
 
 from crfkit.config import JIT
-from crfkit.optim import INTERRUPTED, Iteration, IterationHook, Result, StopRule
+from crfkit.optim import INTERRUPTED, Iteration, IterationHook, Result, Stop, StopRule
 from crfkit.vectors import dot, l1_norm
 
 ARMIJO = 1e-4
@@ -134,6 +134,8 @@ def minimize(fun: Function, x0: np.ndarray, *, l1: float = 0.0, history: int = 6
             step = 1.0
     except KeyboardInterrupt:
         reason = INTERRUPTED
+    except Stop as stopped:
+        reason = str(stopped)
     return Result(x=x, f=f, iterations=it, reason=reason)
 
 

@@ -1,0 +1,257 @@
+"""Training on a Dask cluster: the same model as one process, the corpus on the workers.
+
+The driver never reads the corpus. In order:
+
+1. *count*: each worker reads its shards (byte ranges of the input, or bag
+   partitions), extracts them with shard-local string tables and counts
+   their observations; the driver receives the tables and the counts only;
+2. *vocabulary*: the driver merges them into exactly the vocabulary one
+   process would build (:mod:`crfkit.dask.vocab`) and sends each shard the
+   map from its local ids to the corpus's;
+3. *encode*: the workers renumber their shards and return their features
+   and gold counts, from which the driver makes the feature space;
+4. *parts*: the corpus's fixed block partition
+   (:func:`crfkit.kernels.objective.objective_blocks`, the one ``-t 1``
+   uses) is cut into runs of consecutive blocks, one *part* per worker,
+   assembled on the workers from slices of the encoded shards, and kept;
+5. *iterations*: each evaluation broadcasts the weights once; every part
+   computes one gradient row per block, and the rows are added **in block
+   order** by a chain of small tasks — part k's task adds its rows to the
+   running sum it receives from part k-1 — which are the additions
+   :class:`crfkit.kernels.objective.Objective` makes on one machine, in the
+   same order. The objective and the model therefore do not depend on the
+   number of workers or on which worker ran what: they are those of
+   ``crfkit train -t 1``, bit for bit. Per iteration the network carries
+   the weights to each worker, one running sum per part boundary and one
+   sum back to the driver, each ``8 x n_weights`` bytes.
+
+A lost worker's parts are recomputed by Dask from their source on the
+workers that remain, and the iteration goes on with the same numbers. With
+no worker left, training stops as on Ctrl-C: the model of the last
+finished iteration is kept and the error is reported.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from crfkit.corpus import Corpus, encode_devel, feature_kinds, model_patterns
+from crfkit.dask import worker
+from crfkit.dask.cluster import NoWorkers, Watch, n_workers
+from crfkit.dask.shards import Shard, ShardReport, raise_first_error
+from crfkit.dask.vocab import Vocabulary, merge_counts, merge_space
+from crfkit.errors import InputError, UsageError
+from crfkit.features.patterns import Pattern, check_columns
+from crfkit.jitcache import announce_compile
+from crfkit.kernels.objective import finish, objective_blocks, overflow_message
+from crfkit.model import Model
+from crfkit.modeltypes import DEFAULT_TYPE, MODEL_TYPES
+from crfkit.optim import Stop
+from crfkit.progress import Progress
+from crfkit.reader import Sequence
+from crfkit.space import Dataset
+from crfkit.train import Problem, TrainOptions, fit
+
+
+@dataclass
+class Timing:
+    """Per-evaluation times (seconds) and bytes, for ``scripts/bench_dask.py``."""
+
+    broadcast: list[float] = field(default_factory=list)
+    compute: list[float] = field(default_factory=list)  # the slowest part's compute
+    total: list[float] = field(default_factory=list)
+    bytes_sent: list[int] = field(default_factory=list)
+
+    def reduce(self) -> list[float]:
+        """What is neither broadcast nor compute: the chained sums and their transfers."""
+        return [t - b - c for t, b, c in zip(self.total, self.broadcast, self.compute,
+                                             strict=True)]
+
+
+class ClusterObjective:
+    """``f = objective(w, g)`` computed by the parts on the workers (module docstring)."""
+
+    def __init__(self, client: Any, parts: list, empirical: np.ndarray, rho2: float,
+                 normalisation: int, n_workers: int) -> None:
+        self.client = client
+        self.parts = parts
+        self.empirical = empirical
+        self.rho2 = float(rho2)
+        self.overflow = overflow_message(normalisation)
+        self.n_workers = n_workers
+        self.watch = Watch(client)
+        self.token_errors = 0
+        self.sequence_errors = 0
+        self.evaluations = 0
+        self.timing = Timing()
+
+    def __call__(self, w: np.ndarray, g: np.ndarray) -> float:
+        client = self.client
+        started = time.perf_counter()
+        try:
+            w_future = self.watch.scatter(w)
+            scattered = time.perf_counter()
+            fold = None
+            for part in self.parts:
+                rows = client.submit(worker.rows_task, part, w_future, pure=False)
+                fold = client.submit(worker.fold_task, fold, rows, pure=False)
+            result = self.watch.result(fold)
+        except NoWorkers as err:
+            raise Stop(str(err)) from None
+        g[:] = result.g
+        f, self.token_errors, self.sequence_errors = finish(
+            w, g, np.concatenate(result.outs), self.empirical, self.rho2, self.overflow)
+        self.evaluations += 1
+        t = self.timing
+        t.broadcast.append(scattered - started)
+        t.compute.append(max(result.seconds))
+        t.total.append(time.perf_counter() - started)
+        # the weights to each worker, a running sum across each part boundary, one sum back
+        t.bytes_sent.append(8 * w.size * (self.n_workers + len(self.parts)))
+        return f
+
+
+@dataclass
+class Distributed:
+    """The corpus as the driver knows it, and the parts on the workers."""
+
+    corpus: Corpus
+    parts: list
+    n_workers: int
+    block_ptr: np.ndarray
+    held: list  # futures the parts need to be recomputed after a worker is lost
+
+
+def count(client: Any, patterns: list[Pattern], sources: list, *, encoding: str, sep: str,
+          watch: Watch) -> tuple[list, list]:
+    """Submit the counting of every shard; return the counted futures and the summaries."""
+    counted = [client.submit(worker.count_task, source, patterns, encoding, sep, pure=False)
+               for source in sources]
+    summaries = watch.gather([client.submit(worker.summary_task, c, pure=False)
+                              for c in counted])
+    return counted, summaries
+
+
+def _check_reports(sources: list, reports: list[ShardReport], source: str,
+                   patterns: list[Pattern]) -> int:
+    """Raise the input's first error; return its number of token columns."""
+    raise_first_error(sources, reports)
+    if not any(r.n_sequences for r in reports):
+        raise InputError("training data is empty (no sequences)", path=source)
+    n_columns = next(r.columns for r in reports if r.columns)
+    check_columns(patterns, n_columns - 1, label_column=True)
+    return n_columns - 1
+
+
+def distribute(client: Any, patterns: list[Pattern], sources: list, *, model_type: str,
+               cutoff: int, encoding: str = "utf-8", sep: str = "auto",
+               source: str = "<input>", progress: Progress | None = None) -> Distributed:
+    """Steps 1-4 of the module docstring: the corpus counted, encoded and in parts."""
+    progress = progress or Progress(quiet=True)
+    watch = Watch(client)
+    progress.status(f"* counting {len(sources)} shard(s) on the workers")
+    counted, summaries = count(client, patterns, sources, encoding=encoding, sep=sep,
+                               watch=watch)
+    reports = [report for _, report in summaries]
+    n_token_columns = _check_reports(sources, reports, source, patterns)
+    kept = [i for i, (counts, _) in enumerate(summaries) if counts is not None]
+    vocab = merge_counts(patterns, [summaries[i][0] for i in kept], cutoff)
+    progress.status(f"* encoding {len(kept)} shard(s) under {len(vocab.featurizer.vocab)} "
+                    "observations")
+    encoded = _encode(client, vocab, [counted[i] for i in kept], patterns, model_type, watch)
+    n_obs, L = len(vocab.featurizer.vocab), len(vocab.labels)
+    _, _, has_trans = feature_kinds(patterns, vocab.featurizer.listed, model_type)
+    pairs = watch.gather([client.submit(worker.pairs_task, e, pure=False) for e in encoded])
+    space, empirical = merge_space(pairs, n_obs, L, has_trans)
+    lengths = [summaries[i][0].lengths for i in kept]
+    seq_ptr = np.concatenate([[0], np.cumsum(np.concatenate(lengths))]).astype(np.int64)
+    block_ptr = objective_blocks(np.diff(seq_ptr), space.n_weights)
+    workers = max(1, n_workers(client))
+    # the space has no task to remake it from: held while the parts may need it
+    space_future = client.scatter(space, broadcast=True, hash=False)
+    parts = _make_parts(client, space_future, encoded, [len(x) for x in lengths], block_ptr,
+                        workers, MODEL_TYPES[model_type].normalisation)
+    watch.gather(parts)  # built and held: the shards' futures can go
+    empty = np.zeros(0, dtype=np.int32)
+    data = Dataset(seq_ptr=seq_ptr, tok_ptr=np.zeros(1, dtype=np.int64), tok_obs=empty,
+                   labels=empty)
+    corpus = Corpus(vocab.featurizer, space, data, empirical, vocab.labels, n_token_columns,
+                    np.zeros(space.n_weights))
+    return Distributed(corpus, parts, workers, block_ptr, [space_future])
+
+
+def _encode(client: Any, vocab: Vocabulary, counted: list, patterns: list[Pattern],
+            model_type: str, watch: Watch) -> list:
+    unigram, bigram, _ = feature_kinds(patterns, vocab.featurizer.listed, model_type)
+    n_obs, L = len(vocab.featurizer.vocab), len(vocab.labels)
+    return [client.submit(worker.encode_task, c, obs_map, label_map, unigram, bigram, n_obs, L,
+                          pure=False)
+            for c, obs_map, label_map in zip(counted, vocab.obs_maps, vocab.label_maps,
+                                             strict=True)]
+
+
+def _make_parts(client: Any, space_future: Any, encoded: list, shard_seqs: list[int],
+                block_ptr: np.ndarray, workers: int, normalisation: int) -> list:
+    """One part per worker (at most one per block): consecutive blocks of about equal
+    token count, each assembled from the slices of the shards it covers."""
+    n_blocks = len(block_ptr) - 1
+    n_parts = max(1, min(workers, n_blocks))
+    cuts = np.linspace(0, n_blocks, n_parts + 1).round().astype(int)
+    shard_start = np.concatenate([[0], np.cumsum(shard_seqs)])
+    parts = []
+    for b0, b1 in zip(cuts[:-1], cuts[1:], strict=True):
+        s0, s1 = int(block_ptr[b0]), int(block_ptr[b1])
+        pieces, ranges = [], []
+        for k in range(len(encoded)):
+            lo, hi = max(s0, shard_start[k]), min(s1, shard_start[k + 1])
+            if lo < hi:
+                pieces.append(encoded[k])
+                ranges.append((int(lo - shard_start[k]), int(hi - shard_start[k])))
+        parts.append(client.submit(worker.part_task, space_future, pieces, ranges,
+                                   block_ptr[b0:b1 + 1] - s0, int(b0), normalisation,
+                                   pure=False))
+    return parts
+
+
+def train(client: Any, patterns: list[Pattern], sources: list[Shard] | list,
+          options: TrainOptions | None = None, *, progress: Progress | None = None,
+          source: str = "<input>", encoding: str = "utf-8", sep: str = "auto",
+          devel: Iterable[Sequence] | None = None, devel_source: str = "<devel>") -> Model:
+    """Train on the cluster of ``client`` over ``sources`` (file shards or bag partitions,
+    in corpus order); the model is the one :func:`crfkit.train.train` gives (L-BFGS)."""
+    options = options or TrainOptions()
+    options.validate()
+    if options.all_features:
+        raise UsageError("--all-features is not available with --dask")
+    model_type = options.model_type or DEFAULT_TYPE
+    patterns = model_patterns(patterns, model_type)
+    progress = progress or Progress(quiet=True)
+    announce_compile(progress, options.algo, model_type, devel is not None)
+    started = time.perf_counter()
+    dist = distribute(client, patterns, sources, model_type=model_type, cutoff=options.cutoff,
+                      encoding=encoding, sep=sep, source=source, progress=progress)
+    corpus = dist.corpus
+    dev_set = None if devel is None else encode_devel(corpus, list(devel), devel_source)
+    for warning in dev_set.warnings if dev_set is not None else ():
+        progress.message(f"* warning: {warning}")
+    progress.message(
+        f"* {model_type}, {options.algo} on {dist.n_workers} Dask worker(s), "
+        f"{len(dist.parts)} part(s): {corpus.data.n_seqs} sequences, "
+        f"{corpus.data.n_tokens} tokens, {len(corpus.labels)} labels, "
+        f"{len(corpus.featurizer.vocab)} observations, {corpus.space.n_weights} features "
+        f"({time.perf_counter() - started:.2f}s to encode)")
+    problem = Problem(model_type, corpus, options)
+    rho2 = problem.rho2
+    problem.objective = ClusterObjective(client, dist.parts, corpus.empirical, rho2,
+                                         MODEL_TYPES[model_type].normalisation, dist.n_workers)
+    run = None
+    if options.algo != "l-bfgs":
+        from crfkit.dask.online import averaged_runner
+
+        run = averaged_runner(client, dist)
+    return fit(problem, patterns, progress=progress, dev_set=dev_set, started=started, run=run)

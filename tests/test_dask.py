@@ -1,0 +1,275 @@
+"""crfkit.dask: the same vocabulary, objective, model and labels as one process.
+
+The vocabulary merge is checked without a cluster, on shards of every size;
+the rest runs on one LocalCluster of two worker processes (loopback only),
+started once for the module. Shards are made small (a few kilobytes), so
+that a corpus has many of them and the parts (runs of blocks) straddle
+shard boundaries.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import signal
+
+import numpy as np
+import pytest
+
+from crfkit.corpus import encode_training
+from crfkit.dask.shards import Shard, plan_shards, read_shard
+from crfkit.dask.vocab import count_shard, merge_counts, merge_space, shard_pairs
+from crfkit.errors import InputError
+from crfkit.features.intern import renumber
+from crfkit.features.patterns import read_patterns
+from crfkit.kernels.blocks import set_thread_count
+from crfkit.kernels.objective import Objective
+from crfkit.label import LabelOptions, label_stream
+from crfkit.reader import read_items, read_sequences
+from crfkit.train import TrainOptions, train
+from tests.conftest import ADDRESS_PATTERNS
+
+distributed = pytest.importorskip("distributed")
+
+SMALL = 3000  # bytes per shard: the 200-sequence sample makes about a dozen
+
+
+@pytest.fixture(scope="module")
+def client():
+    cluster = distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                                       dashboard_address=":0", host="127.0.0.1")
+    with distributed.Client(cluster) as c:
+        yield c
+    cluster.close()
+
+
+def single(patterns, path, **options):
+    set_thread_count(1)
+    return train(patterns, read_sequences(path, min_columns=2),
+                 TrainOptions(nthread=1, **options))
+
+
+@pytest.mark.parametrize("shard_bytes", [700, 5000, 1 << 20])
+@pytest.mark.parametrize("cutoff", [1, 2])
+def test_merged_vocabulary_and_space_are_those_of_one_process(address_sample, shard_bytes,
+                                                              cutoff):
+    patterns = read_patterns(ADDRESS_PATTERNS)
+    path = str(address_sample["train"])
+    whole = encode_training(patterns, list(read_sequences(path)), cutoff=cutoff)
+    shards = plan_shards([path], shard_bytes)
+    assert (len(shards) > 1) == (shard_bytes < os.path.getsize(path))
+    counted = [count_shard(patterns, read_shard(s, encoding="utf-8", sep="auto")[0])
+               for s in shards]
+    vocab = merge_counts(patterns, [c.counts for c in counted], cutoff)
+    f, g = whole.featurizer, vocab.featurizer
+    assert [t.strings for t in f.tables] == [t.strings for t in g.tables]
+    assert np.array_equal(f.vocab.keys, g.vocab.keys)
+    assert np.array_equal(f.vocab.values, g.vocab.values)
+    assert vocab.labels == whole.labels
+    unigram = np.array([patterns[p].has_unigram for p in g.listed])
+    bigram = np.array([patterns[p].has_bigram and not patterns[p].is_constant
+                       for p in g.listed])
+    pairs = []
+    for c, obs_map, label_map in zip(counted, vocab.obs_maps, vocab.label_maps, strict=True):
+        obs = np.array(c.obs, order="F")
+        renumber(obs, obs_map, c.offsets)
+        pairs.append(shard_pairs(obs, label_map[c.y], c.first_token, unigram, bigram,
+                                 len(g.vocab), len(vocab.labels)))
+    space, empirical = merge_space(pairs, len(g.vocab), len(vocab.labels),
+                                   whole.space.has_trans)
+    assert space.arrays()[:5].__repr__() == whole.space.arrays()[:5].__repr__()
+    assert np.array_equal(empirical, whole.empirical)
+
+
+def test_shards_cut_after_blank_lines(tmp_path):
+    path = tmp_path / "c.txt"
+    path.write_bytes(b"a A\nb B\n\nc C\r\n\r\nd D\n\n\ne E\n")
+    for size in range(1, 12):
+        shards = plan_shards([str(path)], size)
+        assert shards[0].start == 0 and shards[-1].stop == path.stat().st_size
+        for before, after in zip(shards, shards[1:], strict=False):
+            assert before.stop == after.start
+            assert path.read_bytes()[:after.start].endswith((b"\n\n", b"\n\r\n"))
+        seqs = [seq.rows for s in shards for seq in read_shard(s, encoding="utf-8",
+                                                                 sep="auto")[0]]
+        assert seqs == [seq.rows for seq in read_sequences(path)]
+
+
+def test_objective_and_gradient_equal_one_process(client, address_sample):
+    from crfkit.dask.training import ClusterObjective, distribute
+
+    patterns = read_patterns(ADDRESS_PATTERNS)
+    path = str(address_sample["train"])
+    whole = encode_training(patterns, list(read_sequences(path)))
+    dist = distribute(client, patterns, plan_shards([path], SMALL), model_type="crf", cutoff=1)
+    assert len(dist.parts) == 2
+    set_thread_count(1)
+    local = Objective(whole.space, whole.data, whole.empirical, 1.0)
+    remote = ClusterObjective(client, dist.parts, dist.corpus.empirical, 1.0, 0, 2)
+    rng = np.random.default_rng(3)
+    for scale in (0.0, 0.3):
+        w = scale * rng.standard_normal(whole.space.n_weights)
+        g1, g2 = np.empty_like(w), np.empty_like(w)
+        f1, f2 = local(w, g1), remote(w, g2)
+        assert f1 == f2 and np.array_equal(g1, g2)
+        assert (local.token_errors, local.sequence_errors) == \
+            (remote.token_errors, remote.sequence_errors)
+
+
+@pytest.mark.parametrize("options", [{}, {"rho1": 0.5, "cutoff": 2}, {"model_type": "memm"}])
+def test_model_is_byte_identical_to_one_thread(client, address_sample, options):
+    import crfkit.dask
+
+    patterns = read_patterns(ADDRESS_PATTERNS)
+    path = str(address_sample["train"])
+    expected = single(patterns, path, maxiter=6, **options)
+    got = crfkit.dask.train(ADDRESS_PATTERNS, path, client=client, shard_bytes=SMALL,
+                            maxiter=6, **options)
+    assert got.to_bytes() == expected.to_bytes()
+
+
+def test_a_killed_worker_changes_nothing(client, address_sample):
+    from crfkit.dask import training
+    from crfkit.progress import Progress
+
+    patterns = read_patterns(ADDRESS_PATTERNS)
+    path = str(address_sample["train"])
+    expected = single(patterns, path, maxiter=8)
+    pids = client.run(os.getpid)
+    killed = []
+
+    class Killer(Progress):
+        def iteration(self, it, *args, **kwargs):
+            if it == 3 and not killed:  # a worker dies, with its part, mid-training
+                killed.append(next(iter(pids.values())))
+                os.kill(killed[0], signal.SIGKILL)
+
+    got = training.train(client, patterns, plan_shards([path], SMALL), TrainOptions(maxiter=8),
+                         progress=Killer(quiet=True))
+    assert killed and got.to_bytes() == expected.to_bytes()
+    client.wait_for_workers(2, timeout=30)
+
+
+def test_a_ragged_line_is_reported_at_its_file_and_line(client, tmp_path, address_sample):
+    import crfkit.dask
+
+    lines = address_sample["train"].read_text().split("\n")
+    bad = len(lines) - 40  # far into the file: in a later shard
+    while not lines[bad]:
+        bad += 1
+    lines[bad] += " extra"
+    path = tmp_path / "ragged.txt"
+    path.write_text("\n".join(lines))
+    with pytest.raises(InputError) as err:
+        crfkit.dask.train(ADDRESS_PATTERNS, str(path), client=client, shard_bytes=SMALL,
+                          maxiter=1)
+    assert (err.value.path, err.value.line) == (str(path), bad + 1)
+    assert "expected" in err.value.message and "columns" in err.value.message
+
+
+@pytest.mark.parametrize("options", [LabelOptions(), LabelOptions(scores=True, nbest=2),
+                                     LabelOptions(check=True, marginals=True)])
+def test_labelling_output_is_byte_identical(client, address_model, address_sample, options):
+    from crfkit.dask.labelling import label_file
+
+    path = str(address_sample["test"])
+    one = io.StringIO()
+    expected = label_stream(address_model, read_items(path), one, options)
+    many = io.StringIO()
+    stats = label_file(client, address_model, plan_shards([path], 1000), many, options,
+                       encoding="utf-8", sep="auto", window=3)
+    assert many.getvalue() == one.getvalue()
+    assert stats == expected
+
+
+@pytest.mark.parametrize("algo", ["sgd-l1", "ap"])
+def test_online_training_does_not_depend_on_the_shards(client, address_sample, algo):
+    import crfkit.dask
+
+    path = str(address_sample["train"])
+    models = [crfkit.dask.train(ADDRESS_PATTERNS, path, client=client, shard_bytes=size,
+                                algo=algo, maxiter=3).to_bytes()
+              for size in (SMALL, 1 << 20)]
+    assert models[0] == models[1]
+
+
+def test_shard_paths_must_exist():
+    from crfkit.dask.shards import expand_inputs
+    from crfkit.errors import UsageError
+
+    with pytest.raises(UsageError, match="names no file"):
+        expand_inputs("/nonexistent/part-*.txt")
+    assert isinstance(Shard("x"), Shard)
+
+
+def test_no_worker_left_keeps_the_last_finished_iteration(address_sample, monkeypatch):
+    from crfkit.dask import cluster, training
+    from crfkit.progress import Progress
+
+    monkeypatch.setattr(cluster, "NO_WORKER_GRACE", 1.0)
+    patterns = read_patterns(ADDRESS_PATTERNS)
+    path = str(address_sample["train"])
+    expected = single(patterns, path, maxiter=2)
+    with distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=True,
+                                  dashboard_address=":0", host="127.0.0.1") as one, \
+            distributed.Client(one) as c:
+
+        class Retire(Progress):
+            def iteration(self, it, *args, **kwargs):
+                if it == 2:  # the last worker leaves for good
+                    one.scale(0)
+
+        got = training.train(c, patterns, plan_shards([path], SMALL), TrainOptions(maxiter=9),
+                             progress=Retire(quiet=True))
+    assert got.info["stop_reason"].startswith("no Dask worker")
+    assert got.info["iterations"] == 2
+    assert np.array_equal(got.weights, expected.weights)
+
+
+@pytest.mark.slow
+def test_command_line_train_and_label_on_local_cluster(address_sample, tmp_path):
+    from tests.helpers import one_error_line, run
+
+    train_file, test_file = address_sample["train"], address_sample["test"]
+    for name, extra in (("one", ["-t", "1"]), ("dask", ["--dask", "local:2"])):
+        result = run("train", "-q", "-i", "4", "-p", ADDRESS_PATTERNS, *extra, train_file,
+                     tmp_path / f"{name}.model")
+        assert result.exit_code == 0, result.stderr
+    model = tmp_path / "one.model"
+    assert (tmp_path / "dask.model").read_bytes() == model.read_bytes()
+    for name, extra in (("one", []), ("dask", ["--dask", "local:2"])):
+        result = run("label", "-m", model, "-c", *extra, test_file, tmp_path / f"{name}.out")
+        assert result.exit_code == 0, result.stderr
+    assert (tmp_path / "dask.out").read_bytes() == (tmp_path / "one.out").read_bytes()
+    result = run("train", "-p", ADDRESS_PATTERNS, "--dask", "local:0", train_file,
+                 tmp_path / "x.model")
+    one_error_line(result, "local:N")
+
+
+def test_plain_import_and_label_start_up_do_not_import_dask():
+    import subprocess
+    import sys
+
+    code = ("import sys, crfkit, crfkit.cli, crfkit.label, crfkit.train; "
+            "print(sorted(m for m in ('dask', 'distributed') if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True).stdout
+    assert out.strip() == "[]"
+
+
+def test_a_bag_trains_and_labels_as_one_process(client, address_sample, address_model):
+    import dask.bag
+
+    import crfkit.dask
+    from crfkit.label import label_sequences
+
+    patterns = read_patterns(ADDRESS_PATTERNS)
+    path = str(address_sample["train"])
+    sequences = list(read_sequences(path))
+    bag = dask.bag.from_sequence([[list(row) for row in s.rows] for s in sequences],
+                                 npartitions=5)
+    got = crfkit.dask.train(patterns, bag, client=client, maxiter=4)
+    assert got.to_bytes() == single(patterns, path, maxiter=4).to_bytes()
+    test = list(read_sequences(address_sample["test"]))
+    labels = crfkit.dask.label(address_model, dask.bag.from_sequence(test, npartitions=3))
+    assert labels.compute() == label_sequences(address_model, test)
