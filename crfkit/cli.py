@@ -191,19 +191,7 @@ def train_command(pattern_file, input_file, model_file, model_type, algo, rho1, 
         if not cost > 0:
             raise UsageError(f"--cost must be > 0, got {cost}")
         rho2 = 1.0 / cost
-    _existing_file(pattern_file, "-p/--pattern",
-                   "-p names the pattern file here; CRF++'s -p (threads) is -t")
-    _existing_file(init_file, "-m/--model",
-                   "-m names a model to start from here; CRF++'s -m (iterations) is -i")
-    _existing_file(devel_file, "-d/--devel", None)
-    if dask_address is not None:
-        pass  # the workers read INPUT (a file or a glob): crfkit.dask checks it
-    elif input_file != "-":
-        _existing_file(input_file, "INPUT", "CRF++'s '-c C' (cost) is '--cost C' here; "
-                       "crfkit's -c is --compact")
-    elif sys.stdin.isatty():
-        raise UsageError("no INPUT given and standard input is a terminal: name the training "
-                         "file (crfkit train -p PATTERNS train.txt MODEL) or pipe it in")
+    _check_train_inputs(pattern_file, init_file, devel_file, input_file, dask_address)
     given = {"algo": algo, "model_type": model_type, "rho1": rho1, "rho2": rho2,
              "maxiter": maxiter, "stopeps": stopeps, "stopwin": stopwin, "cutoff": cutoff,
              "nthread": nthread, "history": history, "eta0": eta0, "alpha": alpha,
@@ -238,17 +226,43 @@ def train_command(pattern_file, input_file, model_file, model_type, algo, rho1, 
         raise CrfkitError(f"{model.info['stop_reason']}: the model of the last finished "
                           f"iteration ({model.info['iterations']}) is written to {model_file}")
     if report_dir is not None:
-        from crfkit.report import training_report
-
-        settings = {"command": "crfkit train", "model": model_file,
-                    **{k: v for k, v in model.info.items() if k != "initial_model"}}
-        for line in training_report(report_dir, log, settings):
-            click.echo(line, err=True)
+        _write_training_report(report_dir, log, model, model_file)
     if model.info["stop_reason"] == "interrupted":
         click.echo(f"* model written to {model_file} (interrupted)", err=True)
         click.get_current_context().exit(130)
     if not quiet:
         click.echo(f"* model written to {model_file}", err=True)
+
+
+def _check_train_inputs(pattern_file: str | None, init_file: str | None,
+                        devel_file: str | None, input_file: str,
+                        dask_address: str | None) -> None:
+    """Every input of ``train`` exists (with a hint for CRF++ habits) before work starts."""
+    from crfkit.errors import UsageError
+
+    _existing_file(pattern_file, "-p/--pattern",
+                   "-p names the pattern file here; CRF++'s -p (threads) is -t")
+    _existing_file(init_file, "-m/--model",
+                   "-m names a model to start from here; CRF++'s -m (iterations) is -i")
+    _existing_file(devel_file, "-d/--devel", None)
+    if dask_address is not None:
+        return  # the workers read INPUT (a file or a glob): crfkit.dask checks it
+    if input_file != "-":
+        _existing_file(input_file, "INPUT", "CRF++'s '-c C' (cost) is '--cost C' here; "
+                       "crfkit's -c is --compact")
+    elif sys.stdin.isatty():
+        raise UsageError("no INPUT given and standard input is a terminal: name the training "
+                         "file (crfkit train -p PATTERNS train.txt MODEL) or pipe it in")
+
+
+def _write_training_report(report_dir: str, log: list, model, model_file: str) -> None:
+    """``--report DIR``: the per-iteration log, plots and page, with the run's settings."""
+    from crfkit.report import training_report
+
+    settings = {"command": "crfkit train", "model": model_file,
+                **{k: v for k, v in model.info.items() if k != "initial_model"}}
+    for line in training_report(report_dir, log, settings):
+        click.echo(line, err=True)
 
 
 def _train_crfsuite(given: dict, input_file: str, model_file: str, *, encoding: str,
@@ -566,12 +580,7 @@ def label_command(model_file, input_file, output_file, labels_only, check, nthre
     with atomic_output(output_file, encoding=encoding) as out, _without_cycle_collection(), \
             _erased_at_exit(meter):
         stats = None
-        whole_documents = model.model_type == "skipchain"  # never cut a file in two
-        doc_sep = None
-        if whole_documents:  # the document separator the model was trained with
-            from crfkit.skipchain import model_skip_options
-
-            doc_sep = model_skip_options(model).doc_sep
+        whole_documents, doc_sep = _documents_of(model)
         if dask_address is not None:
             from crfkit.dask.command import label_on_dask
 
@@ -593,6 +602,16 @@ def label_command(model_file, input_file, output_file, labels_only, check, nthre
     if check and stats.tokens:
         click.echo(f"* {stats.sequences} sequences, {stats.tokens} tokens, token accuracy "
                    f"{100.0 * stats.correct / stats.tokens:.2f}%", err=True)
+
+
+def _documents_of(model) -> tuple[bool, str | None]:
+    """Whether labelling must keep documents whole (a skip-chain model: never cut a file in
+    two), and the document separator the model was trained with."""
+    if model.model_type != "skipchain":
+        return False, None
+    from crfkit.skipchain import model_skip_options
+
+    return True, model_skip_options(model).doc_sep
 
 
 def _label_crfsuite(model_file: str, input_file: str, output_file: str, *, nthread: int,

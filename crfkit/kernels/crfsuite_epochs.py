@@ -33,7 +33,12 @@ from crfkit.config import JIT
 from crfkit.kernels import values
 from crfkit.kernels.decoder import path_score
 from crfkit.kernels.epochs import touched_weights
-from crfkit.kernels.gradient import add_path_counts, sequence_gradient, work_buffers
+from crfkit.kernels.gradient import (
+    add_path_counts,
+    posterior_errors,
+    sequence_gradient,
+    work_buffers,
+)
 from crfkit.kernels.lattice import (
     bigram_scores,
     chain_scores,
@@ -248,14 +253,7 @@ def l2sgd_epoch(W, last, state, order, space, data, per_token, L, lam, t0_, froz
         if not per_token:
             copy_matrix(trans, phi[0])
         loss += logz - path_score(psi, phi, per_token, T, labels[t0:t0 + T])
-        wrong = 0
-        for u in range(T):
-            best = 0
-            for y in range(1, L):
-                if alpha[u, y] > alpha[u, best]:
-                    best = y
-            if best != labels[t0 + u]:
-                wrong += 1
+        wrong = posterior_errors(alpha, labels, t0, T)
         tok_err += wrong
         if wrong:
             seq_err += 1
