@@ -27,6 +27,7 @@ compaction and ``dump`` call it.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import ClassVar
 
 import numpy as np
 
@@ -77,6 +78,8 @@ class FeatureSpace:
     b_prev: np.ndarray  # int32 (n_b,)
     b_cur: np.ndarray  # int32 (n_b,)
     has_trans: bool
+
+    order: ClassVar[int] = 1  # label order of the model (crfkit.space2 holds order 2)
 
     @property
     def n_obs(self) -> int:

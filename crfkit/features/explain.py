@@ -34,6 +34,7 @@ _CONSTANT_MEANING = {
     "u": "a label bias (one weight per label)",
     "b": "label transitions only",
     "*": "a label bias and label transitions",
+    "t": "label-trigram weights only (second-order models)",
 }
 
 

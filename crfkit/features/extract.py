@@ -141,7 +141,7 @@ class Featurizer:
         empty = np.zeros(0, dtype=np.int64)
         self.vocab = vocab or ObservationVocab(empty.astype(np.uint64), empty, empty)
         # Patterns that carry only transitions never appear in per-token lists.
-        self.listed = [i for i, p in enumerate(patterns) if not (p.is_constant and p.kind == "b")]
+        self.listed = [i for i, p in enumerate(patterns) if not (p.is_constant and p.kind in "bt")]
 
     # -- step 1-3: command values -------------------------------------------------
     def components(self, seqs: Seq[Sequence], *, grow: bool) -> tuple[Positions, Components]:
