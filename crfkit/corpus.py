@@ -64,13 +64,14 @@ def model_patterns(patterns: list[Pattern], model_type: str) -> list[Pattern]:
 def encode_training(patterns: list[Pattern], sequences: list[Sequence], *, cutoff: int = 1,
                     source: str = "<input>", model_type: str = "crf",
                     init: Model | None = None, all_features: bool = False,
-                    budget: MemoryBudget | None = None) -> Corpus:
+                    budget: MemoryBudget | None = None, order: int = 1) -> Corpus:
     """Build the vocabulary, feature space and arrays of a training corpus.
 
     ``patterns`` must already be :func:`model_patterns` of the type. With
     ``init`` the corpus extends that model (module docstring); observations
     of the new corpus below ``cutoff`` are dropped, the model's are kept.
     ``all_features``: every observation x label (pair), not only those seen.
+    ``order`` 2: a second-order space (:mod:`crfkit.space2`) with the ``t`` patterns.
     ``budget``: with ``all_features``, refuse (:mod:`crfkit.memory`) before the
     dense feature space is built if training would not fit. (Without it the
     space is linear in the corpus; :func:`crfkit.train.train` checks the
@@ -88,6 +89,10 @@ def encode_training(patterns: list[Pattern], sequences: list[Sequence], *, cutof
                              path=source, line=seq.lines[0])
     n_token_columns = n_columns - 1
     check_columns(patterns, n_token_columns, label_column=True)
+    trigram_line = next((p for p in patterns if p.has_trigram), None)
+    if trigram_line is not None and order != 2:
+        raise UsageError(f"pattern {trigram_line.text!r} (line {trigram_line.line}) is a "
+                         f"trigram pattern: train with --order 2")
     if init is not None and init.n_token_columns != n_token_columns:
         raise InputError(f"the initial model reads {init.n_token_columns} token columns, the "
                          f"training data has {n_token_columns}", path=source,
@@ -129,6 +134,18 @@ def encode_training(patterns: list[Pattern], sequences: list[Sequence], *, cutof
     space, empirical = FeatureSpace.from_training(
         obs, unigram, bigram, pos.index == 0, y, len(featurizer.vocab), len(labels), has_trans,
         all_features=per_obs)
+    if order == 2:
+        from crfkit.space2 import order2_space
+
+        trigram = np.array([p.has_trigram and not p.is_constant for p in listed], dtype=bool)
+        has_tri = any(p.is_constant and (p.has_trigram or p.has_bigram) for p in patterns)
+        flags = None
+        if all_features:
+            flags = np.zeros(len(patterns), dtype=bool)
+            flags[featurizer.listed] = trigram
+            flags = flags[featurizer.vocab.pattern]
+        space, empirical = order2_space(space, empirical, obs, trigram, pos.index, y, has_tri,
+                                        all_features=flags)
     x0 = np.zeros(space.n_weights)
     if init is not None:
         space, empirical, x0 = _merge_space(space, empirical, init.space, init.weights)

@@ -33,6 +33,7 @@ class ModelType:
     normalisation: int  # config.NORM_*
     label_pairs: bool  # transitions and observation bigrams exist
     online: bool  # sgd-l1 and ap (CRF epochs) train it exactly
+    orders: tuple[int, ...] = (1,)  # label orders it has kernels for (crfkit.kernels.order2)
 
     @property
     def locally_normalised(self) -> bool:
@@ -42,7 +43,7 @@ class ModelType:
 MODEL_TYPES: dict[str, ModelType] = {t.name: t for t in (
     ModelType("crf", "crf (linear-chain CRF)",
               "linear-chain CRF: one normalisation per sequence (default)",
-              NORM_GLOBAL, label_pairs=True, online=True),
+              NORM_GLOBAL, label_pairs=True, online=True, orders=(1, 2)),
     ModelType("memm", "memm (maximum-entropy Markov model)",
               "maximum-entropy Markov model: a softmax per token given the previous label "
               "(none at the first token), Viterbi decoding",

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterable
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 
 import numpy as np
 
@@ -40,7 +40,7 @@ from crfkit.features.strings import StringTable
 from crfkit.jitcache import announce_compile
 from crfkit.kernels.bestpath import Weights
 from crfkit.kernels.blocks import set_thread_count
-from crfkit.kernels.decoder import decode
+from crfkit.kernels.decoder2 import decode_any
 from crfkit.kernels.epochs import PerceptronEpochs, SgdEpochs
 from crfkit.kernels.objective import Objective
 from crfkit.memory import (
@@ -76,6 +76,9 @@ class TrainOptions:
 
     algo: str = "l-bfgs"
     model_type: str | None = None
+    order: int | None = None  # label order; None: 1, or the initial model's
+    likely: float | None = None  # --likely-features threshold; None: off
+    likely_after: int = 20  # iterations before the likely features are added
     rho1: float = 0.0
     rho2: float | None = None
     maxiter: int = 0
@@ -123,6 +126,7 @@ class TrainOptions:
             raise UsageError(f"--eta0 must be > 0, got {self.eta0}")
         if not 0 < self.alpha <= 1:
             raise UsageError(f"--alpha must be in (0, 1], got {self.alpha}")
+        self._validate_extensions()
         algo = ALGORITHMS[self.algo]
         if self.model_type is not None and self.model_type not in algo.types:
             raise UsageError(f"-a {self.algo} cannot train a {self.model_type} model (it "
@@ -131,6 +135,28 @@ class TrainOptions:
             raise UsageError(f"-a {self.algo} has no L1 term: drop -1/--rho1")
         if self.rho2 is not None and not algo.l2:
             raise UsageError(f"-a {self.algo} has no L2 term: drop -2/--rho2")
+
+
+    def _validate_extensions(self) -> None:
+        """Second order (``--order``) and likely features: what they can be combined with."""
+        if self.order is not None and self.order not in (1, 2):
+            raise UsageError(f"--order must be 1 or 2, got {self.order}")
+        if self.order == 2:
+            if 2 not in MODEL_TYPES[self.model_type or DEFAULT_TYPE].orders:
+                raise UsageError(f"a {self.model_type} model has no second order: --order 2 "
+                                 f"trains a crf (drop -T/--type)")
+            if self.algo != "l-bfgs":
+                raise UsageError(f"-a {self.algo} cannot train a second-order model; "
+                                 f"use -a l-bfgs (with -1 for L1)")
+        if self.likely is not None:
+            if not 0 < self.likely <= 1:
+                raise UsageError(f"--likely-features must be in (0, 1], got {self.likely}")
+            if self.likely_after < 1:
+                raise UsageError(f"--likely-after must be >= 1, got {self.likely_after}")
+            if self.order == 2 or self.algo != "l-bfgs" or self.all_features \
+                    or self.model_type not in (None, "crf"):
+                raise UsageError("--likely-features trains a first-order crf with -a l-bfgs, "
+                                 "without --all-features or --order 2")
 
 
 @dataclass
@@ -147,10 +173,14 @@ class Problem:
 
 
 def make_objective(problem: Problem) -> Objective:
-    """The smooth objective (negative log-likelihood + L2) of the problem's model type."""
+    """The smooth objective (negative log-likelihood + L2) of the problem's model type
+    and label order (the space's ``order``)."""
     c = problem.corpus
-    return Objective(c.space, c.data, c.empirical, problem.rho2,
-                     MODEL_TYPES[problem.model_type].normalisation)
+    kind = Objective
+    if c.space.order == 2:
+        from crfkit.kernels.objective2 import Objective2 as kind
+    return kind(c.space, c.data, c.empirical, problem.rho2,
+                MODEL_TYPES[problem.model_type].normalisation)
 
 
 # --- algorithms ------------------------------------------------------------------------------
@@ -275,7 +305,7 @@ class Monitor:
         """Token error (%) and chunk F1 of the development set under weights x."""
         devel = self.devel
         weights = Weights(self.corpus.space, x, MODEL_TYPES[self.model_type].normalisation)
-        ids = decode(weights, devel).paths[:, 0]
+        ids = decode_any(weights, devel).paths[:, 0]
         report = evaluate(self.gold, _split(self.names[ids], devel.seq_ptr))
         error = 100.0 * float(np.mean(ids != devel.labels)) if devel.n_tokens else 0.0
         return error, report.f1
@@ -315,6 +345,7 @@ def train(patterns: list[Pattern] | None, sequences: Iterable[Sequence],
     options = options or TrainOptions()
     options.validate()
     model_type = _resolve_type(options, init)
+    options = replace(options, order=_resolve_order(options, init))
     patterns = _resolve_patterns(patterns, model_type, init)
     progress = progress or Progress(quiet=True)
     announce_compile(progress, options.algo, model_type, devel is not None)
@@ -338,7 +369,14 @@ def train(patterns: list[Pattern] | None, sequences: Iterable[Sequence],
     problem = Problem(model_type, corpus, options)
     monitor = Monitor(progress, data, model_type=model_type, corpus=corpus, devel=dev_set,
                       patience=options.devel_patience, log=log)
-    result = ALGORITHMS[options.algo].run(problem, monitor)
+    if options.likely is not None:
+        from crfkit.likely import run_with_likely_features
+
+        result = run_with_likely_features(problem, monitor, ALGORITHMS[options.algo].run,
+                                          progress)
+        space = corpus.space
+    else:
+        result = ALGORITHMS[options.algo].run(problem, monitor)
     weights = result.x
     elapsed = time.perf_counter() - started
     if result.reason == INTERRUPTED:
@@ -378,6 +416,7 @@ def _encode(patterns: list[Pattern], sequences: Iterable[Sequence], options: Tra
     training = list(sequences)
     progress.status(f"* extracting and counting features of {len(training):,} sequences")
     corpus = encode_training(patterns, training, cutoff=options.cutoff, source=source,
+                             order=options.order,
                              model_type=model_type, init=init,
                              all_features=options.all_features, budget=budget)
     # The corpus's rows are no longer needed, but the string tables hold some of
@@ -423,6 +462,9 @@ def recorded_options(options: TrainOptions, model_type: str, *, devel: bool) -> 
     recorded["model_type"] = model_type
     recorded["rho2"] = DEFAULT_RHO2 if options.rho2 is None else options.rho2
     unused = () if devel else ("devel_patience", "keep_best_devel")
+    # recorded only when used, so first-order files stay what they were before these options
+    unused += ("order",) if (options.order or 1) == 1 else ()
+    unused += ("likely", "likely_after") if options.likely is None else ()
     for key in ("nthread", "max_memory", *unused):
         del recorded[key]
     for key, algorithms in _ALGORITHM_OPTIONS.items():
@@ -473,6 +515,18 @@ def _resolve_type(options: TrainOptions, init: Model | None) -> str:
         raise UsageError(f"-a {options.algo} cannot train the initial model's type "
                          f"({init.model_type}); use -a l-bfgs")
     return init.model_type
+
+
+def _resolve_order(options: TrainOptions, init: Model | None) -> int:
+    """The label order: --order, else the initial model's, else 1."""
+    init_order = 1 if init is None else init.space.order
+    if init is not None and init_order == 2:
+        raise UsageError("continuing a second-order model (-m) is not supported: train it "
+                         "from the start")
+    if init is not None and options.order not in (None, init_order):
+        raise UsageError(f"the initial model has order {init_order}: it cannot continue with "
+                         f"--order {options.order}")
+    return options.order or init_order
 
 
 def _resolve_patterns(patterns: list[Pattern] | None, model_type: str,

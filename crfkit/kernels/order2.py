@@ -148,9 +148,8 @@ def exp_lattice(space, lat2, tok_ptr, tok_obs, t0, T, L, shared, per_edge, psi, 
 
 # --- lattice -----------------------------------------------------------------------------------
 @njit(**JIT)
-def forward_backward2(expu, expN, expE, per_edge, T, L, lat2, alpha, beta, scale, tmp):
-    """Scaled forward-backward over the pair lattice; returns sum log scale (NaN on
-    underflow). alpha[t] * beta[t] is then the state marginal of t (module docstring)."""
+def forward2(expu, expN, expE, per_edge, T, L, lat2, alpha, scale):
+    """Scaled forward pass over the pair lattice; returns sum log scale (NaN on underflow)."""
     pair_a, e_ptr, e_src = lat2[0], lat2[3], lat2[4]
     P = pair_a.shape[0]
     s = 0.0
@@ -164,16 +163,17 @@ def forward_backward2(expu, expN, expE, per_edge, T, L, lat2, alpha, beta, scale
         alpha[0, y] /= s
     for t in range(1, T):
         E = expE[t] if per_edge else expE[0]
+        prev, cur, N = alpha[t - 1], alpha[t], expN[t]  # row views: cheaper indexing
         s = 0.0
         for p in range(P):
             if t == 1:
-                acc = alpha[0, pair_a[p]]
+                acc = prev[pair_a[p]]
             else:
                 acc = 0.0
                 for j in range(e_ptr[p], e_ptr[p + 1]):
-                    acc += alpha[t - 1, e_src[j]] * E[j]
-            v = acc * expN[t, p]
-            alpha[t, p] = v
+                    acc += prev[e_src[j]] * E[j]
+            v = acc * N[p]
+            cur[p] = v
             s += v
         scale[t] = s
         if not (s > 0.0 and s < np.inf):
@@ -181,6 +181,17 @@ def forward_backward2(expu, expN, expE, per_edge, T, L, lat2, alpha, beta, scale
         inv = 1.0 / s
         for p in range(P):
             alpha[t, p] *= inv
+    logz = 0.0
+    for t in range(T):
+        logz += np.log(scale[t])
+    return logz
+
+
+@njit(**JIT)
+def backward2(expN, expE, per_edge, T, L, lat2, beta, scale, tmp):
+    """The scaled backward pass matching :func:`forward2`'s scales."""
+    pair_a, e_ptr, e_src = lat2[0], lat2[3], lat2[4]
+    P = pair_a.shape[0]
     n_last = L if T == 1 else P
     for q in range(n_last):
         beta[T - 1, q] = 1.0
@@ -199,9 +210,15 @@ def forward_backward2(expu, expN, expE, per_edge, T, L, lat2, alpha, beta, scale
                 w = tmp[p]
                 for j in range(e_ptr[p], e_ptr[p + 1]):
                     beta[t - 1, e_src[j]] += E[j] * w
-    logz = 0.0
-    for t in range(T):
-        logz += np.log(scale[t])
+
+
+@njit(**JIT)
+def forward_backward2(expu, expN, expE, per_edge, T, L, lat2, alpha, beta, scale, tmp):
+    """Scaled forward-backward over the pair lattice; returns sum log scale (NaN on
+    underflow). alpha[t] * beta[t] is then the state marginal of t (module docstring)."""
+    logz = forward2(expu, expN, expE, per_edge, T, L, lat2, alpha, scale)
+    if logz == logz:
+        backward2(expN, expE, per_edge, T, L, lat2, beta, scale, tmp)
     return logz
 
 
@@ -218,49 +235,77 @@ def token_marginals(alpha, beta, T, L, lat2, marg):
             marg[t, pair_b[p]] += alpha[t, p] * beta[t, p]
 
 
-@njit(**JIT)
-def edge_marginals(alpha, beta, expN, expE, per_edge, scale, t, lat2, em):
-    """em[j] = P(edge j at token t) for t >= 2 (alpha[t-1] must still be the forward vector)."""
-    e_ptr, e_src = lat2[3], lat2[4]
-    E = expE[t] if per_edge else expE[0]
-    inv = 1.0 / scale[t]
-    for p in range(e_ptr.shape[0] - 1):
-        w = expN[t, p] * beta[t, p] * inv
-        for j in range(e_ptr[p], e_ptr[p + 1]):
-            em[j] = alpha[t - 1, e_src[j]] * E[j] * w
-
-
 # --- expectations ------------------------------------------------------------------------------
 @njit(**JIT)
-def expectations2(G, space, lat2, tok_ptr, tok_obs, t0, T, L, per_edge, expN, expE, alpha,
-                  beta, scale, marg, em, pacc, eacc, Gd):
-    """G += expected counts of every feature of tokens t0 .. t0+T-1; the dense transition
-    and trigram counts go to ``pacc`` (per pair) and ``eacc`` (per edge), the dense-row
+def backward_expectations2(G, space, lat2, tok_ptr, tok_obs, t0, T, L, per_edge, expN, expE,
+                           alpha, beta, scale, tmp, marg, em, pacc, eacc, Gd):
+    """The backward pass of :func:`backward2` fused with the expectations, after
+    :func:`forward2`: G += expected counts of the features of tokens t0 .. t0+T-1. An edge's
+    marginal is alpha[t-1, src] times the term the backward pass adds, so both come from
+    one sweep over the trigrams. Dense transition and trigram counts go to ``pacc`` (per
+    pair) and ``eacc`` (per edge, still to be multiplied by E when shared), the dense-row
     unigram counts to ``Gd``. Leaves the token marginals in ``marg``."""
     u_ptr, u_lab, b_ptr, b_prev, b_cur, n_u = space[:6]
-    pair_of, g_ptr, g_edge, g_offset, has_tri = lat2[2], lat2[6], lat2[7], lat2[8], lat2[10]
-    P = lat2[0].shape[0]
-    token_marginals(alpha, beta, T, L, lat2, marg)
-    need_edges = has_tri or per_edge
+    pair_a, pair_b, pair_of, e_ptr, e_src = lat2[0], lat2[1], lat2[2], lat2[3], lat2[4]
+    g_ptr, g_edge, g_offset, has_tri = lat2[6], lat2[7], lat2[8], lat2[10]
+    P = pair_a.shape[0]
+    n_last = L if T == 1 else P
+    for q in range(n_last):
+        beta[T - 1, q] = 1.0
     for t in range(T - 1, 0, -1):
-        if t >= 2 and need_edges:
-            edge_marginals(alpha, beta, expN, expE, per_edge, scale, t, lat2, em)
-            if has_tri:
-                for j in range(em.shape[0]):
+        E = expE[t] if per_edge else expE[0]
+        inv = 1.0 / scale[t]
+        for y in range(L):
+            marg[t, y] = 0.0
+        cur_a, cur_b, N, mt = alpha[t], beta[t], expN[t], marg[t]
+        for p in range(P):
+            tmp[p] = N[p] * cur_b[p] * inv
+            m = cur_a[p] * cur_b[p]  # the state marginal: alpha[t] is no longer needed
+            cur_a[p] = m
+            pacc[p] += m
+            mt[pair_b[p]] += m
+        n_prev = L if t == 1 else P
+        for q in range(n_prev):
+            beta[t - 1, q] = 0.0
+        if t == 1:
+            for p in range(P):
+                beta[0, pair_a[p]] += tmp[p]
+        elif per_edge:
+            prev_a, prev_b = alpha[t - 1], beta[t - 1]
+            for p in range(P):
+                w = tmp[p]
+                for j in range(e_ptr[p], e_ptr[p + 1]):
+                    src = e_src[j]
+                    e = E[j] * w
+                    prev_b[src] += e
+                    em[j] = prev_a[src] * e
                     eacc[j] += em[j]
             for i in range(tok_ptr[t0 + t], tok_ptr[t0 + t + 1]):
                 o = tok_obs[i]
                 for f in range(g_ptr[o], g_ptr[o + 1]):
                     G[g_offset + f] += em[g_edge[f]]
-        for p in range(P):
-            alpha[t, p] *= beta[t, p]  # the state marginal; alpha[t-1] is still needed above
-            pacc[p] += alpha[t, p]
+        elif has_tri:
+            prev_a, prev_b = alpha[t - 1], beta[t - 1]
+            for p in range(P):
+                w = tmp[p]
+                for j in range(e_ptr[p], e_ptr[p + 1]):
+                    src = e_src[j]
+                    prev_b[src] += E[j] * w
+                    eacc[j] += prev_a[src] * w  # times E[j] at the flush
+        else:
+            prev_b = beta[t - 1]
+            for p in range(P):
+                w = tmp[p]
+                for j in range(e_ptr[p], e_ptr[p + 1]):
+                    prev_b[e_src[j]] += E[j] * w
         for i in range(tok_ptr[t0 + t], tok_ptr[t0 + t + 1]):
             o = tok_obs[i]
             for k in range(b_ptr[o], b_ptr[o + 1]):
                 p = pair_of[b_prev[k] * L + b_cur[k]]
                 if p >= 0:
                     G[n_u + k] += alpha[t, p]
+    for y in range(L):
+        marg[0, y] = alpha[0, y] * beta[0, y]
     K = Gd.shape[0]
     for t in range(T):
         for i in range(tok_ptr[t0 + t], tok_ptr[t0 + t + 1]):
@@ -274,8 +319,9 @@ def expectations2(G, space, lat2, tok_ptr, tok_obs, t0, T, L, per_edge, expN, ex
 
 
 @njit(**JIT)
-def flush_blocks(G, space, lat2, L, pacc, eacc, Gd):
-    """Move the per-pair, per-edge and dense-row counts of a block into G."""
+def flush_blocks(G, space, lat2, L, pacc, eacc, expE0, per_edge, Gd):
+    """Move the per-pair, per-edge and dense-row counts of a block into G (a shared edge's
+    counts still lack their factor ``expE0[j]``)."""
     u_ptr, u_lab, trans_offset, has_trans = space[0], space[1], space[6], space[7]
     pair_a, pair_b, e_tri, tri_offset, has_tri = lat2[0], lat2[1], lat2[5], lat2[9], lat2[10]
     if has_trans:
@@ -283,7 +329,7 @@ def flush_blocks(G, space, lat2, L, pacc, eacc, Gd):
             G[trans_offset + pair_a[p] * L + pair_b[p]] += pacc[p]
     if has_tri:
         for j in range(e_tri.shape[0]):
-            G[tri_offset + e_tri[j]] += eacc[j]
+            G[tri_offset + e_tri[j]] += eacc[j] if per_edge else eacc[j] * expE0[j]
     for o in range(Gd.shape[0]):
         for k in range(u_ptr[o], u_ptr[o + 1]):
             G[k] += Gd[o, u_lab[k]]
@@ -301,7 +347,7 @@ def work2(Tmax, L, P, K, per_edge):
 
 @njit(**JIT)
 def sequence_logz(W, space, lat2, tok_ptr, tok_obs, t0, T, L, shared, per_edge, Wd, work):
-    """Scores, exponentials and forward-backward of one sequence; returns log Z (NaN on
+    """Scores, exponentials and the forward pass of one sequence; returns log Z (NaN on
     underflow). ``work`` as :func:`work2`, with the shared edge row in expE[0]."""
     psi, node, edge, expu, expN, expE, alpha, beta, scale, tmp = work[:10]
     unigram_rows(W, space, tok_ptr, tok_obs, t0, T, psi, Wd)
@@ -309,8 +355,7 @@ def sequence_logz(W, space, lat2, tok_ptr, tok_obs, t0, T, L, shared, per_edge, 
                    edge, Wd)
     shift = exp_lattice(space, lat2, tok_ptr, tok_obs, t0, T, L, shared, per_edge, psi, node,
                         edge, expu, expN, expE)
-    return shift + forward_backward2(expu, expN, expE, per_edge, T, L, lat2, alpha, beta,
-                                     scale, tmp)
+    return shift + forward2(expu, expN, expE, per_edge, T, L, lat2, alpha, scale)
 
 
 @njit(**JIT)
@@ -339,15 +384,16 @@ def loss_block2(W, space, lat2, data, L, s0, s1, per_edge, Wd, G, out):
         logz_sum += sequence_logz(W, space, lat2, tok_ptr, tok_obs, t0, T, L, shared,
                                   per_edge, Wd, work)
         marg = work[10]
-        expectations2(G, space, lat2, tok_ptr, tok_obs, t0, T, L, per_edge, work[4], work[5],
-                      work[6], work[7], work[8], marg, em, pacc, eacc, Gd)
+        backward_expectations2(G, space, lat2, tok_ptr, tok_obs, t0, T, L, per_edge, work[4],
+                               work[5], work[6], work[7], work[8], work[9], marg, em, pacc,
+                               eacc, Gd)
         wrong = 0
         for t in range(T):
             if argmax(marg[t]) != labels[t0 + t]:
                 wrong += 1
         tok_err += wrong
         seq_err += 1 if wrong else 0
-    flush_blocks(G, space, lat2, L, pacc, eacc, Gd)
+    flush_blocks(G, space, lat2, L, pacc, eacc, shared[4][0], per_edge, Gd)
     out[0] = logz_sum
     out[1] = tok_err
     out[2] = seq_err
