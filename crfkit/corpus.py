@@ -49,9 +49,12 @@ class Corpus:
     x0: np.ndarray
 
 
-def model_patterns(patterns: list[Pattern], model_type: str) -> list[Pattern]:
-    """The patterns a model of this type uses: MaxEnt has no label pairs, so it
-    drops bigram-only patterns (``*`` patterns keep their unigram half)."""
+def model_patterns(patterns: list[Pattern], model_type: str, order: int = 1) -> list[Pattern]:
+    """The patterns a model of this type and label order uses: MaxEnt has no label pairs,
+    so it drops bigram-only patterns (``*`` patterns keep their unigram half); a first-order
+    model drops the trigram patterns (``t``), so one file serves both orders."""
+    if order == 1:
+        patterns = [p for p in patterns if not p.has_trigram] or patterns
     if MODEL_TYPES[model_type].label_pairs:
         return patterns
     kept = [p for p in patterns if p.has_unigram]

@@ -70,28 +70,54 @@ class Order2Space(FeatureSpace):
     def lattice(self) -> tuple:
         """The arrays the order-2 kernels take (see :mod:`crfkit.kernels.order2`)::
 
-            (pair_a, pair_b, pair_of, e_ptr, e_src, e_tri, g_ptr, g_edge,
+            (pair_a, pair_b, pair_of, e_ptr, e_src0, e_tri, g_ptr, g_edge,
              g_offset, tri_offset, has_tri)
 
-        States at t >= 1 are the allowed pairs; the edges into state ``p``
-        (trigrams (a, b, c) with p = (b, c)) are ``e_ptr[p]:e_ptr[p+1]``, edge
-        ``j`` coming from pair ``e_src[j]`` and being trigram ``e_tri[j]``.
+        States at t >= 1 are the allowed pairs, ordered by their second label,
+        so the pairs (a, b) that can precede a pair (b, c) are one contiguous
+        run. The edges into state ``p = (b, c)`` are dense over that run (trimmed
+        to its first and last allowed trigram): slots
+        ``e_ptr[p]:e_ptr[p+1]``, slot ``e_ptr[p] + i`` coming from state
+        ``e_src0[p] + i``; ``e_tri`` is the slot's trigram (index into ``tri``),
+        -1 where that trigram has no state (its score is -inf). Contiguous
+        runs instead of index lists let the loops vectorise: about 1.7 slots
+        per allowed trigram on CoNLL-2000 (891 for 762), but faster.
         """
         L = self.n_labels
         P = len(self.pairs)
+        first, second = self.pairs // L, self.pairs % L
+        order = np.lexsort((first, second))  # by second label, then first
+        pair_a, pair_b = first[order].astype(np.int32), second[order].astype(np.int32)
         pair_of = np.full(L * L, -1, dtype=np.int32)
-        pair_of[self.pairs] = np.arange(P, dtype=np.int32)
-        src = pair_of[self.tri // L]
-        dst = pair_of[self.tri % (L * L)]
-        if len(self.tri) and (src.min() < 0 or dst.min() < 0):
+        pair_of[pair_a * L + pair_b] = np.arange(P, dtype=np.int32)
+        ending = np.zeros(L + 1, dtype=np.int64)  # states ending in label b: ending[b]:ending[b+1]
+        np.cumsum(np.bincount(pair_b, minlength=L), out=ending[1:])
+        e_src0, sizes = ending[pair_a], ending[pair_a + 1] - ending[pair_a]
+        for trim in (False, True):  # the whole runs, then trimmed to their allowed trigrams
+            e_ptr = np.zeros(P + 1, dtype=np.int64)
+            np.cumsum(sizes, out=e_ptr[1:])
+            # slot -> trigram (a, b, c): a = first label of the source, (b, c) its destination
+            dst = np.repeat(np.arange(P), sizes)
+            src = e_src0[dst] + (np.arange(int(e_ptr[-1])) - e_ptr[dst])
+            codes = pair_a[src].astype(np.int64) * L * L + pair_a[dst] * L + pair_b[dst]
+            where = np.searchsorted(self.tri, codes)
+            found = where < len(self.tri)
+            found[found] = self.tri[where[found]] == codes[found]
+            if not trim:
+                lo = np.full(P, np.iinfo(np.int64).max)
+                hi = np.full(P, -1)
+                np.minimum.at(lo, dst[found], src[found])
+                np.maximum.at(hi, dst[found], src[found])
+                e_src0 = np.where(hi >= 0, lo, e_src0)
+                sizes = np.where(hi >= 0, hi - lo + 1, 0)
+        e_src0 = e_src0.astype(np.int32)
+        e_tri = np.where(found, where, -1).astype(np.int32)
+        if found.sum() != len(self.tri):
             raise ValueError("a label trigram whose label pairs are not states")
-        e_tri = np.lexsort((src, dst)).astype(np.int32)  # by destination, then source
-        edge_of = np.empty(len(self.tri), dtype=np.int32)
-        edge_of[e_tri] = np.arange(len(self.tri), dtype=np.int32)
-        return ((self.pairs // L).astype(np.int32), (self.pairs % L).astype(np.int32), pair_of,
-                pointer(dst[e_tri].astype(np.int64), P), src[e_tri].astype(np.int32), e_tri,
-                self.g_ptr, edge_of[self.g_tri], self.g_offset, self.tri_offset,
-                bool(self.has_tri))
+        slot_of = np.empty(len(self.tri), dtype=np.int32)
+        slot_of[e_tri[found]] = np.flatnonzero(found).astype(np.int32)
+        return (pair_a, pair_b, pair_of, e_ptr, e_src0, e_tri, self.g_ptr, slot_of[self.g_tri],
+                self.g_offset, self.tri_offset, bool(self.has_tri))
 
     def trigram_keys(self) -> np.ndarray:
         """Sorted int64 keys ``o * L**3 + trigram code`` of the observation trigrams."""

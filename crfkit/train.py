@@ -346,8 +346,12 @@ def train(patterns: list[Pattern] | None, sequences: Iterable[Sequence],
     options.validate()
     model_type = _resolve_type(options, init)
     options = replace(options, order=_resolve_order(options, init))
-    patterns = _resolve_patterns(patterns, model_type, init)
     progress = progress or Progress(quiet=True)
+    n_trigram = sum(p.has_trigram for p in patterns or [])
+    patterns = _resolve_patterns(patterns, model_type, init, options.order)
+    if n_trigram and options.order == 1 and not any(p.has_trigram for p in patterns):
+        progress.message(f"* first order: {n_trigram} trigram pattern(s) (t) ignored "
+                         f"(--order 2 uses them)")
     announce_compile(progress, options.algo, model_type, devel is not None)
     set_thread_count(options.nthread)
     budget = _budget(options, devel=devel is not None)
@@ -530,12 +534,12 @@ def _resolve_order(options: TrainOptions, init: Model | None) -> int:
 
 
 def _resolve_patterns(patterns: list[Pattern] | None, model_type: str,
-                      init: Model | None) -> list[Pattern]:
+                      init: Model | None, order: int = 1) -> list[Pattern]:
     if patterns is None:
         if init is None:
             raise UsageError("no patterns: give a pattern file (-p) or an initial model (-m)")
         return init.patterns
-    patterns = model_patterns(patterns, model_type)
+    patterns = model_patterns(patterns, model_type, order)
     if init is not None and [p.text for p in patterns] != [p.text for p in init.patterns]:
         raise UsageError("the pattern file differs from the initial model's patterns "
                          "(omit -p to use the model's)")

@@ -37,7 +37,7 @@ from crfkit.space import Dataset
 def viterbi2(first, node, edge, per_edge, T, L, lat2, delta, back, path):
     """Best label path (first: scores of t = 0 (L,), node (T, P), edge (TE, K)); returns
     its score (-inf if none is allowed). Ties go to the first predecessor."""
-    pair_a, pair_b, e_ptr, e_src = lat2[0], lat2[1], lat2[3], lat2[4]
+    pair_a, pair_b, e_ptr, e_src0 = lat2[0], lat2[1], lat2[3], lat2[4]
     P = pair_a.shape[0]
     for y in range(L):
         delta[0, y] = first[y]
@@ -48,10 +48,11 @@ def viterbi2(first, node, edge, per_edge, T, L, lat2, delta, back, path):
                 best, arg = delta[0, pair_a[p]], pair_a[p]
             else:
                 best, arg = -np.inf, -1
-                for j in range(e_ptr[p], e_ptr[p + 1]):
-                    v = delta[t - 1, e_src[j]] + E[j]
+                j0, q0 = e_ptr[p], e_src0[p]
+                for i in range(e_ptr[p + 1] - j0):
+                    v = delta[t - 1, q0 + i] + E[j0 + i]
                     if v > best:
-                        best, arg = v, e_src[j]
+                        best, arg = v, q0 + i
             delta[t, p] = best + node[t, p]
             back[t, p] = arg
     n_last = L if T == 1 else P
@@ -75,7 +76,7 @@ def nbest2(first, node, edge, per_edge, T, L, N, lat2, delta, back, count, paths
 
     ``back[t, q, k] = source state * N + rank``. Paths of score -inf are never listed.
     """
-    pair_a, pair_b, e_ptr, e_src = lat2[0], lat2[1], lat2[3], lat2[4]
+    pair_a, pair_b, e_ptr, e_src0 = lat2[0], lat2[1], lat2[3], lat2[4]
     P = pair_a.shape[0]
     for y in range(L):
         delta[0, y, 0] = first[y]
@@ -87,11 +88,11 @@ def nbest2(first, node, edge, per_edge, T, L, N, lat2, delta, back, count, paths
             if node[t, p] > -np.inf:
                 lo, hi = (0, 1) if t == 1 else (e_ptr[p], e_ptr[p + 1])
                 for j in range(lo, hi):
-                    src = pair_a[p] if t == 1 else e_src[j]
+                    src = pair_a[p] if t == 1 else e_src0[p] + (j - lo)
                     m = 0.0 if t == 1 else E[j]
                     for k in range(count[t - 1, src]):
                         v = delta[t - 1, src, k] + m
-                        if n == N and not v > delta[t, p, N - 1]:
+                        if not v > -np.inf or (n == N and not v > delta[t, p, N - 1]):
                             break
                         i = n if n < N else N - 1
                         while i > 0 and v > delta[t, p, i - 1]:
@@ -136,21 +137,19 @@ def nbest2(first, node, edge, per_edge, T, L, N, lat2, delta, back, count, paths
 @njit(**config.JIT)
 def path_score2(first, node, edge, per_edge, T, L, lat2, path):
     """Score of one label path; -inf if it uses a pair or trigram without a state."""
-    pair_of, e_ptr, e_src = lat2[2], lat2[3], lat2[4]
+    pair_of, e_ptr, e_src0 = lat2[2], lat2[3], lat2[4]
     s = first[path[0]]
     prev = -1
     for t in range(1, T):
         p = pair_of[path[t - 1] * L + path[t]]
         if p < 0:
             return -np.inf
-        if t >= 2:
+        if t >= 2:  # prev ends in the label p starts with: it is in p's run of sources
             E = edge[t] if per_edge else edge[0]
-            j = e_ptr[p]
-            while j < e_ptr[p + 1] and e_src[j] != prev:
-                j += 1
-            if j == e_ptr[p + 1]:
+            i = prev - e_src0[p]
+            if i < 0 or i >= e_ptr[p + 1] - e_ptr[p]:
                 return -np.inf
-            s += E[j]
+            s += E[e_ptr[p] + i]
         s += node[t, p]
         prev = p
     return s
@@ -211,9 +210,9 @@ def decode_block2(W, space, lat2, data, L, s0, s1, per_edge, masks, asked, out):
                     if not token_ok[t0 + t, y]:
                         psi[t, y] = -np.inf
         order2.lattice_scores(W, space, lat2, tok_ptr, tok_obs, t0, T, L, shared, per_edge,
-                              psi, node, edge, no_dense)
+                              psi, node, edge, True)
         if want_logz or want_marg or posterior or want_pairs:
-            shift = order2.exp_lattice(space, lat2, tok_ptr, tok_obs, t0, T, L, shared,
+            shift = order2.exp_lattice(W, space, lat2, tok_ptr, tok_obs, t0, T, L, shared,
                                        per_edge, psi, node, edge, work[3], work[4], expE)
             out[2][s] = shift + order2.forward_backward2(work[3], work[4], expE, per_edge, T,
                                                          L, lat2, alpha, beta, work[8],

@@ -3,7 +3,9 @@
 The lattice has label states at t = 0 and label-pair states ``p = (y[t-1],
 y[t])`` at t >= 1 (only the pairs of :class:`crfkit.space2.Order2Space`).
 Step 1 goes from label ``a`` to every pair ``(a, b)``; a step t >= 2 follows
-an edge ``j`` (an allowed trigram (a, b, c)) from pair ``(a, b)`` to ``(b, c)``.
+an edge ``j`` (a trigram (a, b, c)) from pair ``(a, b)`` to ``(b, c)``. Edges are
+stored as dense slots per destination (see ``Order2Space.lattice``): a slot
+whose trigram has no state scores -inf, so it adds exactly 0.
 Arrays of one sequence of T tokens (``lat2`` as ``Order2Space.lattice``)::
 
     psi[t, y]    unigram scores (T, L)
@@ -51,8 +53,10 @@ def shared_rows(W, space, lat2, L, pen):
         a, b = pair_a[p], pair_b[p]
         transP[p] = (W[trans_offset + a * L + b] if has_trans else 0.0) + pen[a, b]
     triE = np.zeros(K)
-    if has_tri:
-        for j in range(K):
+    for j in range(K):
+        if e_tri[j] < 0:
+            triE[j] = -np.inf  # a slot without a trigram state
+        elif has_tri:
             triE[j] = W[tri_offset + e_tri[j]]
     expT = np.empty(P)
     expE = np.empty((1, K))
@@ -63,16 +67,25 @@ def shared_rows(W, space, lat2, L, pen):
 
 @njit(**JIT)
 def lattice_scores(W, space, lat2, tok_ptr, tok_obs, t0, T, L, shared, per_edge, psi, node,
-                   edge, Wd):
+                   edge, all_nodes):
     """node[1:T] and (with ``per_edge``) edge[2:T] of tokens t0 .. t0+T-1, from psi[:T]
-    (already computed, possibly masked)."""
+    (already computed, possibly masked). Without ``all_nodes`` only the nodes an
+    observation bigram touches are written: all that :func:`exp_lattice` reads."""
     b_ptr, b_prev, b_cur, n_u = space[2], space[3], space[4], space[5]
     pair_b, pair_of, g_ptr, g_edge, g_offset = lat2[1], lat2[2], lat2[6], lat2[7], lat2[8]
     transP, triE = shared[0], shared[1]
     P, K = transP.shape[0], triE.shape[0]
     for t in range(1, T):
-        for p in range(P):
-            node[t, p] = psi[t, pair_b[p]] + transP[p]
+        if all_nodes:
+            for p in range(P):
+                node[t, p] = psi[t, pair_b[p]] + transP[p]
+        else:
+            for i in range(tok_ptr[t0 + t], tok_ptr[t0 + t + 1]):
+                o = tok_obs[i]
+                for k in range(b_ptr[o], b_ptr[o + 1]):
+                    p = pair_of[b_prev[k] * L + b_cur[k]]
+                    if p >= 0:
+                        node[t, p] = psi[t, pair_b[p]] + transP[p]
         for i in range(tok_ptr[t0 + t], tok_ptr[t0 + t + 1]):
             o = tok_obs[i]
             for k in range(b_ptr[o], b_ptr[o + 1]):
@@ -95,7 +108,7 @@ def unigram_rows(W, space, tok_ptr, tok_obs, t0, T, psi, Wd):
 
 
 @njit(**JIT)
-def exp_lattice(space, lat2, tok_ptr, tok_obs, t0, T, L, shared, per_edge, psi, node, edge,
+def exp_lattice(W, space, lat2, tok_ptr, tok_obs, t0, T, L, shared, per_edge, psi, node, edge,
                 expu, expN, expE):
     """expu[0] = exp(psi[0]), expN[1:T], expE[2:T] (with ``per_edge``), each row shifted;
     returns the sum of the shifts (log Z = shifts + sum log scale)."""
@@ -115,16 +128,32 @@ def exp_lattice(space, lat2, tok_ptr, tok_obs, t0, T, L, shared, per_edge, psi, 
                 if p >= 0 and node[t, p] - base > OVERFLOW:
                     safe = False
         if safe:
+            top = 0.0
             for p in range(P):
-                expN[t, p] = expu[t, pair_b[p]] * expT[p]
+                v = expu[t, pair_b[p]] * expT[p]
+                expN[t, p] = v
+                top = max(top, v)
             for i in range(tok_ptr[t0 + t], tok_ptr[t0 + t + 1]):
                 o = tok_obs[i]
                 for k in range(b_ptr[o], b_ptr[o + 1]):
                     p = pair_of[b_prev[k] * L + b_cur[k]]
                     if p >= 0:
                         expN[t, p] = np.exp(node[t, p] - base)
+                        top = max(top, expN[t, p])
+            # the factors' maxima need not meet in one pair: if every product is tiny,
+            # shift the row by its own maximum instead
+            safe = top > 1e-200
+        if safe:
             shift += base
         else:
+            for p in range(P):  # rare (extreme weights): the untouched nodes too
+                node[t, p] = psi[t, pair_b[p]] + shared[0][p]
+            for i in range(tok_ptr[t0 + t], tok_ptr[t0 + t + 1]):
+                o = tok_obs[i]
+                for k in range(b_ptr[o], b_ptr[o + 1]):
+                    p = pair_of[b_prev[k] * L + b_cur[k]]
+                    if p >= 0:
+                        node[t, p] += W[space[5] + k]
             shift += exp_shifted(node[t, :P], expN[t, :P])
         if per_edge and t >= 2:
             safe = True
@@ -150,7 +179,7 @@ def exp_lattice(space, lat2, tok_ptr, tok_obs, t0, T, L, shared, per_edge, psi, 
 @njit(**JIT)
 def forward2(expu, expN, expE, per_edge, T, L, lat2, alpha, scale):
     """Scaled forward pass over the pair lattice; returns sum log scale (NaN on underflow)."""
-    pair_a, e_ptr, e_src = lat2[0], lat2[3], lat2[4]
+    pair_a, e_ptr, e_src0 = lat2[0], lat2[3], lat2[4]
     P = pair_a.shape[0]
     s = 0.0
     for y in range(L):
@@ -170,8 +199,9 @@ def forward2(expu, expN, expE, per_edge, T, L, lat2, alpha, scale):
                 acc = prev[pair_a[p]]
             else:
                 acc = 0.0
-                for j in range(e_ptr[p], e_ptr[p + 1]):
-                    acc += prev[e_src[j]] * E[j]
+                j0, q0 = e_ptr[p], e_src0[p]
+                for i in range(e_ptr[p + 1] - j0):
+                    acc += prev[q0 + i] * E[j0 + i]
             v = acc * N[p]
             cur[p] = v
             s += v
@@ -190,7 +220,7 @@ def forward2(expu, expN, expE, per_edge, T, L, lat2, alpha, scale):
 @njit(**JIT)
 def backward2(expN, expE, per_edge, T, L, lat2, beta, scale, tmp):
     """The scaled backward pass matching :func:`forward2`'s scales."""
-    pair_a, e_ptr, e_src = lat2[0], lat2[3], lat2[4]
+    pair_a, e_ptr, e_src0 = lat2[0], lat2[3], lat2[4]
     P = pair_a.shape[0]
     n_last = L if T == 1 else P
     for q in range(n_last):
@@ -208,8 +238,10 @@ def backward2(expN, expE, per_edge, T, L, lat2, beta, scale, tmp):
                 beta[0, pair_a[p]] += tmp[p]
             else:
                 w = tmp[p]
-                for j in range(e_ptr[p], e_ptr[p + 1]):
-                    beta[t - 1, e_src[j]] += E[j] * w
+                prev_b = beta[t - 1]
+                j0, q0 = e_ptr[p], e_src0[p]
+                for i in range(e_ptr[p + 1] - j0):
+                    prev_b[q0 + i] += E[j0 + i] * w
 
 
 @njit(**JIT)
@@ -246,7 +278,7 @@ def backward_expectations2(G, space, lat2, tok_ptr, tok_obs, t0, T, L, per_edge,
     pair) and ``eacc`` (per edge, still to be multiplied by E when shared), the dense-row
     unigram counts to ``Gd``. Leaves the token marginals in ``marg``."""
     u_ptr, u_lab, b_ptr, b_prev, b_cur, n_u = space[:6]
-    pair_a, pair_b, pair_of, e_ptr, e_src = lat2[0], lat2[1], lat2[2], lat2[3], lat2[4]
+    pair_a, pair_b, pair_of, e_ptr, e_src0 = lat2[0], lat2[1], lat2[2], lat2[3], lat2[4]
     g_ptr, g_edge, g_offset, has_tri = lat2[6], lat2[7], lat2[8], lat2[10]
     P = pair_a.shape[0]
     n_last = L if T == 1 else P
@@ -274,12 +306,13 @@ def backward_expectations2(G, space, lat2, tok_ptr, tok_obs, t0, T, L, per_edge,
             prev_a, prev_b = alpha[t - 1], beta[t - 1]
             for p in range(P):
                 w = tmp[p]
-                for j in range(e_ptr[p], e_ptr[p + 1]):
-                    src = e_src[j]
-                    e = E[j] * w
-                    prev_b[src] += e
-                    em[j] = prev_a[src] * e
-                    eacc[j] += em[j]
+                j0, q0 = e_ptr[p], e_src0[p]
+                for i in range(e_ptr[p + 1] - j0):
+                    e = E[j0 + i] * w
+                    prev_b[q0 + i] += e
+                    m = prev_a[q0 + i] * e
+                    em[j0 + i] = m
+                    eacc[j0 + i] += m
             for i in range(tok_ptr[t0 + t], tok_ptr[t0 + t + 1]):
                 o = tok_obs[i]
                 for f in range(g_ptr[o], g_ptr[o + 1]):
@@ -288,16 +321,17 @@ def backward_expectations2(G, space, lat2, tok_ptr, tok_obs, t0, T, L, per_edge,
             prev_a, prev_b = alpha[t - 1], beta[t - 1]
             for p in range(P):
                 w = tmp[p]
-                for j in range(e_ptr[p], e_ptr[p + 1]):
-                    src = e_src[j]
-                    prev_b[src] += E[j] * w
-                    eacc[j] += prev_a[src] * w  # times E[j] at the flush
+                j0, q0 = e_ptr[p], e_src0[p]
+                for i in range(e_ptr[p + 1] - j0):
+                    prev_b[q0 + i] += E[j0 + i] * w
+                    eacc[j0 + i] += prev_a[q0 + i] * w  # times E[j] at the flush
         else:
             prev_b = beta[t - 1]
             for p in range(P):
                 w = tmp[p]
-                for j in range(e_ptr[p], e_ptr[p + 1]):
-                    prev_b[e_src[j]] += E[j] * w
+                j0, q0 = e_ptr[p], e_src0[p]
+                for i in range(e_ptr[p + 1] - j0):
+                    prev_b[q0 + i] += E[j0 + i] * w
         for i in range(tok_ptr[t0 + t], tok_ptr[t0 + t + 1]):
             o = tok_obs[i]
             for k in range(b_ptr[o], b_ptr[o + 1]):
@@ -329,7 +363,8 @@ def flush_blocks(G, space, lat2, L, pacc, eacc, expE0, per_edge, Gd):
             G[trans_offset + pair_a[p] * L + pair_b[p]] += pacc[p]
     if has_tri:
         for j in range(e_tri.shape[0]):
-            G[tri_offset + e_tri[j]] += eacc[j] if per_edge else eacc[j] * expE0[j]
+            if e_tri[j] >= 0:
+                G[tri_offset + e_tri[j]] += eacc[j] if per_edge else eacc[j] * expE0[j]
     for o in range(Gd.shape[0]):
         for k in range(u_ptr[o], u_ptr[o + 1]):
             G[k] += Gd[o, u_lab[k]]
@@ -352,8 +387,8 @@ def sequence_logz(W, space, lat2, tok_ptr, tok_obs, t0, T, L, shared, per_edge, 
     psi, node, edge, expu, expN, expE, alpha, beta, scale, tmp = work[:10]
     unigram_rows(W, space, tok_ptr, tok_obs, t0, T, psi, Wd)
     lattice_scores(W, space, lat2, tok_ptr, tok_obs, t0, T, L, shared, per_edge, psi, node,
-                   edge, Wd)
-    shift = exp_lattice(space, lat2, tok_ptr, tok_obs, t0, T, L, shared, per_edge, psi, node,
+                   edge, False)
+    shift = exp_lattice(W, space, lat2, tok_ptr, tok_obs, t0, T, L, shared, per_edge, psi, node,
                         edge, expu, expN, expE)
     return shift + forward2(expu, expN, expE, per_edge, T, L, lat2, alpha, scale)
 
