@@ -26,7 +26,14 @@ from crfkit.features.extract import Featurizer, token_lists
 from crfkit.features.patterns import Pattern, check_columns
 from crfkit.features.strings import StringTable
 from crfkit.features.vocab import ObservationVocab
-from crfkit.memory import INDEX_BYTES, MemoryBudget, check, dense_costs, estimate_training
+from crfkit.memory import (
+    INDEX_BYTES,
+    MemoryBudget,
+    PatternCost,
+    check,
+    dense_costs,
+    estimate_training,
+)
 from crfkit.model import Model
 from crfkit.modeltypes import MODEL_TYPES
 from crfkit.reader import Sequence
@@ -127,7 +134,11 @@ def encode_training(patterns: list[Pattern], sequences: list[Sequence], *, cutof
         vocab_pattern = featurizer.vocab.pattern
         if budget is not None:  # refuse before the dense space is built
             counts = np.bincount(vocab_pattern, minlength=len(patterns))[featurizer.listed]
-            costs = dense_costs(listed, counts, unigram, bigram, len(labels))
+            trigram = np.array([p.has_trigram and not p.is_constant for p in listed],
+                               dtype=bool)
+            costs = dense_costs(listed, counts, unigram, bigram, len(labels), trigram)
+            if order == 2:  # the label-trigram block: every trigram a state
+                costs.append(PatternCost(patterns[-1], 1, len(labels) ** 3))
             estimate = estimate_training(costs, len(labels), has_trans, budget,
                                          unbuilt_bytes_per_weight=8 + INDEX_BYTES)
             check(estimate, budget.limit, all_features=True, n_labels=len(labels))

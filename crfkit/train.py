@@ -46,6 +46,7 @@ from crfkit.kernels.objective import Objective
 from crfkit.memory import (
     Estimate,
     MemoryBudget,
+    PatternCost,
     available_memory,
     check,
     estimate_training,
@@ -344,6 +345,8 @@ def train(patterns: list[Pattern] | None, sequences: Iterable[Sequence],
     """
     options = options or TrainOptions()
     options.validate()
+    if options.likely is not None and (devel is not None or init is not None):
+        raise UsageError("--likely-features cannot be combined with -d/--devel or -m/--model")
     model_type = _resolve_type(options, init)
     options = replace(options, order=_resolve_order(options, init))
     progress = progress or Progress(quiet=True)
@@ -504,6 +507,9 @@ def _check_memory(corpus: Corpus, budget: MemoryBudget, all_features: bool) -> E
     """
     f = corpus.featurizer
     costs = seen_costs(f.patterns, f.listed, f.vocab.pattern, corpus.space)
+    if corpus.space.order == 2 and corpus.space.has_tri:  # the label-trigram block
+        owner = next(p for p in f.patterns if p.is_constant and (p.has_trigram or p.has_bigram))
+        costs.append(PatternCost(owner, 1, len(corpus.space.tri)))
     estimate = estimate_training(costs, len(corpus.labels), corpus.space.has_trans, budget)
     check(estimate, budget.limit, all_features=all_features, n_labels=len(corpus.labels))
     return estimate
