@@ -194,17 +194,20 @@ def forward2(expu, expN, expE, per_edge, T, L, lat2, alpha, scale):
         E = expE[t] if per_edge else expE[0]
         prev, cur, N = alpha[t - 1], alpha[t], expN[t]  # row views: cheaper indexing
         s = 0.0
-        for p in range(P):
-            if t == 1:
-                acc = prev[pair_a[p]]
-            else:
+        if t == 1:
+            for p in range(P):
+                v = prev[pair_a[p]] * N[p]
+                cur[p] = v
+                s += v
+        else:
+            for p in range(P):
                 acc = 0.0
                 j0, q0 = e_ptr[p], e_src0[p]
                 for i in range(e_ptr[p + 1] - j0):
                     acc += prev[q0 + i] * E[j0 + i]
-            v = acc * N[p]
-            cur[p] = v
-            s += v
+                v = acc * N[p]
+                cur[p] = v
+                s += v
         scale[t] = s
         if not (s > 0.0 and s < np.inf):
             return np.nan
