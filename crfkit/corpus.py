@@ -161,7 +161,9 @@ def encode_training(patterns: list[Pattern], sequences: list[Sequence], *, cutof
         space, empirical = order2_space(space, empirical, obs, trigram, pos.index, y, has_tri,
                                         all_features=flags)
     x0 = np.zeros(space.n_weights)
-    if init is not None:
+    if init is not None and order == 2:
+        space, empirical, x0 = _merge_space2(space, empirical, init.space, init.weights)
+    elif init is not None:
         space, empirical, x0 = _merge_space(space, empirical, init.space, init.weights)
     tok_ptr, tok_obs = token_lists(obs)
     data = Dataset(seq_ptr=pos.seq_ptr, tok_ptr=tok_ptr, tok_obs=tok_obs, labels=y)
@@ -269,3 +271,15 @@ def _merge_space(new: FeatureSpace, empirical: np.ndarray, old: FeatureSpace,
         if old.has_trans:
             block[:L_old, :L_old] = old_weights[old.trans_offset:].reshape(L_old, L_old)
     return space, emp, x0
+
+
+def _merge_space2(new, empirical: np.ndarray, old, old_weights: np.ndarray) -> tuple:
+    """:func:`_merge_space` for second-order spaces (:mod:`crfkit.space2`): the first-order
+    parts merge as there; label-pair and trigram states are the union of both (the old
+    codes re-keyed for the larger label set), and so are the observation trigrams."""
+    from crfkit.space2 import first_order_parts, merged_trigrams
+
+    base, emp, x0 = _merge_space(FeatureSpace(**first_order_parts(new)),
+                                 empirical[:new.g_offset], FeatureSpace(**first_order_parts(old)),
+                                 old_weights[:old.g_offset])
+    return merged_trigrams(base, emp, x0, new, empirical, old, old_weights)

@@ -214,3 +214,44 @@ def subset2(space: Order2Space, keep_u: np.ndarray, keep_b: np.ndarray, keep_g: 
                         has_trans=space.has_trans)
     return with_base(space, base, g_ptr=pointer(new_id[g_owner[keep_g]], n_obs),
                      g_tri=space.g_tri[keep_g]), keep_obs
+
+
+def rekey(codes: np.ndarray, L_old: int, L: int, n: int) -> np.ndarray:
+    """Label codes of ``n`` labels (pair n=2, trigram n=3) from ``L_old`` to ``L`` labels."""
+    out = np.zeros(len(codes), dtype=np.int64)
+    rest = codes.astype(np.int64)
+    scale = 1
+    for _ in range(n):
+        rest, digit = np.divmod(rest, L_old)
+        out += digit * scale
+        scale *= L
+    return out
+
+
+def merged_trigrams(base: FeatureSpace, base_emp: np.ndarray, base_x0: np.ndarray,
+                    new: Order2Space, empirical: np.ndarray, old: Order2Space,
+                    old_weights: np.ndarray) -> tuple[Order2Space, np.ndarray, np.ndarray]:
+    """The second-order space of a warm start: ``base`` (the merged first-order parts, with
+    their empirical counts and starting weights) plus the union of the new corpus's and the
+    old model's states and observation trigrams; returns (space, empirical, x0)."""
+    L, L_old = new.n_labels, old.n_labels
+    old_tri = rekey(old.tri, L_old, L, 3)
+    pairs = np.union1d(new.pairs, rekey(old.pairs, L_old, L, 2))
+    tri = np.union1d(new.tri, old_tri)
+    L3 = L**3
+    new_g = owners(new.g_ptr) * L3 + new.tri[new.g_tri]
+    old_g = owners(old.g_ptr) * L3 + old_tri[old.g_tri]
+    g_keys = np.union1d(new_g, old_g)
+    space = Order2Space(**first_order_parts(base), pairs=pairs, tri=tri,
+                        g_ptr=pointer(g_keys // L3, base.n_obs),
+                        g_tri=np.searchsorted(tri, g_keys % L3).astype(np.int32),
+                        has_tri=new.has_tri)
+    emp, x0 = np.zeros(space.n_weights), np.zeros(space.n_weights)
+    emp[:base.n_weights], x0[:base.n_weights] = base_emp, base_x0
+    emp[space.g_offset + np.searchsorted(g_keys, new_g)] = empirical[new.g_offset:new.tri_offset]
+    x0[space.g_offset + np.searchsorted(g_keys, old_g)] = old_weights[old.g_offset:old.tri_offset]
+    if space.has_tri:
+        emp[space.tri_offset + np.searchsorted(tri, new.tri)] = empirical[new.tri_offset:]
+        if old.has_tri:
+            x0[space.tri_offset + np.searchsorted(tri, old_tri)] = old_weights[old.tri_offset:]
+    return space, emp, x0

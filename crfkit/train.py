@@ -530,9 +530,6 @@ def _resolve_type(options: TrainOptions, init: Model | None) -> str:
 def _resolve_order(options: TrainOptions, init: Model | None) -> int:
     """The label order: --order, else the initial model's, else 1."""
     init_order = 1 if init is None else init.space.order
-    if init is not None and init_order == 2:
-        raise UsageError("continuing a second-order model (-m) is not supported: train it "
-                         "from the start")
     if init is not None and options.order not in (None, init_order):
         raise UsageError(f"the initial model has order {init_order}: it cannot continue with "
                          f"--order {options.order}")

@@ -172,8 +172,27 @@ def test_unsupported_combinations_are_one_error_line(tmp_path, args, needle):
     one_error_line(result, needle)
 
 
-def test_continuing_a_second_order_model_is_refused(tmp_path, model2):
-    path = tmp_path / "m2"
-    model2.save(path)
-    result = run("train", "-m", path, ROOT / "data/address-test.txt", tmp_path / "out")
-    one_error_line(result, "second-order model (-m) is not supported")
+def test_warm_start_keeps_a_second_order_model(model2, corpus):
+    """Continuing on new data keeps every old state and weight: on the old labels' data the
+    starting point labels exactly as the model; training then goes on from there."""
+    from crfkit.corpus import encode_training
+
+    extra = [Sequence(rows=[r[:-1] + ["NEW"] for r in corpus[0].rows], lines=corpus[0].lines)]
+    c = encode_training(model2.patterns, corpus + extra, init=model2, order=2)
+    s, old = c.space, model2.space
+    assert s.order == 2 and s.n_labels == old.n_labels + 1
+    L = s.n_labels
+    assert len(s.tri) > len(old.tri) and set(
+        (old.tri // old.n_labels**2 * L * L + old.tri // old.n_labels % old.n_labels * L
+         + old.tri % old.n_labels).tolist()) <= set(s.tri.tolist())
+    start = Model(labels=c.labels, patterns=model2.patterns, n_token_columns=2,
+                  featurizer=c.featurizer, space=s, weights=c.x0)
+    w_old = Weights(old, model2.weights, model2.normalisation)
+    w_new = Weights(s, c.x0, model2.normalisation)
+    data_old, data_new = encode(model2, corpus[:10]), encode(start, corpus[:10])
+    a = decode2(w_old, data_old, log_z=True)
+    b = decode2(w_new, data_new, log_z=True)
+    np.testing.assert_array_equal(a.paths, b.paths)
+    np.testing.assert_allclose(b.scores, a.scores, rtol=1e-12)
+    again = train(None, corpus + extra, TrainOptions(maxiter=3), init=model2)
+    assert again.space.order == 2 and "NEW" in again.labels
