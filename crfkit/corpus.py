@@ -99,10 +99,7 @@ def encode_training(patterns: list[Pattern], sequences: list[Sequence], *, cutof
                              path=source, line=seq.lines[0])
     n_token_columns = n_columns - 1
     check_columns(patterns, n_token_columns, label_column=True)
-    trigram_line = next((p for p in patterns if p.has_trigram), None)
-    if trigram_line is not None and order != 2:
-        raise UsageError(f"pattern {trigram_line.text!r} (line {trigram_line.line}) is a "
-                         f"trigram pattern: train with --order 2")
+    _check_order(patterns, order)
     if init is not None and init.n_token_columns != n_token_columns:
         raise InputError(f"the initial model reads {init.n_token_columns} token columns, the "
                          f"training data has {n_token_columns}", path=source,
@@ -133,15 +130,7 @@ def encode_training(patterns: list[Pattern], sequences: list[Sequence], *, cutof
     if all_features:
         vocab_pattern = featurizer.vocab.pattern
         if budget is not None:  # refuse before the dense space is built
-            counts = np.bincount(vocab_pattern, minlength=len(patterns))[featurizer.listed]
-            trigram = np.array([p.has_trigram and not p.is_constant for p in listed],
-                               dtype=bool)
-            costs = dense_costs(listed, counts, unigram, bigram, len(labels), trigram)
-            if order == 2:  # the label-trigram block: every trigram a state
-                costs.append(PatternCost(patterns[-1], 1, len(labels) ** 3))
-            estimate = estimate_training(costs, len(labels), has_trans, budget,
-                                         unbuilt_bytes_per_weight=8 + INDEX_BYTES)
-            check(estimate, budget.limit, all_features=True, n_labels=len(labels))
+            _check_dense(featurizer, unigram, bigram, len(labels), has_trans, budget, order)
         flags = np.zeros((2, len(patterns)), dtype=bool)
         flags[0, featurizer.listed], flags[1, featurizer.listed] = unigram, bigram
         per_obs = flags[:, vocab_pattern]
@@ -149,17 +138,8 @@ def encode_training(patterns: list[Pattern], sequences: list[Sequence], *, cutof
         obs, unigram, bigram, pos.index == 0, y, len(featurizer.vocab), len(labels), has_trans,
         all_features=per_obs)
     if order == 2:
-        from crfkit.space2 import order2_space
-
-        trigram = np.array([p.has_trigram and not p.is_constant for p in listed], dtype=bool)
-        has_tri = any(p.is_constant and (p.has_trigram or p.has_bigram) for p in patterns)
-        flags = None
-        if all_features:
-            flags = np.zeros(len(patterns), dtype=bool)
-            flags[featurizer.listed] = trigram
-            flags = flags[featurizer.vocab.pattern]
-        space, empirical = order2_space(space, empirical, obs, trigram, pos.index, y, has_tri,
-                                        all_features=flags)
+        space, empirical = _second_order(space, empirical, featurizer, obs, pos.index, y,
+                                         all_features)
     x0 = np.zeros(space.n_weights)
     if init is not None and order == 2:
         space, empirical, x0 = _merge_space2(space, empirical, init.space, init.weights)
@@ -168,6 +148,49 @@ def encode_training(patterns: list[Pattern], sequences: list[Sequence], *, cutof
     tok_ptr, tok_obs = token_lists(obs)
     data = Dataset(seq_ptr=pos.seq_ptr, tok_ptr=tok_ptr, tok_obs=tok_obs, labels=y)
     return Corpus(featurizer, space, data, empirical, labels, n_token_columns, x0)
+
+
+def _check_dense(featurizer: Featurizer, unigram: np.ndarray, bigram: np.ndarray, L: int,
+                 has_trans: bool, budget: MemoryBudget, order: int) -> None:
+    """Refuse ``--all-features`` if its dense space would not fit (crfkit.memory)."""
+    patterns = featurizer.patterns
+    listed = [patterns[p] for p in featurizer.listed]
+    counts = np.bincount(featurizer.vocab.pattern, minlength=len(patterns))[featurizer.listed]
+    costs = dense_costs(listed, counts, unigram, bigram, L, _trigram_flags(listed))
+    if order == 2:  # the label-trigram block: every trigram a state
+        costs.append(PatternCost(patterns[-1], 1, L**3))
+    estimate = estimate_training(costs, L, has_trans, budget,
+                                 unbuilt_bytes_per_weight=8 + INDEX_BYTES)
+    check(estimate, budget.limit, all_features=True, n_labels=L)
+
+
+def _check_order(patterns: list[Pattern], order: int) -> None:
+    """Trigram patterns need a second-order model."""
+    trigram_line = next((p for p in patterns if p.has_trigram), None)
+    if trigram_line is not None and order != 2:
+        raise UsageError(f"pattern {trigram_line.text!r} (line {trigram_line.line}) is a "
+                         f"trigram pattern: train with --order 2")
+
+
+def _trigram_flags(listed: list[Pattern]) -> np.ndarray:
+    return np.array([p.has_trigram and not p.is_constant for p in listed], dtype=bool)
+
+
+def _second_order(space: FeatureSpace, empirical: np.ndarray, featurizer: Featurizer,
+                  obs: np.ndarray, index: np.ndarray, y: np.ndarray,
+                  all_features: bool) -> tuple[FeatureSpace, np.ndarray]:
+    """The second-order space (:mod:`crfkit.space2`) over a first-order one."""
+    from crfkit.space2 import order2_space
+
+    patterns = featurizer.patterns
+    trigram = _trigram_flags([patterns[p] for p in featurizer.listed])
+    has_tri = any(p.is_constant and (p.has_trigram or p.has_bigram) for p in patterns)
+    flags = None
+    if all_features:
+        flags = np.zeros(len(patterns), dtype=bool)
+        flags[featurizer.listed] = trigram
+        flags = flags[featurizer.vocab.pattern]
+    return order2_space(space, empirical, obs, trigram, index, y, has_tri, all_features=flags)
 
 
 @dataclass

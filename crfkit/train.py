@@ -350,11 +350,7 @@ def train(patterns: list[Pattern] | None, sequences: Iterable[Sequence],
     model_type = _resolve_type(options, init)
     options = replace(options, order=_resolve_order(options, init))
     progress = progress or Progress(quiet=True)
-    n_trigram = sum(p.has_trigram for p in patterns or [])
-    patterns = _resolve_patterns(patterns, model_type, init, options.order)
-    if n_trigram and options.order == 1 and not any(p.has_trigram for p in patterns):
-        progress.message(f"* first order: {n_trigram} trigram pattern(s) (t) ignored "
-                         f"(--order 2 uses them)")
+    patterns = _resolve_patterns(patterns, model_type, init, options.order, progress)
     announce_compile(progress, options.algo, model_type, devel is not None)
     set_thread_count(options.nthread)
     budget = _budget(options, devel=devel is not None)
@@ -376,14 +372,8 @@ def train(patterns: list[Pattern] | None, sequences: Iterable[Sequence],
     problem = Problem(model_type, corpus, options)
     monitor = Monitor(progress, data, model_type=model_type, corpus=corpus, devel=dev_set,
                       patience=options.devel_patience, log=log)
-    if options.likely is not None:
-        from crfkit.likely import run_with_likely_features
-
-        result = run_with_likely_features(problem, monitor, ALGORITHMS[options.algo].run,
-                                          progress)
-        space = corpus.space
-    else:
-        result = ALGORITHMS[options.algo].run(problem, monitor)
+    result = _optimise(problem, monitor, progress)
+    space = corpus.space  # likely features enlarge it
     weights = result.x
     elapsed = time.perf_counter() - started
     if result.reason == INTERRUPTED:
@@ -414,6 +404,16 @@ def train(patterns: list[Pattern] | None, sequences: Iterable[Sequence],
         progress.message(f"* compacted: {model.space.n_obs} of {space.n_obs} observations, "
                          f"{model.space.n_weights} of {space.n_weights} features kept")
     return model
+
+
+def _optimise(problem: Problem, monitor: Monitor, progress: Progress) -> Result:
+    """Run the algorithm (in two phases around the likely features, if asked)."""
+    run = ALGORITHMS[problem.options.algo].run
+    if problem.options.likely is None:
+        return run(problem, monitor)
+    from crfkit.likely import run_with_likely_features
+
+    return run_with_likely_features(problem, monitor, run, progress)
 
 
 def _encode(patterns: list[Pattern], sequences: Iterable[Sequence], options: TrainOptions, *,
@@ -537,12 +537,17 @@ def _resolve_order(options: TrainOptions, init: Model | None) -> int:
 
 
 def _resolve_patterns(patterns: list[Pattern] | None, model_type: str,
-                      init: Model | None, order: int = 1) -> list[Pattern]:
+                      init: Model | None, order: int = 1,
+                      progress: Progress | None = None) -> list[Pattern]:
     if patterns is None:
         if init is None:
             raise UsageError("no patterns: give a pattern file (-p) or an initial model (-m)")
         return init.patterns
+    n_trigram = sum(p.has_trigram for p in patterns)
     patterns = model_patterns(patterns, model_type, order)
+    if progress and n_trigram and order == 1 and not any(p.has_trigram for p in patterns):
+        progress.message(f"* first order: {n_trigram} trigram pattern(s) (t) ignored "
+                         f"(--order 2 uses them)")
     if init is not None and [p.text for p in patterns] != [p.text for p in init.patterns]:
         raise UsageError("the pattern file differs from the initial model's patterns "
                          "(omit -p to use the model's)")

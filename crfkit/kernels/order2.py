@@ -280,7 +280,7 @@ def backward_expectations2(G, space, lat2, tok_ptr, tok_obs, t0, T, L, per_edge,
     one sweep over the trigrams. Dense transition and trigram counts go to ``pacc`` (per
     pair) and ``eacc`` (per edge, still to be multiplied by E when shared), the dense-row
     unigram counts to ``Gd``. Leaves the token marginals in ``marg``."""
-    u_ptr, u_lab, b_ptr, b_prev, b_cur, n_u = space[:6]
+    b_ptr, b_prev, b_cur, n_u = space[2], space[3], space[4], space[5]
     pair_a, pair_b, pair_of, e_ptr, e_src0 = lat2[0], lat2[1], lat2[2], lat2[3], lat2[4]
     g_ptr, g_edge, g_offset, has_tri = lat2[6], lat2[7], lat2[8], lat2[10]
     P = pair_a.shape[0]
@@ -343,6 +343,14 @@ def backward_expectations2(G, space, lat2, tok_ptr, tok_obs, t0, T, L, per_edge,
                     G[n_u + k] += alpha[t, p]
     for y in range(L):
         marg[0, y] = alpha[0, y] * beta[0, y]
+    unigram_expectations2(G, space, tok_ptr, tok_obs, t0, T, L, marg, Gd)
+
+
+@njit(**JIT)
+def unigram_expectations2(G, space, tok_ptr, tok_obs, t0, T, L, marg, Gd):
+    """G += the token marginals of the unigram features (observations below ``len(Gd)``:
+    into their dense rows ``Gd``)."""
+    u_ptr, u_lab = space[0], space[1]
     K = Gd.shape[0]
     for t in range(T):
         for i in range(tok_ptr[t0 + t], tok_ptr[t0 + t + 1]):
