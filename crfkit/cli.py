@@ -72,6 +72,16 @@ ALGORITHM_NAMES = ("l-bfgs", "sgd-l1", "ap", "l2sgd", "pa", "arow")
               help="Model type; '-T list' describes them  [default: crf]")
 @click.option("-a", "--algo", default=None, metavar="|".join(ALGORITHM_NAMES),
               help="Training algorithm; '-a list' describes them  [default: l-bfgs]")
+@click.option("--order", type=int, default=None, metavar="1|2",
+              help="Label order of a crf: 2 adds label-trigram states and the t patterns "
+                   "(observation x three labels)  [default: 1]")
+@click.option("--likely-features", "likely", type=float, default=None, metavar="P",
+              help="Train --likely-after iterations on the observed features, then add the "
+                   "unseen observation x label (pair) features whose model probability "
+                   "reaches P on some training token, and continue (first order).")
+@click.option("--likely-after", type=int, default=None, metavar="N",
+              help="With --likely-features: iterations before the features are added  "
+                   "[default: 20]")
 @click.option("-1", "--rho1", type=float, default=None,
               help="L1 regularisation strength; > 0 makes l-bfgs OWL-QN  [default: 0]")
 @click.option("-2", "--rho2", type=float, default=None,
@@ -163,7 +173,8 @@ ALGORITHM_NAMES = ("l-bfgs", "sgd-l1", "ap", "l2sgd", "pa", "arow")
                    "bit; sgd-l1 and ap run one epoch per block in parallel and average the "
                    "weights between epochs: not the sequential algorithm. "
                    "Needs pip install 'crfkit[dask]'.")
-def train_command(pattern_file, input_file, model_file, model_type, algo, rho1, rho2, cost,
+def train_command(pattern_file, input_file, model_file, model_type, algo, order, likely,
+                  likely_after, rho1, rho2, cost,
                   maxiter, stopeps, stopwin, devel_file, keep_best_devel, devel_patience,
                   cutoff, compact,
                   init_file, eta0, alpha, seed, nthread, history, all_features, max_memory, sep,
@@ -192,7 +203,8 @@ def train_command(pattern_file, input_file, model_file, model_type, algo, rho1, 
             raise UsageError(f"--cost must be > 0, got {cost}")
         rho2 = 1.0 / cost
     _check_train_inputs(pattern_file, init_file, devel_file, input_file, dask_address)
-    given = {"algo": algo, "model_type": model_type, "rho1": rho1, "rho2": rho2,
+    given = {"algo": algo, "model_type": model_type, "order": order, "likely": likely,
+             "likely_after": likely_after, "rho1": rho1, "rho2": rho2,
              "maxiter": maxiter, "stopeps": stopeps, "stopwin": stopwin, "cutoff": cutoff,
              "nthread": nthread, "history": history, "eta0": eta0, "alpha": alpha,
              "seed": seed, "devel_patience": devel_patience,

@@ -27,7 +27,14 @@ from crfkit.features.patterns import Pattern, check_columns
 from crfkit.features.strings import StringTable
 from crfkit.features.values import occurrence_values, value_matrix
 from crfkit.features.vocab import ObservationVocab
-from crfkit.memory import INDEX_BYTES, MemoryBudget, check, dense_costs, estimate_training
+from crfkit.memory import (
+    INDEX_BYTES,
+    MemoryBudget,
+    PatternCost,
+    check,
+    dense_costs,
+    estimate_training,
+)
 from crfkit.model import Model
 from crfkit.modeltypes import MODEL_TYPES
 from crfkit.reader import Sequence
@@ -53,9 +60,12 @@ class Corpus:
     frozen: np.ndarray | None = None
 
 
-def model_patterns(patterns: list[Pattern], model_type: str) -> list[Pattern]:
-    """The patterns a model of this type uses: MaxEnt has no label pairs, so it
-    drops bigram-only patterns (``*`` patterns keep their unigram half)."""
+def model_patterns(patterns: list[Pattern], model_type: str, order: int = 1) -> list[Pattern]:
+    """The patterns a model of this type and label order uses: MaxEnt has no label pairs,
+    so it drops bigram-only patterns (``*`` patterns keep their unigram half); a first-order
+    model drops the trigram patterns (``t``), so one file serves both orders."""
+    if order == 1:
+        patterns = [p for p in patterns if not p.has_trigram] or patterns
     if MODEL_TYPES[model_type].label_pairs:
         return patterns
     kept = [p for p in patterns if p.has_unigram]
@@ -68,13 +78,14 @@ def model_patterns(patterns: list[Pattern], model_type: str) -> list[Pattern]:
 def encode_training(patterns: list[Pattern], sequences: list[Sequence], *, cutoff: int = 1,
                     source: str = "<input>", model_type: str = "crf",
                     init: Model | None = None, all_features: bool = False,
-                    budget: MemoryBudget | None = None) -> Corpus:
+                    budget: MemoryBudget | None = None, order: int = 1) -> Corpus:
     """Build the vocabulary, feature space and arrays of a training corpus.
 
     ``patterns`` must already be :func:`model_patterns` of the type. With
     ``init`` the corpus extends that model (module docstring); observations
     of the new corpus below ``cutoff`` are dropped, the model's are kept.
     ``all_features``: every observation x label (pair), not only those seen.
+    ``order`` 2: a second-order space (:mod:`crfkit.space2`) with the ``t`` patterns.
     ``budget``: with ``all_features``, refuse (:mod:`crfkit.memory`) before the
     dense feature space is built if training would not fit. (Without it the
     space is linear in the corpus; :func:`crfkit.train.train` checks the
@@ -92,6 +103,7 @@ def encode_training(patterns: list[Pattern], sequences: list[Sequence], *, cutof
                              path=source, line=seq.lines[0])
     n_token_columns = n_columns - 1
     check_columns(patterns, n_token_columns, label_column=True)
+    _check_order(patterns, order)
     if init is not None and init.n_token_columns != n_token_columns:
         raise InputError(f"the initial model reads {init.n_token_columns} token columns, the "
                          f"training data has {n_token_columns}", path=source,
@@ -112,25 +124,25 @@ def encode_training(patterns: list[Pattern], sequences: list[Sequence], *, cutof
     obs = featurizer.build_vocab(components, cutoff=cutoff)
     if init is not None:
         obs = _merge_vocab(featurizer, init.featurizer.vocab, obs)
-    listed = [patterns[p] for p in featurizer.listed]
     unigram, bigram, has_trans = feature_kinds(patterns, featurizer.listed, model_type)
     per_obs = None
     if all_features:
         vocab_pattern = featurizer.vocab.pattern
         if budget is not None:  # refuse before the dense space is built
-            counts = np.bincount(vocab_pattern, minlength=len(patterns))[featurizer.listed]
-            costs = dense_costs(listed, counts, unigram, bigram, len(labels))
-            estimate = estimate_training(costs, len(labels), has_trans, budget,
-                                         unbuilt_bytes_per_weight=8 + INDEX_BYTES)
-            check(estimate, budget.limit, all_features=True, n_labels=len(labels))
+            _check_dense(featurizer, unigram, bigram, len(labels), has_trans, budget, order)
         flags = np.zeros((2, len(patterns)), dtype=bool)
         flags[0, featurizer.listed], flags[1, featurizer.listed] = unigram, bigram
         per_obs = flags[:, vocab_pattern]
     space, empirical = FeatureSpace.from_training(
         obs, unigram, bigram, pos.index == 0, y, len(featurizer.vocab), len(labels), has_trans,
         all_features=per_obs)
+    if order == 2:
+        space, empirical = _second_order(space, empirical, featurizer, obs, pos.index, y,
+                                         all_features)
     x0 = np.zeros(space.n_weights)
-    if init is not None:
+    if init is not None and order == 2:
+        space, empirical, x0 = _merge_space2(space, empirical, init.space, init.weights)
+    elif init is not None:
         space, empirical, x0 = _merge_space(space, empirical, init.space, init.weights)
     tok_ptr, tok_obs = token_lists(obs)
     tok_val = occurrence_values(value_matrix(patterns, featurizer.listed, sequences, source),
@@ -163,6 +175,49 @@ def feature_kinds(patterns: list[Pattern], listed: list[int], model_type: str
                       dtype=bool)
     has_trans = not no_pairs and any(p.is_constant and p.has_bigram for p in patterns)
     return unigram, bigram, has_trans
+
+
+def _check_dense(featurizer: Featurizer, unigram: np.ndarray, bigram: np.ndarray, L: int,
+                 has_trans: bool, budget: MemoryBudget, order: int) -> None:
+    """Refuse ``--all-features`` if its dense space would not fit (crfkit.memory)."""
+    patterns = featurizer.patterns
+    listed = [patterns[p] for p in featurizer.listed]
+    counts = np.bincount(featurizer.vocab.pattern, minlength=len(patterns))[featurizer.listed]
+    costs = dense_costs(listed, counts, unigram, bigram, L, _trigram_flags(listed))
+    if order == 2:  # the label-trigram block: every trigram a state
+        costs.append(PatternCost(patterns[-1], 1, L**3))
+    estimate = estimate_training(costs, L, has_trans, budget,
+                                 unbuilt_bytes_per_weight=8 + INDEX_BYTES)
+    check(estimate, budget.limit, all_features=True, n_labels=L)
+
+
+def _check_order(patterns: list[Pattern], order: int) -> None:
+    """Trigram patterns need a second-order model."""
+    trigram_line = next((p for p in patterns if p.has_trigram), None)
+    if trigram_line is not None and order != 2:
+        raise UsageError(f"pattern {trigram_line.text!r} (line {trigram_line.line}) is a "
+                         f"trigram pattern: train with --order 2")
+
+
+def _trigram_flags(listed: list[Pattern]) -> np.ndarray:
+    return np.array([p.has_trigram and not p.is_constant for p in listed], dtype=bool)
+
+
+def _second_order(space: FeatureSpace, empirical: np.ndarray, featurizer: Featurizer,
+                  obs: np.ndarray, index: np.ndarray, y: np.ndarray,
+                  all_features: bool) -> tuple[FeatureSpace, np.ndarray]:
+    """The second-order space (:mod:`crfkit.space2`) over a first-order one."""
+    from crfkit.space2 import order2_space
+
+    patterns = featurizer.patterns
+    trigram = _trigram_flags([patterns[p] for p in featurizer.listed])
+    has_tri = any(p.is_constant and (p.has_trigram or p.has_bigram) for p in patterns)
+    flags = None
+    if all_features:
+        flags = np.zeros(len(patterns), dtype=bool)
+        flags[featurizer.listed] = trigram
+        flags = flags[featurizer.vocab.pattern]
+    return order2_space(space, empirical, obs, trigram, index, y, has_tri, all_features=flags)
 
 
 @dataclass
@@ -271,3 +326,15 @@ def _merge_space(new: FeatureSpace, empirical: np.ndarray, old: FeatureSpace,
             block[:L_old, :L_old] = old_weights[old.trans_offset:old.skip_offset].reshape(
                 L_old, L_old)
     return space, emp, x0
+
+
+def _merge_space2(new, empirical: np.ndarray, old, old_weights: np.ndarray) -> tuple:
+    """:func:`_merge_space` for second-order spaces (:mod:`crfkit.space2`): the first-order
+    parts merge as there; label-pair and trigram states are the union of both (the old
+    codes re-keyed for the larger label set), and so are the observation trigrams."""
+    from crfkit.space2 import first_order_parts, merged_trigrams
+
+    base, emp, x0 = _merge_space(FeatureSpace(**first_order_parts(new)),
+                                 empirical[:new.g_offset], FeatureSpace(**first_order_parts(old)),
+                                 old_weights[:old.g_offset])
+    return merged_trigrams(base, emp, x0, new, empirical, old, old_weights)

@@ -7,7 +7,10 @@ the layout back into (observation, label or transition, weight) triples:
 * a unigram feature prints as ``OBSERVATION<TAB>LABEL<TAB>WEIGHT``;
 * an observation bigram as ``OBSERVATION<TAB>PREV→LABEL<TAB>WEIGHT``;
 * the dense transition block as ``B<TAB>PREV→LABEL<TAB>WEIGHT``, ``B``
-  being the text of the model's (first) constant bigram pattern.
+  being the text of the model's (first) constant bigram pattern;
+* in a second-order model, an observation trigram as
+  ``OBSERVATION<TAB>PREV2→PREV→LABEL<TAB>WEIGHT`` and the label-trigram block
+  under the text of its constant pattern (``t`` or ``B``).
 
 The arrow is written ``->`` where the output encoding has no ``→``.
 Observations are in id order (most frequent in training first), then the
@@ -38,6 +41,7 @@ class Features:
     prev: np.ndarray  # int64: previous label id, -1 for a unigram feature
     label: np.ndarray  # int64: label id
     weight: np.ndarray  # float64
+    prev2: np.ndarray | None = None  # int64: label two tokens back, -1 if none (order 2)
 
 
 def features(model: Model) -> Features:
@@ -58,8 +62,31 @@ def features(model: Model) -> Features:
         parts_obs.append(np.full(L * L, pattern.text, dtype=object))
         parts_prev.append(np.repeat(np.arange(L, dtype=np.int64), L))
         parts_label.append(np.tile(np.arange(L, dtype=np.int64), L))
+    prev2 = None
+    if s.order == 2:
+        prev2 = _trigram_parts(model, obs_text, parts_obs, parts_prev, parts_label)
     return Features(observation=np.concatenate(parts_obs), prev=np.concatenate(parts_prev),
-                    label=np.concatenate(parts_label), weight=model.weights.copy())
+                    label=np.concatenate(parts_label), weight=model.weights.copy(),
+                    prev2=prev2)
+
+
+def _trigram_parts(model: Model, obs_text: np.ndarray, parts_obs: list, parts_prev: list,
+                   parts_label: list) -> np.ndarray:
+    """Append the observation trigrams and the label-trigram block of a second-order model;
+    return prev2 of every feature."""
+    s = model.space
+    L = s.n_labels
+    n_first = sum(len(p) for p in parts_label)
+    codes = s.tri[s.g_tri]
+    parts_obs.append(obs_text[np.repeat(np.arange(s.n_obs), np.diff(s.g_ptr))])
+    if s.has_tri:
+        constant = next(p.text for p in model.patterns
+                        if p.is_constant and (p.has_trigram or p.has_bigram))
+        parts_obs.append(np.full(len(s.tri), constant, dtype=object))
+        codes = np.concatenate([codes, s.tri])
+    parts_prev.append((codes // L) % L)
+    parts_label.append(codes % L)
+    return np.concatenate([np.full(n_first, -1, dtype=np.int64), codes // (L * L)])
 
 
 def dump(model: Model, out: TextIO, *, top: int | None = None, threshold: float = 0.0) -> None:
@@ -105,6 +132,9 @@ def _lines(f: Features, rows: np.ndarray, names: np.ndarray, arrow: str) -> str:
     prev = f.prev[rows]
     label = names[f.label[rows]]
     target = np.where(prev >= 0, names[np.maximum(prev, 0)] + arrow + label, label)
+    if f.prev2 is not None:
+        prev2 = f.prev2[rows]
+        target = np.where(prev2 >= 0, names[np.maximum(prev2, 0)] + arrow + target, target)
     return "".join(f"{o}\t{t}\t{w:.6g}\n" for o, t, w in zip(
         f.observation[rows].tolist(), target.tolist(), f.weight[rows].tolist(), strict=True))
 
@@ -124,6 +154,13 @@ def info(model: Model) -> list[tuple[str, str]]:
         ("non-zero weights", str(nonzero)),
         ("patterns", str(len(model.patterns))),
     ]
+    if s.order == 2:
+        L = s.n_labels
+        lines[4:4] = [
+            ("order", f"2: {len(s.pairs)} label pairs (of {L ** 2}) and {len(s.tri)} label "
+                      f"trigrams (of {L ** 3}) have states"),
+            ("trigram features", f"{s.n_g} observation trigram, "
+                                 f"{len(s.tri) if s.has_tri else 0} label trigram")]
     lines += [("", p.text) for p in model.patterns]
     for key, value in model.info.items():
         if isinstance(value, dict):

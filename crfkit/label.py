@@ -219,13 +219,15 @@ class _Decoder:
         token_ok = self.token_mask(batch, data)
         opts = self.options
         if opts.n == 1 and not (log_z or marginals or opts.posterior) \
-                and data.tok_val is None:  # the numpy path has no values
+                and data.tok_val is None and self.model.space.order == 1:
             dec = best_paths(self.model, data, token_ok=token_ok, trans_ok=self.trans_ok)
         else:
-            from crfkit.kernels.decoder import decode  # Numba: loaded only when needed
+            # Numba: loaded only when needed; the decoder of the model's label order
+            from crfkit.kernels.decoder2 import decode_any
 
-            dec = decode(self.model, data, nbest=opts.n, log_z=log_z, marginals=marginals,
-                         posterior=opts.posterior, token_ok=token_ok, trans_ok=self.trans_ok)
+            dec = decode_any(self.model, data, nbest=opts.n, log_z=log_z, marginals=marginals,
+                             posterior=opts.posterior, token_ok=token_ok,
+                             trans_ok=self.trans_ok)
         impossible = np.flatnonzero(~(dec.scores[:, 0] > -np.inf))
         if len(impossible):
             s = int(impossible[0])

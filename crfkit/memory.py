@@ -163,19 +163,24 @@ def seen_costs(patterns: list[Pattern], listed: list[int], vocab_pattern: np.nda
     ``vocab_pattern``: the index (in ``patterns``) of every observation's pattern.
     """
     per_obs = np.diff(space.u_ptr) + np.diff(space.b_ptr)
+    if space.order == 2:  # observation trigrams (crfkit.space2)
+        per_obs = per_obs + np.diff(space.g_ptr)
     observations = np.bincount(vocab_pattern, minlength=len(patterns))
     features = np.bincount(vocab_pattern, weights=per_obs, minlength=len(patterns))
     return [PatternCost(patterns[i], int(observations[i]), int(features[i])) for i in listed]
 
 
 def dense_costs(patterns: list[Pattern], observations: np.ndarray, unigram: np.ndarray,
-                bigram: np.ndarray, n_labels: int) -> list[PatternCost]:
+                bigram: np.ndarray, n_labels: int,
+                trigram: np.ndarray | None = None) -> list[PatternCost]:
     """Features of ``--all-features``, exact before they are built: every label for each
-    observation of a unigram pattern, every label pair for each of a bigram pattern."""
+    observation of a unigram pattern, every label pair for each of a bigram pattern, and
+    (second order) every label trigram for each of a trigram pattern."""
     L = n_labels
-    return [PatternCost(p, n, n * (L * uni + L * L * bi))
-            for p, n, uni, bi in zip(patterns, observations.tolist(), unigram.tolist(),
-                                     bigram.tolist(), strict=True)]
+    tri = np.zeros(len(patterns), dtype=bool) if trigram is None else trigram
+    return [PatternCost(p, n, n * (L * uni + L * L * bi + L ** 3 * t))
+            for p, n, uni, bi, t in zip(patterns, observations.tolist(), unigram.tolist(),
+                                        bigram.tolist(), tri.tolist(), strict=True)]
 
 
 def estimate_training(costs: list[PatternCost], n_labels: int, has_trans: bool,

@@ -76,6 +76,9 @@ class Model:
         }
         if s.n_skip:  # skip-chain models only, so other models' files are unchanged
             meta["n_skip"] = s.n_skip
+        if s.order == 2:  # absent from first-order files, which stay as they were
+            arrays.update(pairs=s.pairs, tri=s.tri, g_ptr=s.g_ptr, g_tri=s.g_tri)
+            meta.update(order=2, has_tri=bool(s.has_tri))
         return meta, arrays
 
     def to_bytes(self) -> bytes:
@@ -134,6 +137,8 @@ class Model:
         featurizer = check.featurizer(patterns)
         space = check.space(len(featurizer.vocab), len(labels), has_trans)
         space.n_skip = check.skip_blocks(patterns, model_type)
+        if meta.get("order", 1) != 1:
+            space = check.order2(meta, space, model_type, patterns)
         if not MODEL_TYPES[model_type].label_pairs and (has_trans or space.n_b):
             raise ModelFormatError(f"a {model_type} model cannot have label-pair features",
                                    path=name)
@@ -164,10 +169,19 @@ def compact(model: Model) -> Model:
     W = model.weights
     keep_u = W[:s.n_u] != 0.0
     keep_b = W[s.n_u:s.trans_offset] != 0.0
-    space, keep_obs = s.subset(keep_u, keep_b)
+    if s.order == 2:  # observation trigrams are dropped too; states and blocks stay whole
+        from crfkit.space2 import subset2
+
+        keep_g = W[s.g_offset:s.tri_offset] != 0.0
+        space, keep_obs = subset2(s, keep_u, keep_b, keep_g)
+        weights = np.concatenate([W[:s.n_u][keep_u], W[s.n_u:s.trans_offset][keep_b],
+                                  W[s.trans_offset:s.g_offset],
+                                  W[s.g_offset:s.tri_offset][keep_g], W[s.tri_offset:]])
+    else:
+        space, keep_obs = s.subset(keep_u, keep_b)
+        weights = np.concatenate([W[:s.n_u][keep_u], W[s.n_u:s.trans_offset][keep_b],
+                                  W[s.trans_offset:]])
     n_obs = space.n_obs
-    weights = np.concatenate([W[:s.n_u][keep_u], W[s.n_u:s.trans_offset][keep_b],
-                              W[s.trans_offset:]])
     old = model.featurizer
     featurizer = Featurizer(old.patterns, tables=old.tables,
                             vocab=old.vocab.subset(keep_obs, old.n_commands))
@@ -260,6 +274,29 @@ class _Checker:
         if skip and not MODEL_TYPES[model_type].skip_edges:
             raise self.fail(f"a {model_type} model cannot have skip-edge patterns")
         return skip
+    def order2(self, meta: dict, space: FeatureSpace, model_type: str,
+               patterns: list[Pattern]) -> FeatureSpace:
+        """The second-order space of a model whose header says ``order: 2``, checked."""
+        from crfkit.space2 import Order2Space, first_order_parts
+
+        if meta.get("order") != 2 or 2 not in MODEL_TYPES.get(model_type, MODEL_TYPES["crf"]
+                                                              ).orders:
+            raise self.fail(f"unsupported label order {meta.get('order')!r} for a "
+                            f"{model_type} model")
+        has_tri = self.value("has_tri", bool)
+        if has_tri and not any(p.is_constant and (p.has_bigram or p.has_trigram)
+                               for p in patterns):
+            raise self.fail("model has a label-trigram block but no constant pattern to own it")
+        space2 = Order2Space(**first_order_parts(space),
+                             pairs=self.array("pairs", np.int64, 1),
+                             tri=self.array("tri", np.int64, 1),
+                             g_ptr=self.array("g_ptr", np.int64, 1),
+                             g_tri=self.array("g_tri", np.int32, 1), has_tri=has_tri)
+        try:
+            space2.check()
+        except ValueError as err:
+            raise self.fail(f"bad second-order space: {err}") from None
+        return space2
 
     def value(self, key: str, kind: type):
         value = self.meta.get(key)

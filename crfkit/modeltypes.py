@@ -38,6 +38,7 @@ class ModelType:
     label_pairs: bool  # transitions and observation bigrams exist
     online: bool  # sgd-l1 and ap (CRF epochs) train it exactly
     skip_edges: bool = False  # documents and skip edges (crfkit.skipgraph)
+    orders: tuple[int, ...] = (1,)  # label orders it has kernels for (crfkit.kernels.order2)
 
     @property
     def locally_normalised(self) -> bool:
@@ -47,7 +48,7 @@ class ModelType:
 MODEL_TYPES: dict[str, ModelType] = {t.name: t for t in (
     ModelType("crf", "crf (linear-chain CRF)",
               "linear-chain CRF: one normalisation per sequence (default)",
-              NORM_GLOBAL, label_pairs=True, online=True),
+              NORM_GLOBAL, label_pairs=True, online=True, orders=(1, 2)),
     ModelType("memm", "memm (maximum-entropy Markov model)",
               "maximum-entropy Markov model: a softmax per token given the previous label "
               "(none at the first token), Viterbi decoding",

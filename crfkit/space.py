@@ -28,6 +28,7 @@ compaction and ``dump`` call it.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import ClassVar
 
 import numpy as np
 
@@ -82,6 +83,8 @@ class FeatureSpace:
     b_cur: np.ndarray  # int32 (n_b,)
     has_trans: bool
     n_skip: int = 0  # skip patterns, each with an L x L block of label-pair weights
+
+    order: ClassVar[int] = 1  # label order of the model (crfkit.space2 holds order 2)
 
     @property
     def n_obs(self) -> int:

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterable
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 
 import numpy as np
 
@@ -41,12 +41,13 @@ from crfkit.jitcache import announce_compile
 from crfkit.kernels.bestpath import Weights
 from crfkit.kernels.blocks import set_thread_count
 from crfkit.kernels.crfsuite_epochs import OnlineEpochs
-from crfkit.kernels.decoder import decode
+from crfkit.kernels.decoder2 import decode_any
 from crfkit.kernels.epochs import PerceptronEpochs, SgdEpochs
 from crfkit.kernels.objective import Objective
 from crfkit.memory import (
     Estimate,
     MemoryBudget,
+    PatternCost,
     available_memory,
     check,
     estimate_training,
@@ -90,6 +91,9 @@ class TrainOptions:
 
     algo: str = "l-bfgs"
     model_type: str | None = None
+    order: int | None = None  # label order; None: 1, or the initial model's
+    likely: float | None = None  # --likely-features threshold; None: off
+    likely_after: int = 20  # iterations before the likely features are added
     rho1: float = 0.0
     rho2: float | None = None
     maxiter: int = 0
@@ -153,6 +157,7 @@ class TrainOptions:
                 raise UsageError(f"{name} must be > 0, got {value}")
         if self.algo == "l2sgd" and self.rho2 is not None and not self.rho2 > 0:
             raise UsageError("-a l2sgd needs -2/--rho2 > 0")
+        self._validate_extensions()
         algo = ALGORITHMS[self.algo]
         if self.model_type is not None and self.model_type not in algo.types:
             raise UsageError(f"-a {self.algo} cannot train a {self.model_type} model (it "
@@ -161,6 +166,28 @@ class TrainOptions:
             raise UsageError(f"-a {self.algo} has no L1 term: drop -1/--rho1")
         if self.rho2 is not None and not algo.l2:
             raise UsageError(f"-a {self.algo} has no L2 term: drop -2/--rho2")
+
+
+    def _validate_extensions(self) -> None:
+        """Second order (``--order``) and likely features: what they can be combined with."""
+        if self.order is not None and self.order not in (1, 2):
+            raise UsageError(f"--order must be 1 or 2, got {self.order}")
+        if self.order == 2:
+            if 2 not in MODEL_TYPES[self.model_type or DEFAULT_TYPE].orders:
+                raise UsageError(f"a {self.model_type} model has no second order: --order 2 "
+                                 f"trains a crf (drop -T/--type)")
+            if self.algo != "l-bfgs":
+                raise UsageError(f"-a {self.algo} cannot train a second-order model; "
+                                 f"use -a l-bfgs (with -1 for L1)")
+        if self.likely is not None:
+            if not 0 < self.likely <= 1:
+                raise UsageError(f"--likely-features must be in (0, 1], got {self.likely}")
+            if self.likely_after < 1:
+                raise UsageError(f"--likely-after must be >= 1, got {self.likely_after}")
+            if self.order == 2 or self.algo != "l-bfgs" or self.all_features \
+                    or self.model_type not in (None, "crf"):
+                raise UsageError("--likely-features trains a first-order crf with -a l-bfgs, "
+                                 "without --all-features or --order 2")
 
 
 @dataclass
@@ -180,7 +207,8 @@ class Problem:
 
 
 def make_objective(problem: Problem) -> Objective:
-    """The smooth objective (negative log-likelihood + L2) of the problem's model type."""
+    """The smooth objective (negative log-likelihood + L2) of the problem's model type
+    and label order (the space's ``order``)."""
     if problem.objective is not None:
         return problem.objective  # type: ignore[return-value]
     c = problem.corpus
@@ -191,6 +219,11 @@ def make_objective(problem: Problem) -> Objective:
         return SkipObjective(c.space, c.data, c.empirical, problem.rho2, c.graph.arrays(),
                              c.space.skip_offset,
                              BeliefPropagation(o.bp_maxiter, o.bp_tol, o.bp_damping))
+    if c.space.order == 2:
+        from crfkit.kernels.objective2 import Objective2
+
+        return Objective2(c.space, c.data, c.empirical, problem.rho2,
+                          MODEL_TYPES[problem.model_type].normalisation)
     return Objective(c.space, c.data, c.empirical, problem.rho2,
                      MODEL_TYPES[problem.model_type].normalisation, frozen=c.frozen)
 
@@ -369,7 +402,7 @@ class Monitor:
         """Token error (%) and chunk F1 of the development set under weights x."""
         devel = self.devel
         weights = Weights(self.corpus.space, x, MODEL_TYPES[self.model_type].normalisation)
-        ids = decode(weights, devel).paths[:, 0]
+        ids = decode_any(weights, devel).paths[:, 0]
         report = evaluate(self.gold, _split(self.names[ids], devel.seq_ptr))
         error = 100.0 * float(np.mean(ids != devel.labels)) if devel.n_tokens else 0.0
         return error, report.f1
@@ -408,10 +441,13 @@ def train(patterns: list[Pattern] | None, sequences: Iterable[Sequence],
     """
     options = options or TrainOptions()
     options.validate()
+    if options.likely is not None and (devel is not None or init is not None):
+        raise UsageError("--likely-features cannot be combined with -d/--devel or -m/--model")
     model_type = _resolve_type(options, init, patterns)
-    patterns = _resolve_patterns(patterns, model_type, init)
+    options = replace(options, order=_resolve_order(options, init))
     _check_type(options, model_type, devel=devel is not None)
     progress = progress or Progress(quiet=True)
+    patterns = _resolve_patterns(patterns, model_type, init, options.order, progress)
     announce_compile(progress, options.algo, model_type, devel is not None)
     set_thread_count(options.nthread)
     budget = _budget(options, devel=devel is not None)
@@ -445,7 +481,8 @@ def fit(problem: Problem, patterns: list[Pattern], *, progress: Progress,
     space, data = corpus.space, corpus.data
     monitor = Monitor(progress, data, model_type=model_type, corpus=corpus, devel=dev_set,
                       patience=options.devel_patience, log=log)
-    result = (run or ALGORITHMS[options.algo].run)(problem, monitor)
+    result = _optimise(problem, monitor, progress, run)
+    space = corpus.space  # likely features enlarge it
     for note in problem.notes:
         progress.message(f"* warning: {note}")
     weights = result.x
@@ -485,6 +522,17 @@ def fit(problem: Problem, patterns: list[Pattern], *, progress: Progress,
     return model
 
 
+def _optimise(problem: Problem, monitor: Monitor, progress: Progress,
+              run: Callable[[Problem, IterationHook], Result] | None = None) -> Result:
+    """Run the algorithm, or ``run`` (in two phases around the likely features, if asked)."""
+    run = run or ALGORITHMS[problem.options.algo].run
+    if problem.options.likely is None:
+        return run(problem, monitor)
+    from crfkit.likely import run_with_likely_features
+
+    return run_with_likely_features(problem, monitor, run, progress)
+
+
 def _encode(patterns: list[Pattern], sequences: Iterable[Sequence], options: TrainOptions, *,
             model_type: str, init: Model | None, budget: MemoryBudget, source: str,
             progress: Progress) -> Corpus:
@@ -492,6 +540,7 @@ def _encode(patterns: list[Pattern], sequences: Iterable[Sequence], options: Tra
     training, starts = split_documents(sequences)  # -DOCSTART- items mark documents
     progress.status(f"* extracting and counting features of {len(training):,} sequences")
     corpus = encode_training(patterns, training, cutoff=options.cutoff, source=source,
+                             order=options.order,
                              model_type=model_type, init=init,
                              all_features=options.all_features, budget=budget)
     if MODEL_TYPES[model_type].skip_edges:
@@ -546,6 +595,9 @@ def recorded_options(options: TrainOptions, model_type: str, *, devel: bool) -> 
     unused = () if devel else ("devel_patience", "keep_best_devel")
     if not MODEL_TYPES[model_type].skip_edges:
         unused += ("skip",)
+    # recorded only when used, so first-order files stay what they were before these options
+    unused += ("order",) if (options.order or 1) == 1 else ()
+    unused += ("likely", "likely_after") if options.likely is None else ()
     for key in ("nthread", "max_memory", *unused):
         del recorded[key]
     for key, algorithms in _ALGORITHM_OPTIONS.items():
@@ -581,6 +633,9 @@ def _check_memory(corpus: Corpus, budget: MemoryBudget, all_features: bool) -> E
     """
     f = corpus.featurizer
     costs = seen_costs(f.patterns, f.listed, f.vocab.pattern, corpus.space)
+    if corpus.space.order == 2 and corpus.space.has_tri:  # the label-trigram block
+        owner = next(p for p in f.patterns if p.is_constant and (p.has_trigram or p.has_bigram))
+        costs.append(PatternCost(owner, 1, len(corpus.space.tri)))
     estimate = estimate_training(costs, len(corpus.labels), corpus.space.has_trans, budget)
     if corpus.graph is not None:  # skip weights (a few) and BP's messages and buffers
         estimate.total_bytes += (8 * (budget.vectors + budget.gradient_rows + 1)
@@ -614,13 +669,27 @@ def _resolve_type(options: TrainOptions, init: Model | None,
     return init.model_type
 
 
+def _resolve_order(options: TrainOptions, init: Model | None) -> int:
+    """The label order: --order, else the initial model's, else 1."""
+    init_order = 1 if init is None else init.space.order
+    if init is not None and options.order not in (None, init_order):
+        raise UsageError(f"the initial model has order {init_order}: it cannot continue with "
+                         f"--order {options.order}")
+    return options.order or init_order
+
+
 def _resolve_patterns(patterns: list[Pattern] | None, model_type: str,
-                      init: Model | None) -> list[Pattern]:
+                      init: Model | None, order: int = 1,
+                      progress: Progress | None = None) -> list[Pattern]:
     if patterns is None:
         if init is None:
             raise UsageError("no patterns: give a pattern file (-p) or an initial model (-m)")
         return init.patterns
-    patterns = model_patterns(patterns, model_type)
+    n_trigram = sum(p.has_trigram for p in patterns)
+    patterns = model_patterns(patterns, model_type, order)
+    if progress and n_trigram and order == 1 and not any(p.has_trigram for p in patterns):
+        progress.message(f"* first order: {n_trigram} trigram pattern(s) (t) ignored "
+                         f"(--order 2 uses them)")
     if init is not None and [p.text for p in patterns] != [p.text for p in init.patterns]:
         raise UsageError("the pattern file differs from the initial model's patterns "
                          "(omit -p to use the model's)")

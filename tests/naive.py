@@ -137,3 +137,50 @@ def reference_scores(corpus, weights: np.ndarray, seq) -> tuple[np.ndarray, np.n
                 for k in range(space.b_ptr[o], space.b_ptr[o + 1]):
                     phi[t, space.b_prev[k], space.b_cur[k]] += weights[space.n_u + k]
     return psi, phi
+
+
+# --- second order: scores of label trigrams ----------------------------------------------------
+def path_score2(psi, phi, chi, pair_ok, tri_ok, path) -> float:
+    """Score of a path under a second-order lattice; -inf if it uses a pair or trigram
+    that has no state (``pair_ok[a, b]``, ``tri_ok[a, b, c]``)."""
+    score = path_score(psi, phi, path)
+    for t in range(1, len(path)):
+        if not pair_ok[path[t - 1], path[t]]:
+            return float("-inf")
+        if t >= 2:
+            if not tri_ok[path[t - 2], path[t - 1], path[t]]:
+                return float("-inf")
+            score += chi[t, path[t - 2], path[t - 1], path[t]]
+    return float(score)
+
+
+def scored_paths2(psi, phi, chi, pair_ok, tri_ok, token_ok=None, trans_ok=None):
+    """(score, path) of every allowed path with a finite score."""
+    T, L = psi.shape
+    out = []
+    for p in all_paths(T, L, token_ok, trans_ok):
+        s = path_score2(psi, phi, chi, pair_ok, tri_ok, p)
+        if s > float("-inf"):
+            out.append((s, p))
+    return out
+
+
+def order2_summary(psi, phi, chi, pair_ok, tri_ok, token_ok=None, trans_ok=None):
+    """log Z, token marginals (T, L), pair marginals (T, L, L), trigram marginals
+    (T, L, L, L) and the paths sorted best first."""
+    T, L = psi.shape
+    scored = scored_paths2(psi, phi, chi, pair_ok, tri_ok, token_ok, trans_ok)
+    scores = np.array([s for s, _ in scored])
+    m = scores.max()
+    log_z = float(m + np.log(np.exp(scores - m).sum()))
+    unary, pair, tri = np.zeros((T, L)), np.zeros((T, L, L)), np.zeros((T, L, L, L))
+    for s, p in scored:
+        prob = np.exp(s - log_z)
+        for t in range(T):
+            unary[t, p[t]] += prob
+            if t:
+                pair[t, p[t - 1], p[t]] += prob
+            if t >= 2:
+                tri[t, p[t - 2], p[t - 1], p[t]] += prob
+    ranked = [(p, s) for s, p in sorted(scored, key=lambda sp: -sp[0])]
+    return log_z, unary, pair, tri, ranked

@@ -34,6 +34,7 @@ _CONSTANT_MEANING = {
     "u": "a label bias (one weight per label)",
     "b": "label transitions only",
     "*": "a label bias and label transitions",
+    "t": "label-trigram weights only (second-order models)",
 }
 
 
@@ -72,6 +73,8 @@ def explain_sequence(patterns: list[Pattern], rows: list[list[str]],
             note = ""
             if i == 0 and pattern.kind == "b":
                 note = "   (unused here: no previous label)"
+            elif i < 2 and pattern.kind == "t":
+                note = "   (unused here: fewer than two previous labels)"
             out.append(f"  {pattern.line:>{width}} {pattern.kind} "
                        f"{apply_pattern(pattern, rows, i)}{note}")
     return out

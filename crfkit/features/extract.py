@@ -143,7 +143,7 @@ class Featurizer:
         # Patterns that carry only transitions never appear in per-token lists, nor do
         # skip-edge patterns (their keys join positions: crfkit.skipgraph).
         self.listed = [i for i, p in enumerate(patterns)
-                       if not (p.is_constant and p.kind == "b") and p.kind != "s"]
+                       if not (p.is_constant and p.kind in "bt") and p.kind != "s"]
 
     # -- step 1-3: command values -------------------------------------------------
     def components(self, seqs: Seq[Sequence], *, grow: bool) -> tuple[Positions, Components]:

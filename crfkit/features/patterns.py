@@ -10,13 +10,17 @@ ignored, a UTF-8 byte-order mark and CRLF line ends are accepted)::
   ``b``/``B`` bigram (observation x previous label x label), ``*`` both,
   ``s``/``S`` skip edge (its commands are the key that joins positions of one
   document: :mod:`crfkit.skipgraph`; it makes the model a skip-chain CRF).
+  ``t`` trigram (observation x the labels of t-2, t-1 and t; second-order
+  models only, ``crfkit train --order 2``).
 * The whole line with every command replaced by its value is the
   observation string, so the name (``U01:`` or ``u:wrd``; :attr:`Pattern.name`
   is the text before the first ``:``) is part of it and two patterns that
   differ only by name are different features.
 * A line without commands is a constant observation: ``b``, ``B`` (CRF++'s
   bare ``B``) give plain label transitions, ``*`` transitions and a label
-  bias, ``u``/``U`` a label bias.
+  bias, ``u``/``U`` a label bias, ``t`` plain label-trigram weights. In a
+  second-order model a constant bigram line (``B``) gives both the label
+  transitions and the label-trigram weights.
 * Commands (``OFFSET`` is relative to the current token -- ``-1``, ``+2``,
   ``10`` -- or ``@N`` for an absolute position: ``@1`` the first token,
   ``@-1`` the last; ``COLUMN`` is 0-based and never negative; spaces inside
@@ -64,7 +68,7 @@ from dataclasses import dataclass, field
 
 from crfkit.errors import PatternError, UsageError
 
-KINDS = {"u": "u", "U": "u", "b": "b", "B": "b", "*": "*", "s": "s", "S": "s"}
+KINDS = {"u": "u", "U": "u", "b": "b", "B": "b", "*": "*", "s": "s", "S": "s", "t": "t"}
 TEXT_COMMANDS = "xX"
 REGEX_COMMANDS = "tTmM"
 VALUE_COMMAND = "v"
@@ -162,7 +166,8 @@ class Pattern:
 
     @property
     def kind_name(self) -> str:
-        return {"u": "unigram", "b": "bigram", "*": "unigram+bigram", "s": "skip"}[self.kind]
+        return {"u": "unigram", "b": "bigram", "*": "unigram+bigram", "s": "skip",
+                "t": "trigram"}[self.kind]
 
     @property
     def is_constant(self) -> bool:
@@ -175,6 +180,11 @@ class Pattern:
     @property
     def has_bigram(self) -> bool:
         return self.kind in "b*"
+
+    @property
+    def has_trigram(self) -> bool:
+        """Observation x (y[t-2], y[t-1], y[t]): second-order models only (``--order 2``)."""
+        return self.kind == "t"
 
     def render(self, values: list[str] | tuple[str, ...]) -> str:
         """Build the observation string from one value per command."""
@@ -256,7 +266,8 @@ class _LineParser:
         kind = KINDS.get(text[0])
         if kind is None:
             raise self.error(
-                f"a pattern starts with u, b, * or s (CRF++: U or B), not {text[0]!r}", 0)
+                f"a pattern starts with u, b, * or s (CRF++: U or B), or t (trigram), "
+                f"not {text[0]!r}", 0)
         literals: list[str] = []
         commands: list[Command] = []
         current: list[str] = []
