@@ -60,8 +60,8 @@ def mask_tokens(psi, token_ok, t0, T, L):
                 psi[t, y] = -np.inf
 
 
-@njit(**config.JIT)
-def _insert(vals, codes, n, N, v, code):
+@njit(inline="always", **config.JIT)
+def insert_ranked(vals, codes, n, N, v, code):
     """Insert (v, code) into the descending list vals[:n] (capacity N), after equal
     entries so that earlier candidates win ties; returns the new length."""
     i = n if n < N else N - 1
@@ -102,16 +102,7 @@ def nbest_viterbi(psi, phi, per_token, T, L, N, delta, back, count, paths, score
                         v = delta[t - 1, a, k] + m
                         if not v > worst:
                             break
-                        # insertion, after equal entries: earlier candidates win ties
-                        i = n if n < N else N - 1
-                        while i > 0 and v > delta[t, b, i - 1]:
-                            delta[t, b, i] = delta[t, b, i - 1]
-                            back[t, b, i] = back[t, b, i - 1]
-                            i -= 1
-                        delta[t, b, i] = v
-                        back[t, b, i] = a * N + k
-                        if n < N:
-                            n += 1
+                        n = insert_ranked(delta[t, b], back[t, b], n, N, v, a * N + k)
                         if n == N:
                             worst = delta[t, b, N - 1]
                 p = psi[t, b]
@@ -120,13 +111,13 @@ def nbest_viterbi(psi, phi, per_token, T, L, N, delta, back, count, paths, score
             count[t, b] = n
     # The N best complete paths among the lists of the last token.
     last = T - 1
-    found = np.int64(0)  # not the literal 0: _insert would be compiled twice
+    found = np.int64(0)  # not the literal 0: insert_ranked would be compiled twice
     for y in range(L):
         for k in range(count[last, y]):
             v = delta[last, y, k]
             if found == N and not v > scores[N - 1]:
                 break
-            found = _insert(scores, paths[:, 0], found, N, v, y * N + k)
+            found = insert_ranked(scores, paths[:, 0], found, N, v, y * N + k)
     for r in range(found):
         code = paths[r, 0]
         y = code // N

@@ -30,6 +30,7 @@ from crfkit.errors import UsageError
 from crfkit.kernels import order2
 from crfkit.kernels.bestpath import Decoded
 from crfkit.kernels.blocks import partition_blocks, run_blocks
+from crfkit.kernels.decoder import insert_ranked
 from crfkit.space import Dataset
 
 
@@ -94,15 +95,7 @@ def nbest2(first, node, edge, per_edge, T, L, N, lat2, delta, back, count, paths
                         v = delta[t - 1, src, k] + m
                         if not v > -np.inf or (n == N and not v > delta[t, p, N - 1]):
                             break
-                        i = n if n < N else N - 1
-                        while i > 0 and v > delta[t, p, i - 1]:
-                            delta[t, p, i] = delta[t, p, i - 1]
-                            back[t, p, i] = back[t, p, i - 1]
-                            i -= 1
-                        delta[t, p, i] = v
-                        back[t, p, i] = src * N + k
-                        if n < N:
-                            n += 1
+                        n = insert_ranked(delta[t, p], back[t, p], n, N, v, src * N + k)
                 for k in range(n):
                     delta[t, p, k] += node[t, p]
             count[t, p] = n
