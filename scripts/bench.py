@@ -7,8 +7,8 @@ Usage::
     python scripts/bench.py [--train FILE] [--test FILE] [--pattern FILE] [--rho2 R]
                             [--rho1 R] [--stopeps E] [--stopwin W] [--history M]
                             [--threads N] [--maxiter N] [--label-tokens N]
-                            [--scale K] [--limit N] [--cold-cache] [--skip-crfkit]
-                            [--skip-crfsuite] [--skip-peers] [--peers-build SCRIPT]
+                            [--scale K] [--limit N] [--label-column K] [--cold-cache]
+                            [--skip-crfkit] [--skip-crfsuite] [--skip-peers] [--peers-build SCRIPT]
                             [--json PATH] [--workdir DIR]
 
 CRF++ 0.59 and Wapiti 1.5.0 are built by ``shared/peers/build.sh`` (found
@@ -898,6 +898,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                         help="crfkit threads, 0 for all cores [default: 0]")
     parser.add_argument("--scale", type=int, default=1, metavar="K",
                         help="train on the training corpus repeated K times [default: 1]")
+    parser.add_argument("--label-column", type=int, default=None, metavar="K",
+                        help="use column K as the label and drop the columns after it "
+                             "(e.g. 1 on CoNLL-2000: POS tagging from words)")
     parser.add_argument("--limit", type=int, default=None, metavar="N",
                         help="use only the first N training sequences")
     parser.add_argument("--cold-cache", action="store_true",
@@ -946,26 +949,40 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     return args
 
 
+def relabel(sequences: Iterable[Rows], column: int) -> Iterator[Rows]:
+    """Sequences whose last column is ``column``: the columns after it are dropped."""
+    for rows in sequences:
+        if any(len(row) <= column for row in rows):
+            raise SystemExit(f"--label-column {column}: a row has only {min(map(len, rows))} "
+                             "columns")
+        yield [row[:column + 1] for row in rows]
+
+
 def prepare_files(args, workdir: Path) -> dict:
     """Training file (after --limit and --scale), warm-up and one-sentence files, sizes."""
     files: dict = {"test": args.test}
-    if args.limit is None and args.scale == 1:
+    if args.label_column is not None:
+        files["test"] = workdir / "test.txt"
+        write_column_file(files["test"], relabel(read_column_file(args.test), args.label_column))
+    if args.limit is None and args.scale == 1 and args.label_column is None:
         files["train"] = args.train
     else:
         base = list(islice(read_column_file(args.train), args.limit))
+        if args.label_column is not None:
+            base = list(relabel(base, args.label_column))
         files["train"] = workdir / "train.txt"
         write_column_file(files["train"], (rows for _ in range(args.scale) for rows in base))
     files["warmup"] = workdir / "warmup.txt"
     write_column_file(files["warmup"], islice(read_column_file(files["train"]),
                                               WARMUP_SEQUENCES))
     files["one"] = workdir / "one.txt"
-    write_column_file(files["one"], islice(read_column_file(args.test), 1))
+    write_column_file(files["one"], islice(read_column_file(files["test"]), 1))
     files["train_sequences"], files["train_tokens"] = corpus_size(files["train"])
-    files["test_sequences"], files["test_tokens"] = corpus_size(args.test)
+    files["test_sequences"], files["test_tokens"] = corpus_size(files["test"])
     copies = max(1, round(args.label_tokens / max(files["test_tokens"], 1)))
     files["label"] = workdir / "label.txt"
     write_column_file(files["label"], (rows for _ in range(copies)
-                                       for rows in read_column_file(args.test)))
+                                       for rows in read_column_file(files["test"])))
     files["label_copies"] = copies
     files["label_tokens"] = copies * files["test_tokens"]
     return files
