@@ -164,3 +164,20 @@ def test_streamed_corpus_checks_columns_as_the_list_path():
 def test_columns_of_an_empty_batch():
     empty = columns_of([], {0, 1})
     assert empty.n_seqs == 0 and all(len(empty.ids[c]) == 0 for c in (0, 1))
+
+
+def test_space_without_bigram_columns_is_what_observed_pairs_gives():
+    from crfkit.features.intern import observed_pairs
+    from crfkit.space import FeatureSpace
+
+    corpus = encode_training(PATTERNS, random_corpus(4))
+    obs = np.array([[0, 1], [2, -1], [1, 1]], dtype=np.int32)
+    labels, first = np.array([0, 1, 1]), np.array([True, False, False])
+    space, _ = FeatureSpace.from_training(obs, np.array([True, True]), np.array([False, False]),
+                                          first, labels, 3, 2, True)
+    ptr, codes, counts = observed_pairs(obs, np.zeros(0, dtype=np.int64), labels, first, 3, 2,
+                                        True)
+    for got, want in ((space.b_ptr, ptr), (space.b_prev, codes // 2), (space.b_cur, codes % 2)):
+        assert got.dtype == want.dtype
+        np.testing.assert_array_equal(got, want)
+    assert corpus.space.n_b  # PATTERNS has observation bigrams: the other branch
