@@ -95,35 +95,9 @@ def encode_training(patterns: list[Pattern], sequences: list[Sequence] | TokenCo
     space is linear in the corpus; :func:`crfkit.train.train` checks the
     exact space before the optimiser allocates its vectors.)
     """
-    rows = None
-    if not isinstance(sequences, TokenColumns):
-        rows = sequences
-        _check_row_columns(rows, source)
-        sequences = columns_of(rows, training_columns(patterns))
-    columns = sequences
-    if not columns.n_seqs:
-        raise InputError("training data is empty (no sequences)", path=source)
-    n_columns = columns.n_columns
-    if n_columns < 2:
-        raise InputError(f"training data needs token columns and a label column, found "
-                         f"{n_columns} column", path=source, line=columns.first_line)
-    n_token_columns = n_columns - 1
-    check_columns(patterns, n_token_columns, label_column=True)
-    _check_order(patterns, order)
-    if init is not None and init.n_token_columns != n_token_columns:
-        raise InputError(f"the initial model reads {init.n_token_columns} token columns, the "
-                         f"training data has {n_token_columns}", path=source,
-                         line=columns.first_line)
-    if rows is None and any(p.value for p in patterns):
-        raise ValueError("%v patterns read numbers from the rows: pass the sequences")
-
-    gold = columns.distinct[n_token_columns]  # the labels, in order of first appearance
-    labels = list(init.labels) if init is not None else []
-    known = set(labels)
-    labels += [label for label in gold if label not in known]
-    label_index = {label: i for i, label in enumerate(labels)}
-    y = np.array([label_index[label] for label in gold], dtype=np.int32)[
-        columns.ids[n_token_columns]]
+    columns, rows = _training_columns(patterns, sequences, source, init, order)
+    n_token_columns = columns.n_columns - 1
+    labels, y = _gold(columns, n_token_columns, init)
 
     tables = None
     if init is not None:  # copies: training must not change the initial model
@@ -163,6 +137,48 @@ def encode_training(patterns: list[Pattern], sequences: list[Sequence] | TokenCo
     if tok_val is not None:  # %v patterns: the gold totals are sums of values
         empirical = valued_totals(space, data)
     return Corpus(featurizer, space, data, empirical, labels, n_token_columns, x0)
+
+
+def _training_columns(patterns: list[Pattern], sequences: list[Sequence] | TokenColumns,
+                      source: str, init: Model | None, order: int
+                      ) -> tuple[TokenColumns, list[Sequence] | None]:
+    """The corpus interned by column, checked against the patterns and the initial model,
+    and its rows when it came as a list (None when it came interned)."""
+    rows = None
+    if not isinstance(sequences, TokenColumns):
+        rows = sequences
+        _check_row_columns(rows, source)
+        sequences = columns_of(rows, training_columns(patterns))
+    columns = sequences
+    if not columns.n_seqs:
+        raise InputError("training data is empty (no sequences)", path=source)
+    n_columns = columns.n_columns
+    if n_columns < 2:
+        raise InputError(f"training data needs token columns and a label column, found "
+                         f"{n_columns} column", path=source, line=columns.first_line)
+    n_token_columns = n_columns - 1
+    check_columns(patterns, n_token_columns, label_column=True)
+    _check_order(patterns, order)
+    if init is not None and init.n_token_columns != n_token_columns:
+        raise InputError(f"the initial model reads {init.n_token_columns} token columns, the "
+                         f"training data has {n_token_columns}", path=source,
+                         line=columns.first_line)
+    if rows is None and any(p.value for p in patterns):
+        raise ValueError("%v patterns read numbers from the rows: pass the sequences")
+    return columns, rows
+
+
+def _gold(columns: TokenColumns, label_column: int, init: Model | None
+          ) -> tuple[list[str], np.ndarray]:
+    """The labels (the initial model's first, then the new ones in order of first
+    appearance) and every token's gold label id (int32)."""
+    gold = columns.distinct[label_column]  # in order of first appearance
+    labels = list(init.labels) if init is not None else []
+    known = set(labels)
+    labels += [label for label in gold if label not in known]
+    label_index = {label: i for i, label in enumerate(labels)}
+    return labels, np.array([label_index[label] for label in gold], dtype=np.int32)[
+        columns.ids[label_column]]
 
 
 def training_columns(patterns: list[Pattern]) -> set[int]:
