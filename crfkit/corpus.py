@@ -22,6 +22,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from crfkit.errors import InputError, UsageError
+from crfkit.features.columns import TokenColumns, columns_of, pattern_columns
 from crfkit.features.extract import Featurizer, token_lists
 from crfkit.features.patterns import Pattern, check_columns
 from crfkit.features.strings import StringTable
@@ -75,12 +76,15 @@ def model_patterns(patterns: list[Pattern], model_type: str, order: int = 1) -> 
     return kept
 
 
-def encode_training(patterns: list[Pattern], sequences: list[Sequence], *, cutoff: int = 1,
-                    source: str = "<input>", model_type: str = "crf",
+def encode_training(patterns: list[Pattern], sequences: list[Sequence] | TokenColumns, *,
+                    cutoff: int = 1, source: str = "<input>", model_type: str = "crf",
                     init: Model | None = None, all_features: bool = False,
                     budget: MemoryBudget | None = None, order: int = 1) -> Corpus:
     """Build the vocabulary, feature space and arrays of a training corpus.
 
+    ``sequences``: a list, or the corpus already interned by column
+    (:func:`crfkit.features.columns.collect_columns` of :func:`training_columns`;
+    not with ``%v`` patterns, which read numbers from the rows): the same corpus.
     ``patterns`` must already be :func:`model_patterns` of the type. With
     ``init`` the corpus extends that model (module docstring); observations
     of the new corpus below ``cutoff`` are dropped, the model's are kept.
@@ -91,37 +95,18 @@ def encode_training(patterns: list[Pattern], sequences: list[Sequence], *, cutof
     space is linear in the corpus; :func:`crfkit.train.train` checks the
     exact space before the optimiser allocates its vectors.)
     """
-    if not sequences:
-        raise InputError("training data is empty (no sequences)", path=source)
-    n_columns = len(sequences[0].rows[0])
-    if n_columns < 2:
-        raise InputError(f"training data needs token columns and a label column, found "
-                         f"{n_columns} column", path=source, line=sequences[0].lines[0])
-    for seq in sequences:
-        if len(seq.rows[0]) != n_columns:
-            raise InputError(f"expected {n_columns} columns, found {len(seq.rows[0])}",
-                             path=source, line=seq.lines[0])
-    n_token_columns = n_columns - 1
-    check_columns(patterns, n_token_columns, label_column=True)
-    _check_order(patterns, order)
-    if init is not None and init.n_token_columns != n_token_columns:
-        raise InputError(f"the initial model reads {init.n_token_columns} token columns, the "
-                         f"training data has {n_token_columns}", path=source,
-                         line=sequences[0].lines[0])
-
-    gold = [row[-1] for seq in sequences for row in seq.rows]
-    labels = list(init.labels) if init is not None else []
-    known = set(labels)
-    labels += [label for label in dict.fromkeys(gold) if label not in known]
-    label_index = {label: i for i, label in enumerate(labels)}
-    y = np.fromiter(map(label_index.__getitem__, gold), dtype=np.int32, count=len(gold))
+    columns, rows = _training_columns(patterns, sequences, source, init, order)
+    n_token_columns = columns.n_columns - 1
+    labels, y = _gold(columns, n_token_columns, init)
 
     tables = None
     if init is not None:  # copies: training must not change the initial model
         tables = [StringTable(t.strings) for t in init.featurizer.tables]
     featurizer = Featurizer(patterns, tables=tables)
-    pos, components = featurizer.components(sequences, grow=True)
+    pos, components = featurizer.components_of(columns, grow=True)
+    del columns, sequences  # the interned columns live on in components
     obs = featurizer.build_vocab(components, cutoff=cutoff)
+    del components
     if init is not None:
         obs = _merge_vocab(featurizer, init.featurizer.vocab, obs)
     unigram, bigram, has_trans = feature_kinds(patterns, featurizer.listed, model_type)
@@ -145,13 +130,71 @@ def encode_training(patterns: list[Pattern], sequences: list[Sequence], *, cutof
     elif init is not None:
         space, empirical, x0 = _merge_space(space, empirical, init.space, init.weights)
     tok_ptr, tok_obs = token_lists(obs)
-    tok_val = occurrence_values(value_matrix(patterns, featurizer.listed, sequences, source),
-                                obs)
+    tok_val = None if rows is None else occurrence_values(
+        value_matrix(patterns, featurizer.listed, rows, source), obs)
     data = Dataset(seq_ptr=pos.seq_ptr, tok_ptr=tok_ptr, tok_obs=tok_obs, labels=y,
                    tok_val=tok_val)
     if tok_val is not None:  # %v patterns: the gold totals are sums of values
         empirical = valued_totals(space, data)
     return Corpus(featurizer, space, data, empirical, labels, n_token_columns, x0)
+
+
+def _training_columns(patterns: list[Pattern], sequences: list[Sequence] | TokenColumns,
+                      source: str, init: Model | None, order: int
+                      ) -> tuple[TokenColumns, list[Sequence] | None]:
+    """The corpus interned by column, checked against the patterns and the initial model,
+    and its rows when it came as a list (None when it came interned)."""
+    rows = None
+    if not isinstance(sequences, TokenColumns):
+        rows = sequences
+        _check_row_columns(rows, source)
+        sequences = columns_of(rows, training_columns(patterns))
+    columns = sequences
+    if not columns.n_seqs:
+        raise InputError("training data is empty (no sequences)", path=source)
+    n_columns = columns.n_columns
+    if n_columns < 2:
+        raise InputError(f"training data needs token columns and a label column, found "
+                         f"{n_columns} column", path=source, line=columns.first_line)
+    n_token_columns = n_columns - 1
+    check_columns(patterns, n_token_columns, label_column=True)
+    _check_order(patterns, order)
+    if init is not None and init.n_token_columns != n_token_columns:
+        raise InputError(f"the initial model reads {init.n_token_columns} token columns, the "
+                         f"training data has {n_token_columns}", path=source,
+                         line=columns.first_line)
+    if rows is None and any(p.value for p in patterns):
+        raise ValueError("%v patterns read numbers from the rows: pass the sequences")
+    return columns, rows
+
+
+def _gold(columns: TokenColumns, label_column: int, init: Model | None
+          ) -> tuple[list[str], np.ndarray]:
+    """The labels (the initial model's first, then the new ones in order of first
+    appearance) and every token's gold label id (int32)."""
+    gold = columns.distinct[label_column]  # in order of first appearance
+    labels = list(init.labels) if init is not None else []
+    known = set(labels)
+    labels += [label for label in gold if label not in known]
+    label_index = {label: i for i, label in enumerate(labels)}
+    return labels, np.array([label_index[label] for label in gold], dtype=np.int32)[
+        columns.ids[label_column]]
+
+
+def training_columns(patterns: list[Pattern]) -> set[int]:
+    """The columns training reads: those of the patterns, and the label (-1)."""
+    return pattern_columns(patterns) | {-1}
+
+
+def _check_row_columns(sequences: list[Sequence], source: str) -> None:
+    """Every sequence of a list has the column count of the first."""
+    if not sequences:
+        raise InputError("training data is empty (no sequences)", path=source)
+    n_columns = len(sequences[0].rows[0])
+    for seq in sequences:
+        if len(seq.rows[0]) != n_columns:
+            raise InputError(f"expected {n_columns} columns, found {len(seq.rows[0])}",
+                             path=source, line=seq.lines[0])
 
 
 def valued_totals(space: FeatureSpace, data: Dataset) -> np.ndarray:

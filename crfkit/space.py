@@ -187,8 +187,12 @@ class FeatureSpace:
         obs = np.ascontiguousarray(obs, dtype=np.int32)
         u_ptr, u_lab, u_count = observed_pairs(
             obs, np.flatnonzero(unigram_columns), y, first, n_obs, L, False)
-        b_ptr, b_code, b_count = observed_pairs(
-            obs, np.flatnonzero(bigram_columns), y, first, n_obs, L, True)
+        if bigram_columns.any():
+            b_ptr, b_code, b_count = observed_pairs(
+                obs, np.flatnonzero(bigram_columns), y, first, n_obs, L, True)
+        else:  # what observed_pairs gives, in zero pages the kernels only read (CRF++'s files)
+            b_ptr = np.zeros(n_obs + 1, dtype=np.int64)
+            b_code, b_count = np.zeros(0, dtype=np.int32), np.zeros(0, dtype=np.int32)
         if all_features is not None:
             u_ptr, u_lab, u_count = _every_code(u_ptr, u_lab, u_count, all_features[0], L)
             b_ptr, b_code, b_count = _every_code(b_ptr, b_code, b_count, all_features[1], L * L)

@@ -32,9 +32,17 @@ from dataclasses import asdict, dataclass, field, replace
 import numpy as np
 
 from crfkit.config import N_BLOCKS
-from crfkit.corpus import Corpus, DevelSet, encode_devel, encode_training, model_patterns
+from crfkit.corpus import (
+    Corpus,
+    DevelSet,
+    encode_devel,
+    encode_training,
+    model_patterns,
+    training_columns,
+)
 from crfkit.errors import UsageError
 from crfkit.evaluate import evaluate
+from crfkit.features.columns import collect_columns
 from crfkit.features.patterns import Pattern
 from crfkit.features.strings import StringTable
 from crfkit.jitcache import announce_compile
@@ -536,7 +544,15 @@ def _optimise(problem: Problem, monitor: Monitor, progress: Progress,
 def _encode(patterns: list[Pattern], sequences: Iterable[Sequence], options: TrainOptions, *,
             model_type: str, init: Model | None, budget: MemoryBudget, source: str,
             progress: Progress) -> Corpus:
-    """The training corpus encoded for the kernels, its rows freed."""
+    """The training corpus encoded for the kernels, its rows freed (or never all held)."""
+    if not MODEL_TYPES[model_type].skip_edges and not any(p.value for p in patterns):
+        # The common case reads only interned columns: no row outlives its chunk.
+        progress.status("* reading, extracting and counting features")
+        columns = collect_columns((s for s in sequences if isinstance(s, Sequence)),
+                                  training_columns(patterns), source=source)
+        return encode_training(patterns, columns, cutoff=options.cutoff, source=source,
+                               order=options.order, model_type=model_type, init=init,
+                               all_features=options.all_features, budget=budget)
     training, starts = split_documents(sequences)  # -DOCSTART- items mark documents
     progress.status(f"* extracting and counting features of {len(training):,} sequences")
     corpus = encode_training(patterns, training, cutoff=options.cutoff, source=source,

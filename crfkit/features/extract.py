@@ -28,9 +28,10 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from crfkit.features.columns import TokenColumns, columns_of
 from crfkit.features.keys import tuple_keys
 from crfkit.features.patterns import Pattern
-from crfkit.features.strings import StringTable, intern_column
+from crfkit.features.strings import StringTable
 from crfkit.features.transforms import padding_result, transform_values
 from crfkit.features.vocab import ObservationVocab
 from crfkit.reader import Sequence
@@ -148,13 +149,16 @@ class Featurizer:
     # -- step 1-3: command values -------------------------------------------------
     def components(self, seqs: Seq[Sequence], *, grow: bool) -> tuple[Positions, Components]:
         """Every transform's value (table id) at every token, and each pattern's commands."""
-        lengths = np.fromiter((len(s.rows) for s in seqs), dtype=np.int64, count=len(seqs))
-        pos = Positions.of(lengths)
-        rows = [row for seq in seqs for row in seq.rows]
-        columns = {c: intern_column(rows, c) for c in {t[1] for t in self.transforms}}
+        return self.components_of(columns_of(seqs, {t[1] for t in self.transforms}), grow=grow)
+
+    def components_of(self, columns: TokenColumns, *, grow: bool
+                      ) -> tuple[Positions, Components]:
+        """:meth:`components` of a corpus already interned by column
+        (:mod:`crfkit.features.columns`), with the columns the transforms read."""
+        pos = Positions.of(columns.lengths)
         token_values = np.empty((len(self.transforms), int(pos.seq_ptr[-1])), dtype=np.int32)
         for k, (transform, table) in enumerate(zip(self.transforms, self.tables, strict=True)):
-            ids, distinct = columns[transform[1]]
+            ids, distinct = columns.ids[transform[1]], columns.distinct[transform[1]]
             value_ids = table.lookup(transform_values(transform, distinct), grow=grow)
             if len(ids):
                 token_values[k] = value_ids[ids]
@@ -250,6 +254,7 @@ class Featurizer:
         self.vocab = ObservationVocab(keys, pattern, values)
         if self.vocab.has_repeated_keys():
             raise RuntimeError("64-bit observation key collision; please report it")
+        self.vocab.drop_index()
         return new_id, offsets
 
     def observations(self, components: Components) -> np.ndarray:

@@ -46,6 +46,11 @@ class ObservationVocab:
     def has_repeated_keys(self) -> bool:
         return self.index.repeated
 
+    def drop_index(self) -> None:
+        """Free the lookup index (rebuilt on first use): training looks no key up, and the
+        index is as large as the keys (4 MB on CoNLL-2000) for the whole optimisation."""
+        self._index = None
+
     def lookup(self, keys: np.ndarray, rows: np.ndarray) -> np.ndarray:
         """Ids of ``keys`` (int32); -1 where a key is unknown or its ``rows`` hold a -1."""
         found = self.index.find(keys)
