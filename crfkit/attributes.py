@@ -141,37 +141,46 @@ class AttributeEncoder:
         return n
 
     def _add_items(self, items) -> int:
-        """:meth:`add_pairs` of the items' attributes, flat dicts of strings, numbers and
-        bools read inline (the common case: ~5x faster than through the generator)."""
+        """:meth:`add_pairs` of the items' attributes, with the common case inline: a dict
+        with string keys whose values are strings, bools or the number 1 (the tutorial's
+        features; ~4x faster than through :func:`item_attributes`). Anything else takes
+        the general path, one key at a time."""
         vocab, obs, grow, put = self.vocab, self.obs, self.grow, self._put
+        counts, val = self.sparse_counts, self.val  # val: reloaded after each put()
         n = 0
         for item in items:
             before = len(obs)
             if type(item) is not dict:
                 for name, value in item_attributes(item):
                     put(name, value)
+                val = self.val
             else:
                 for key, value in item.items():
                     kind = type(value)
-                    if kind is str and type(key) is str:
+                    if type(key) is not str:
+                        name = None
+                    elif kind is str:
                         name = key + ":" + value
-                        i = vocab.get(name)
-                        if i is None:
-                            if not grow:
-                                continue
-                            i = vocab[name] = len(vocab)
-                        obs.append(i)
-                        if self.val is not None:
-                            self.val.append(1.0)
-                    elif kind is bool and type(key) is str:
-                        if value:
-                            put(key, 1.0)
-                    elif (kind is float or kind is int) and type(key) is str:
-                        put(key, _number(value, key))
+                    elif kind is bool or ((kind is float or kind is int) and value == 1):
+                        if not value:  # False: weight 0, left out (module docstring)
+                            continue
+                        name = key
                     else:
+                        name = None
+                    if name is None:
                         for name, number in item_attributes({key: value}):
                             put(name, number)
-            self.sparse_counts.append(len(obs) - before)
+                        val = self.val
+                        continue
+                    i = vocab.get(name)
+                    if i is None:
+                        if not grow:
+                            continue
+                        i = vocab[name] = len(vocab)
+                    obs.append(i)
+                    if val is not None:
+                        val.append(1.0)
+            counts.append(len(obs) - before)
             n += 1
         return n
 
