@@ -463,10 +463,7 @@ def train(data: Dataset, labels: list[str], attributes: list[str], options,
             on_weights(AttributeModel(list(labels), attributes, space, info.x, model_type))
         return asked
 
-    problem = Problem(model_type, corpus, options)
-    if options.algo == "l-bfgs":
-        problem.objective = one_wave_objective(corpus, problem.rho2, model_type)
-    result = ALGORITHMS[options.algo].run(problem, hook)
+    result = ALGORITHMS[options.algo].run(Problem(model_type, corpus, options), hook)
     progress.message(f"* stopped after {result.iterations} iterations: {result.reason}")
     info = {"algorithm": options.algo, "options": recorded_options(options, model_type,
                                                                    devel=False),
@@ -474,33 +471,6 @@ def train(data: Dataset, labels: list[str], attributes: list[str], options,
             "objective": result.f, "stop_reason": result.reason, "sequences": data.n_seqs,
             "tokens": data.n_tokens, "nonzero_weights": int(np.count_nonzero(result.x))}
     return AttributeModel(list(labels), attributes, space, result.x.copy(), model_type, info)
-
-
-# Gradient rows of every block at once, up to this many bytes (one_wave_objective).
-_ONE_WAVE_BYTES = 64 << 20
-
-
-def one_wave_objective(corpus, rho2: float, model_type: str):
-    """The corpus's L-BFGS objective with all its blocks in one wave of threads.
-
-    :class:`crfkit.kernels.objective.Objective` runs its blocks in waves of one
-    per thread, to hold one gradient row per thread; each wave wakes the
-    threads and waits for the slowest, so on a busy machine most of a
-    16-block evaluation went to waiting (two threads did the work of ~1.2).
-    An attribute corpus's feature space is small (95 617 weights on the
-    sklearn-crfsuite tutorial: 16 rows are 12 MB), so all blocks go in one wave
-    when their rows fit in ``_ONE_WAVE_BYTES``. Rows are still summed in block
-    order: the same bits as any wave size.
-    """
-    from crfkit.kernels.objective import Objective
-
-    objective = Objective(corpus.space, corpus.data, corpus.empirical, rho2,
-                          MODEL_TYPES[model_type].normalisation, frozen=corpus.frozen)
-    n_blocks = len(objective.out)
-    if n_blocks * corpus.space.n_weights * 8 <= _ONE_WAVE_BYTES:
-        objective.wave = n_blocks
-        objective.G_blocks = np.empty((n_blocks, corpus.space.n_weights))
-    return objective
 
 
 def label_ids(y: Iterable[Iterable[str]], labels: list[str], lengths: np.ndarray, *,
