@@ -18,7 +18,12 @@
 3. ``--tokens`` tokens with 50 real-valued features per token, given as one
    numpy array per sequence of 20 tokens: the peak RSS of a fit.
 
-Timings are wall-clock on whatever else the machine runs: say so when quoting.
+Timings are wall-clock on whatever else the machine runs: say so when quoting (the
+report gives the load average at start and end). With Linux's autogroup scheduling
+(``/proc/sys/kernel/sched_autogroup_enabled``), a busy machine shares its cores between
+sessions, not threads: crfkit's two threads then get no more CPU than
+python-crfsuite's one, and the wall ratio tends to the CPU ratio. ``fit_stages`` splits
+crfkit's fit into its stages (wall and CPU seconds).
 """
 
 from __future__ import annotations
@@ -140,10 +145,12 @@ def worker_tutorial(args) -> dict:
         from crfkit.sklearn import CRF
 
         crf = CRF(**params)
+        stages = StageClock()
         start, cpu = time.perf_counter(), cpu_seconds()
         crf.fit(X_train, y_train)
         result["fit_seconds"] = time.perf_counter() - start
         result["fit_cpu_seconds"] = cpu_seconds() - cpu
+        result["fit_stages"] = stages.report(result["fit_seconds"], result["fit_cpu_seconds"])
         result["peak_rss_fit"] = peak_rss()
         result["iterations"] = len(crf.training_log_.iterations)
         y_pred = crf.predict(X_test)
@@ -158,6 +165,56 @@ def worker_tutorial(args) -> dict:
     result.update(scores(y_test, y_pred))
     result["tokens"] = sum(map(len, y_train))
     return result
+
+
+class StageClock:
+    """Wall and CPU seconds of each stage of crfkit's fit, by wrapping the functions that
+    ``crfkit.sklearn.CRF.fit`` calls (a few calls each, and one per evaluation: no
+    measurable cost). "rest" is the fit minus the stages: the import of Numba and the
+    loading of compiled kernels, the model, the log."""
+
+    STAGES = {"encode": "dicts -> attribute ids", "label_ids": "labels -> ids",
+              "frequency_order": "vocabulary in frequency order",
+              "attribute_space": "feature space, gold totals (and Numba's first kernel load)",
+              "evaluations": "L-BFGS objective evaluations"}
+
+    def __init__(self) -> None:
+        from crfkit import attributes  # (imports no Numba: fit does, and pays for it)
+
+        self.seconds: dict[str, list[float]] = {name: [0.0, 0.0, 0] for name in self.STAGES}
+        for name in ("encode", "label_ids", "frequency_order", "attribute_space"):
+            setattr(attributes, name, self.timed(getattr(attributes, name), name))
+        space = attributes.attribute_space  # (timed above) runs after fit imported Numba
+
+        def attribute_space(*args, **kwargs):
+            from crfkit.kernels.objective import Objective  # already loaded: free
+
+            if not getattr(Objective.__call__, "timed", False):
+                Objective.__call__ = self.timed(Objective.__call__, "evaluations")
+            return space(*args, **kwargs)
+
+        attributes.attribute_space = attribute_space
+
+    def timed(self, func, name: str):
+        def wrapper(*args, **kwargs):
+            start, cpu = time.perf_counter(), cpu_seconds()
+            try:
+                return func(*args, **kwargs)
+            finally:
+                row = self.seconds[name]
+                row[0] += time.perf_counter() - start
+                row[1] += cpu_seconds() - cpu
+                row[2] += 1
+        wrapper.timed = True
+        return wrapper
+
+    def report(self, wall: float, cpu: float) -> dict:
+        rows = {name: {"wall": w, "cpu": c, "calls": n, "what": self.STAGES[name]}
+                for name, (w, c, n) in self.seconds.items()}
+        rows["rest"] = {"wall": wall - sum(r["wall"] for r in rows.values()),
+                        "cpu": cpu - sum(r["cpu"] for r in rows.values()), "calls": 1,
+                        "what": "Numba import and kernel loading, setup, model, log"}
+        return rows
 
 
 def fit_crfsuite(params: dict, X_train, y_train, X_test) -> tuple[float, float, list, str]:
@@ -272,7 +329,7 @@ def main() -> None:
     if args.worker is not None:
         print(json.dumps(worker_tutorial(args)))
         return
-    report: dict = {}
+    report: dict = {"load_average_at_start": os.getloadavg(), "cpus": os.cpu_count()}
     with tempfile.TemporaryDirectory() as tmp:
         model_file, data_file = os.path.join(tmp, "py.model"), os.path.join(tmp, "train.crfsuite")
         report["crfsuite"] = run_worker("crfsuite", args)
@@ -291,6 +348,7 @@ def main() -> None:
     }
     if "large" in report:
         report["bar"]["large_peak_rss_gb"] = report["large"]["peak_rss_fit"] / 1e9
+    report["load_average_at_end"] = os.getloadavg()
     print(json.dumps(report, indent=2))
 
 
