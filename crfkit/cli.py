@@ -121,7 +121,7 @@ ALGORITHM_NAMES = ("l-bfgs", "sgd-l1", "ap", "l2sgd", "pa", "arow")
               help="sgd-l1: initial learning rate  [default: calibrated on a sample of "
                    "1000 sequences]")
 @click.option("--alpha", type=float, default=None,
-              help="sgd-l1: learning-rate decay per epoch, in (0, 1]  [default: 0.9]")
+              help="sgd-l1: learning-rate decay per epoch, in (0, 1]  [default: 0.8]")
 @click.option("--seed", type=int, default=None,
               help="sgd-l1, ap: seed of the sequence order  [default: 0]")
 @click.option("-t", "--nthread", type=int, default=None,

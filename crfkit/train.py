@@ -111,7 +111,7 @@ class TrainOptions:
     cutoff: int = 1
     nthread: int = 0
     eta0: float | None = None  # sgd-l1; None: calibrated on a sample (optim.sgd.calibrate)
-    alpha: float = 0.9
+    alpha: float = 0.8  # sgd-l1's rate decay per epoch
     seed: int = 0
     devel_patience: int = 0  # iterations without a better devel F1 before stopping; 0: never
     keep_best_devel: bool = False  # the weights of the best devel F1, not the last ones
@@ -331,8 +331,10 @@ ALGORITHMS: dict[str, Algorithm] = {
                         "-1/--rho1 > 0, so L1 weights reach exact zeros"),
     "sgd-l1": Algorithm(_run_sgd, _ONLINE_TYPES, True, False,
                         "stochastic gradient, one sequence at a time, with Tsuruoka's "
-                        "cumulative L1 penalty; --eta0/--alpha set the decaying rate, "
-                        "--seed the order; -i counts epochs"),
+                        "cumulative L1 penalty (-1 0.3 by default); --eta0/--alpha set the "
+                        "decaying rate (eta0 calibrated on a sample unless given), --seed "
+                        "the order; stops when the last -w epochs lowered the objective by "
+                        "less than -e of its fall since the first; -i counts epochs"),
     "ap": Algorithm(_run_perceptron, _ONLINE_TYPES, False, False,
                     "averaged perceptron: Viterbi on each sequence, update when wrong, "
                     "average the weights; no regularisation; -i counts epochs"),

@@ -13,9 +13,9 @@ from crfkit.corpus import encode_training
 from crfkit.kernels.epochs import SgdEpochs
 from crfkit.optim import sgd
 from crfkit.optim.sgd import ProgressStop
+from crfkit.reader import Sequence
 from crfkit.train import TrainOptions
 from crfkit.vectors import l1_norm
-from crfkit.reader import Sequence
 from tests.helpers import PATTERNS, ROOT, random_corpus, run
 
 
@@ -143,9 +143,11 @@ def test_minimize_calibrates_only_without_a_rate(monkeypatch):
     real = sgd.calibrate
     monkeypatch.setattr(sgd, "calibrate", lambda *a, **k: calls.append(a) or real(*a, **k))
     x0 = np.zeros(c.space.n_weights)
-    calibrated = sgd.minimize(SgdEpochs(c.space, c.data), x0, c.data.n_seqs, maxiter=2)
+    calibrated = sgd.minimize(SgdEpochs(c.space, c.data), x0, c.data.n_seqs, maxiter=2,
+                              alpha=0.9)
     assert len(calls) == 1
     eta = real(SgdEpochs(c.space, c.data), x0, c.data.n_seqs, sgd.DEFAULT_RHO1, 0.9, 0)
-    given = sgd.minimize(SgdEpochs(c.space, c.data), x0, c.data.n_seqs, maxiter=2, eta0=eta)
+    given = sgd.minimize(SgdEpochs(c.space, c.data), x0, c.data.n_seqs, maxiter=2, eta0=eta,
+                         alpha=0.9)
     assert len(calls) == 1
     assert np.array_equal(calibrated.x, given.x)

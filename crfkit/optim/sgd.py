@@ -120,7 +120,7 @@ class ProgressStop:
 
 
 def minimize(epoch: SgdEpoch, x0: np.ndarray, n_seqs: int, *, rho1: float = DEFAULT_RHO1,
-             eta0: float | None = None, alpha: float = 0.9, maxiter: int = 0, seed: int = 0,
+             eta0: float | None = None, alpha: float = 0.8, maxiter: int = 0, seed: int = 0,
              stop_eps: float = DEFAULT_STOP_EPS, stop_window: int = DEFAULT_STOP_WINDOW,
              on_iteration: IterationHook | None = None) -> Result:
     """Train weights by SGD-L1 from ``x0`` (not modified) over ``n_seqs`` sequences;
