@@ -83,7 +83,8 @@ ALGORITHM_NAMES = ("l-bfgs", "sgd-l1", "ap", "l2sgd", "pa", "arow")
               help="With --likely-features: iterations before the features are added  "
                    "[default: 20]")
 @click.option("-1", "--rho1", type=float, default=None,
-              help="L1 regularisation strength; > 0 makes l-bfgs OWL-QN  [default: 0]")
+              help="L1 regularisation strength; > 0 makes l-bfgs OWL-QN  [default: 0; "
+                   "sgd-l1: 0.3]")
 @click.option("-2", "--rho2", type=float, default=None,
               help="L2 regularisation strength (l-bfgs only)  [default: 1.0]")
 @click.option("--cost", type=float, default=None, metavar="C",
@@ -93,9 +94,10 @@ ALGORITHM_NAMES = ("l-bfgs", "sgd-l1", "ap", "l2sgd", "pa", "arow")
                    "limit  [default: 0]")
 @click.option("-e", "--stopeps", type=float, default=None,
               help="Stop when the objective improves by less than this (relative) over the "
-                   "window  [default: 1e-5]")
+                   "window; sgd-l1: by less than this share of its fall since the first "
+                   "epoch  [default: 1e-5; sgd-l1: 0.02]")
 @click.option("-w", "--stopwin", type=int, default=None,
-              help="Window (iterations) of the stopping rule  [default: 10]")
+              help="Window (iterations) of the stopping rule  [default: 10; sgd-l1: 3]")
 @click.option("-d", "--devel", "devel_file", default=None, metavar="FILE",
               help="Labelled development file, scored after every iteration. By itself it "
                    "changes nothing: training stops on the objective's rule and the model "
@@ -116,9 +118,10 @@ ALGORITHM_NAMES = ("l-bfgs", "sgd-l1", "ap", "l2sgd", "pa", "arow")
               help="Start from this model's weights: continue training, or fine-tune on new "
                    "data (new labels and observations are added).")
 @click.option("--eta0", type=float, default=None,
-              help="sgd-l1: initial learning rate  [default: 0.3]")
+              help="sgd-l1: initial learning rate  [default: calibrated on a sample of "
+                   "1000 sequences]")
 @click.option("--alpha", type=float, default=None,
-              help="sgd-l1: learning-rate decay per epoch, in (0, 1]  [default: 0.9]")
+              help="sgd-l1: learning-rate decay per epoch, in (0, 1]  [default: 0.8]")
 @click.option("--seed", type=int, default=None,
               help="sgd-l1, ap: seed of the sequence order  [default: 0]")
 @click.option("-t", "--nthread", type=int, default=None,

@@ -100,9 +100,10 @@ def _local() -> list[tuple[object, ...]]:
 
 
 def _sgd() -> list[tuple[object, ...]]:
-    from crfkit.kernels import epochs
+    from crfkit.kernels import epochs, sgdfused
 
-    return [(epochs.sgd_epoch,)]
+    # the fused epoch for plain corpora, the reference one for valued corpora
+    return [(sgdfused.sgd_epoch_fused, epochs.sgd_epoch)]
 
 
 def _perceptron() -> list[tuple[object, ...]]:

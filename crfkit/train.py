@@ -87,6 +87,12 @@ __all__ = ["ALGORITHMS", "MODEL_TYPES", "TrainOptions", "encode_training", "trai
 
 DEFAULT_RHO2 = 1.0
 
+# Defaults that depend on the algorithm: sgd-l1's own (crfkit.optim.sgd: an L1 term,
+# and a stopping rule suited to its epochs); every other one has these.
+GENERAL_DEFAULTS = {"rho1": 0.0, "stopeps": 1e-5, "stopwin": 10}
+ALGORITHM_DEFAULTS = {"sgd-l1": {"rho1": sgd.DEFAULT_RHO1, "stopeps": sgd.DEFAULT_STOP_EPS,
+                                 "stopwin": sgd.DEFAULT_STOP_WINDOW}}
+
 
 @dataclass
 class TrainOptions:
@@ -102,16 +108,18 @@ class TrainOptions:
     order: int | None = None  # label order; None: 1, or the initial model's
     likely: float | None = None  # --likely-features threshold; None: off
     likely_after: int = 20  # iterations before the likely features are added
-    rho1: float = 0.0
+    # rho1, stopeps, stopwin: None means the algorithm's default (ALGORITHM_DEFAULTS),
+    # filled in when the options are made
+    rho1: float | None = None  # type: ignore[assignment]
     rho2: float | None = None
     maxiter: int = 0
-    stopeps: float = 1e-5
-    stopwin: int = 10
+    stopeps: float | None = None  # type: ignore[assignment]
+    stopwin: int | None = None  # type: ignore[assignment]
     history: int = 6
     cutoff: int = 1
     nthread: int = 0
-    eta0: float = 0.3
-    alpha: float = 0.9
+    eta0: float | None = None  # sgd-l1; None: calibrated on a sample (optim.sgd.calibrate)
+    alpha: float = 0.8  # sgd-l1's rate decay per epoch
     seed: int = 0
     devel_patience: int = 0  # iterations without a better devel F1 before stopping; 0: never
     keep_best_devel: bool = False  # the weights of the best devel F1, not the last ones
@@ -125,6 +133,12 @@ class TrainOptions:
     averaging: bool = True  # pa: average the weights
     variance: float = 1.0  # arow: initial variance of every weight
     gamma: float = 1.0  # arow: loss / change trade-off
+
+    def __post_init__(self) -> None:
+        defaults = {**GENERAL_DEFAULTS, **ALGORITHM_DEFAULTS.get(self.algo, {})}
+        for key, value in defaults.items():
+            if getattr(self, key) is None:
+                setattr(self, key, value)
 
     def validate(self) -> None:
         self.skip.validate()
@@ -153,7 +167,7 @@ class TrainOptions:
             raise UsageError(f"--max-memory must be > 0, got {self.max_memory}")
         if self.history < 1:
             raise UsageError(f"--history must be >= 1, got {self.history}")
-        if not (self.eta0 > 0 and np.isfinite(self.eta0)):
+        if self.eta0 is not None and not (self.eta0 > 0 and np.isfinite(self.eta0)):
             raise UsageError(f"--eta0 must be > 0, got {self.eta0}")
         if not 0 < self.alpha <= 1:
             raise UsageError(f"--alpha must be in (0, 1], got {self.alpha}")
@@ -258,7 +272,10 @@ def _run_lbfgs(problem: Problem, hook: IterationHook) -> Result:
 
 def _run_sgd(problem: Problem, hook: IterationHook) -> Result:
     o, c = problem.options, problem.corpus
-    return sgd.minimize(SgdEpochs(c.space, c.data), c.x0, c.data.n_seqs, rho1=o.rho1,
+    epochs = SgdEpochs(c.space, c.data)
+    if o.eta0 is None:  # calibrated here, so that the model records the rate it trained with
+        o.eta0 = sgd.calibrate(epochs, c.x0, c.data.n_seqs, o.rho1, o.alpha, o.seed)
+    return sgd.minimize(epochs, c.x0, c.data.n_seqs, rho1=o.rho1,
                         eta0=o.eta0, alpha=o.alpha, maxiter=o.maxiter, seed=o.seed,
                         stop_eps=o.stopeps, stop_window=o.stopwin, on_iteration=hook)
 
@@ -322,8 +339,10 @@ ALGORITHMS: dict[str, Algorithm] = {
                         "-1/--rho1 > 0, so L1 weights reach exact zeros"),
     "sgd-l1": Algorithm(_run_sgd, _ONLINE_TYPES, True, False,
                         "stochastic gradient, one sequence at a time, with Tsuruoka's "
-                        "cumulative L1 penalty; --eta0/--alpha set the decaying rate, "
-                        "--seed the order; -i counts epochs"),
+                        "cumulative L1 penalty (-1 0.3 by default); --eta0/--alpha set the "
+                        "decaying rate (eta0 calibrated on a sample unless given), --seed "
+                        "the order; stops when the last -w epochs lowered the objective by "
+                        "less than -e of its fall since the first; -i counts epochs"),
     "ap": Algorithm(_run_perceptron, _ONLINE_TYPES, False, False,
                     "averaged perceptron: Viterbi on each sequence, update when wrong, "
                     "average the weights; no regularisation; -i counts epochs"),

@@ -25,7 +25,7 @@ from crfkit.dask import worker
 from crfkit.dask.cluster import NoWorkers, Watch
 from crfkit.errors import CrfkitError
 from crfkit.kernels.epochs import PerceptronEpochs, SgdEpochs
-from crfkit.optim import IterationHook, Result, Stop, StopRule, run_epochs
+from crfkit.optim import IterationHook, Result, Stop, StopRule, run_epochs, sgd
 from crfkit.optim.lbfgs import l1_norm
 
 
@@ -89,7 +89,8 @@ def averaged_runner(client: Any, dist: Any) -> Callable[[Any, IterationHook], Re
 
     def run(problem: Any, hook: IterationHook) -> Result:
         o = problem.options
-        params = {"seed": o.seed, "eta0": o.eta0, "alpha": o.alpha, "rho1": o.rho1}
+        eta0 = sgd.UNCALIBRATED_ETA0 if o.eta0 is None else o.eta0
+        params = {"seed": o.seed, "eta0": eta0, "alpha": o.alpha, "rho1": o.rho1}
         W = problem.corpus.x0.copy()
         model = W.copy() if o.algo == "ap" else W  # what is reported and returned
         done = [0]
@@ -115,7 +116,7 @@ def averaged_runner(client: Any, dist: Any) -> Callable[[Any, IterationHook], Re
             return (result.loss + o.rho1 * l1_norm(W), result.token_errors,
                     result.sequence_errors)
 
-        rule = StopRule(o.stopeps, o.stopwin)
+        rule = (sgd.ProgressStop if o.algo == "sgd-l1" else StopRule)(o.stopeps, o.stopwin)
 
         def stop(f: float) -> str | None:
             if o.algo == "ap" and f == 0:

@@ -49,12 +49,8 @@ from crfkit.kernels.lattice import (
     longest_sequence,
     viterbi,
 )
+from crfkit.kernels.sgdfused import sgd_epoch_fused, step
 from crfkit.space import Dataset, FeatureSpace
-
-# A tiny per-weight helper called millions of times per epoch: without Numba-level
-# inlining each call passes its arrays by value and costs ~100 ns (measured: the
-# SGD update walk ran 6x slower than the forward-backward it follows).
-INLINE_JIT = {**JIT, "inline": "always"}
 
 
 @njit(**JIT)
@@ -99,34 +95,8 @@ def max_touched(space, seq_ptr, tok_ptr, tok_obs, L):
 
 
 # --- SGD with the cumulative L1 penalty --------------------------------------------------------
-@njit(**INLINE_JIT)
-def _penalise(W, q, k, u):
-    """Tsuruoka's cumulative L1 step for weight k (module docstring)."""
-    z = W[k]
-    if z > 0.0:
-        W[k] = max(0.0, z - (u + q[k]))
-    elif z < 0.0:
-        W[k] = min(0.0, z + (u - q[k]))
-    q[k] += W[k] - z
-
-
-@njit(**INLINE_JIT)
-def _step(W, G, q, k, eta, u, l1):
-    """Apply the gradient collected in G[k] and reset it, then the L1 penalty.
-
-    A weight listed twice is visited twice; the second visit finds G[k] == 0
-    and does nothing, so each weight moves once per sequence without a
-    "visited" mark. (A gradient of exactly 0 also skips the penalty; being
-    cumulative, the penalty catches up at the next visit.)
-    """
-    if G[k] == 0.0:
-        return
-    W[k] -= eta * G[k]
-    G[k] = 0.0
-    if l1:
-        _penalise(W, q, k, u)
-
-
+# (the per-weight step and penalty are kernels.sgdfused's step and penalise; plain
+# corpora run sgdfused.sgd_epoch_fused, valued ones this reference epoch)
 @njit(**JIT)
 def _gold_score(psi, phi, trans, per_token, labels, t0, T):
     """Score of the gold path of tokens t0 .. t0+T-1 under psi and phi (or trans)."""
@@ -206,7 +176,7 @@ def sgd_epoch(W, order, space, data, per_token, L, eta0, alpha, rho1, seen, q, G
         # W -= eta * G on every touched weight (G back to zero), then the L1 penalty
         n_touched = touched_weights(space, tok_ptr, tok_obs, L, t0, T, touched)
         for n in range(n_touched):
-            _step(W, G, q, touched[n], eta, u, l1)
+            step(W, G, q, touched[n], eta, u, l1)
         if per_token:
             for n in range(n_touched):
                 k = touched[n] - n_u
@@ -304,15 +274,26 @@ class _Epochs:
 
 class SgdEpochs(_Epochs):
     """``run(W, order, seen, eta0, alpha, rho1, q, state) -> (loss, token errors, sequence
-    errors, overflowed)``: one SGD-L1 epoch of a dataset (:func:`sgd_epoch`)."""
+    errors, overflowed)``: one SGD-L1 epoch of a dataset (the fused epoch of
+    :mod:`crfkit.kernels.sgdfused`; :func:`sgd_epoch` for valued corpora, or with
+    ``fused=False``, the reference the fused one is tested against)."""
 
     n_out = 4
 
+    def __init__(self, space: FeatureSpace, data: Dataset, *, fused: bool = True) -> None:
+        super().__init__(space, data)
+        self.fused = fused and self.tok_val is None
+
     def __call__(self, W: np.ndarray, order: np.ndarray, seen: int, eta0: float, alpha: float,
                  rho1: float, q: np.ndarray, state: np.ndarray) -> tuple[float, int, int, bool]:
-        sgd_epoch(W, order, self.space, self.data, self.per_token, self.L, float(eta0),
-                  float(alpha), float(rho1), seen, q, self.G, self.touched, self.expw, state,
-                  self.out, self.tok_val)
+        if self.fused:
+            sgd_epoch_fused(W, order, self.space, self.data, self.per_token, self.L,
+                            float(eta0), float(alpha), float(rho1), seen, q, self.G, self.expw,
+                            state, self.out)
+        else:
+            sgd_epoch(W, order, self.space, self.data, self.per_token, self.L, float(eta0),
+                      float(alpha), float(rho1), seen, q, self.G, self.touched, self.expw,
+                      state, self.out, self.tok_val)
         out = self.out
         return float(out[0]), int(out[1]), int(out[2]), bool(out[3])
 
