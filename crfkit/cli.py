@@ -98,6 +98,10 @@ ALGORITHM_NAMES = ("l-bfgs", "sgd-l1", "ap", "l2sgd", "pa", "arow")
                    "epoch  [default: 1e-5; sgd-l1: 0.02]")
 @click.option("-w", "--stopwin", type=int, default=None,
               help="Window (iterations) of the stopping rule  [default: 10; sgd-l1: 3]")
+@click.option("--l1-gtol", type=float, default=None, metavar="X",
+              help="With -1 (OWL-QN): also stop once the pseudo-gradient's norm has stayed "
+                   "below X times its start for the window; 0: the objective rule alone  "
+                   "[default: 1e-4]")
 @click.option("-d", "--devel", "devel_file", default=None, metavar="FILE",
               help="Labelled development file, scored after every iteration. By itself it "
                    "changes nothing: training stops on the objective's rule and the model "
@@ -178,7 +182,7 @@ ALGORITHM_NAMES = ("l-bfgs", "sgd-l1", "ap", "l2sgd", "pa", "arow")
                    "Needs pip install 'crfkit[dask]'.")
 def train_command(pattern_file, input_file, model_file, model_type, algo, order, likely,
                   likely_after, rho1, rho2, cost,
-                  maxiter, stopeps, stopwin, devel_file, keep_best_devel, devel_patience,
+                  maxiter, stopeps, stopwin, l1_gtol, devel_file, keep_best_devel, devel_patience,
                   cutoff, compact,
                   init_file, eta0, alpha, seed, nthread, history, all_features, max_memory, sep,
                   encoding, report_dir, skip_mode, skip_cap, bp_maxiter, bp_tol, bp_damping,
@@ -208,7 +212,8 @@ def train_command(pattern_file, input_file, model_file, model_type, algo, order,
     _check_train_inputs(pattern_file, init_file, devel_file, input_file, dask_address)
     given = {"algo": algo, "model_type": model_type, "order": order, "likely": likely,
              "likely_after": likely_after, "rho1": rho1, "rho2": rho2,
-             "maxiter": maxiter, "stopeps": stopeps, "stopwin": stopwin, "cutoff": cutoff,
+             "maxiter": maxiter, "stopeps": stopeps, "stopwin": stopwin, "l1_gtol": l1_gtol,
+             "cutoff": cutoff,
              "nthread": nthread, "history": history, "eta0": eta0, "alpha": alpha,
              "seed": seed, "devel_patience": devel_patience,
              "keep_best_devel": keep_best_devel or None, "compact": compact or None,

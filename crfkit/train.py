@@ -77,6 +77,7 @@ from crfkit.optim import (
     perceptron,
     sgd,
 )
+from crfkit.optim.optimality import L1_GTOL
 from crfkit.progress import Progress
 from crfkit.reader import Sequence
 from crfkit.skipchain import attach_skip_edges, resolve_skip_type, skip_bytes
@@ -115,6 +116,7 @@ class TrainOptions:
     maxiter: int = 0
     stopeps: float | None = None  # type: ignore[assignment]
     stopwin: int | None = None  # type: ignore[assignment]
+    l1_gtol: float = L1_GTOL  # with -1: also stop on the pseudo-gradient (optim/optimality.py)
     history: int = 6
     cutoff: int = 1
     nthread: int = 0
@@ -157,6 +159,8 @@ class TrainOptions:
             raise UsageError(f"-e/--stopeps must be >= 0, got {self.stopeps}")
         if self.stopwin < 1:
             raise UsageError(f"-w/--stopwin must be >= 1, got {self.stopwin}")
+        if not self.l1_gtol >= 0:
+            raise UsageError(f"--l1-gtol must be >= 0, got {self.l1_gtol}")
         if self.devel_patience < 0:
             raise UsageError(f"--devel-patience must be >= 0, got {self.devel_patience}")
         if self.cutoff < 1:
@@ -262,7 +266,7 @@ def _run_lbfgs(problem: Problem, hook: IterationHook) -> Result:
 
     result = lbfgs.minimize(objective, problem.corpus.x0, l1=o.rho1, history=o.history,
                             maxiter=o.maxiter, stop_eps=o.stopeps, stop_window=o.stopwin,
-                            on_iteration=with_errors)
+                            l1_gtol=o.l1_gtol, on_iteration=with_errors)
     if getattr(objective, "unconverged", 0):  # skipchain: BP ran out of rounds
         problem.notes.append(f"belief propagation did not converge in {objective.unconverged} "
                              f"documents at the last evaluation (try --bp-damping 0.5 or a "
@@ -633,6 +637,8 @@ def recorded_options(options: TrainOptions, model_type: str, *, devel: bool) -> 
     # recorded only when used, so first-order files stay what they were before these options
     unused += ("order",) if (options.order or 1) == 1 else ()
     unused += ("likely", "likely_after") if options.likely is None else ()
+    # read by OWL-QN only (L2 and other algorithms' files stay what they were)
+    unused += ("l1_gtol",) if options.rho1 == 0 or options.algo != "l-bfgs" else ()
     for key in ("nthread", "max_memory", *unused):
         del recorded[key]
     for key, algorithms in _ALGORITHM_OPTIONS.items():

@@ -52,6 +52,7 @@ from numba import njit
 
 from crfkit.config import JIT
 from crfkit.optim import INTERRUPTED, Iteration, IterationHook, Result, Stop, StopRule
+from crfkit.optim.optimality import OptimalityRule
 from crfkit.vectors import dot, l1_norm
 
 ARMIJO = 1e-4
@@ -66,11 +67,13 @@ Function = Callable[[np.ndarray, np.ndarray], float]  # the smooth part: f = fun
 
 def minimize(fun: Function, x0: np.ndarray, *, l1: float = 0.0, history: int = 6,
              maxiter: int = 0, stop_eps: float = 1e-5, stop_window: int = 10,
-             on_iteration: IterationHook | None = None) -> Result:
+             l1_gtol: float = 0.0, on_iteration: IterationHook | None = None) -> Result:
     """Minimise ``fun(x) + l1*|x|_1`` from ``x0`` (not modified); ``maxiter=0``: no limit.
 
     ``on_iteration`` is called after every accepted step and may return a
-    reason to stop. The returned ``f`` includes the L1 term.
+    reason to stop. The returned ``f`` includes the L1 term. With ``l1 > 0``
+    and ``l1_gtol > 0`` the run also stops on the pseudo-gradient's norm
+    (:mod:`crfkit.optim.optimality`); without L1, ``l1_gtol`` is not read.
     """
     if l1 < 0:
         raise ValueError(f"l1 must be >= 0, got {l1}")
@@ -88,6 +91,7 @@ def minimize(fun: Function, x0: np.ndarray, *, l1: float = 0.0, history: int = 6
     np.negative(pg, out=d)
     gnorm = np.sqrt(dot(pg, pg))
     step = 1.0 / gnorm if gnorm > 0 else 1.0
+    optimal = OptimalityRule(l1_gtol if l1 > 0 else 0.0, stop_window, gnorm)
     it = 0
     settling = True  # OWL-QN: the active set is still moving (UNSETTLED)
     reason = "maximum number of iterations"
@@ -126,7 +130,7 @@ def minimize(fun: Function, x0: np.ndarray, *, l1: float = 0.0, history: int = 6
                 if asked:
                     reason = asked
                     break
-            converged = stop(f)
+            converged = stop(f) or optimal(gnorm)
             if converged:
                 reason = converged
                 break
