@@ -211,3 +211,22 @@ def test_cli_train_label_dump_with_edge_observations(tmp_path):
     result = run("train", "-q", "-p", bad, data, tmp_path / "m2")
     assert "e:" in one_error_line(result)
     assert not (tmp_path / "m2").exists()
+
+
+def test_warm_start_keeps_the_observations_blocks():
+    from crfkit.corpus import encode_training
+    from crfkit.skipchain import attach_skip_edges
+
+    pats = parse_patterns(f"u:%x[0,0]\nb\n{SKIP[:2]}any=%m[0,0,\"^\\u.*\"]\ne:w=%X[0,0]\n")
+    model = train(pats, documents(), TrainOptions(maxiter=10))
+    old = model.info["skip"]["conditions"]
+    more = documents() + [DocStart(["-DOCSTART-", "O"], 1),
+                          seq("Brugge", "zegt", labels="B-LOC O"), seq("dat", "Brugge")]
+    sequences, starts = split_documents(more)
+    corpus = encode_training(pats, sequences, model_type="skipchain", init=model)
+    graph = attach_skip_edges(corpus, sequences, starts, pats, SkipOptions(), model)
+    assert graph.conditions[:len(old)] == old and len(graph.conditions) == len(old) + 1
+    skip, old_skip = corpus.space.skip_offset, model.space.skip_offset
+    n_old = model.space.n_weights - old_skip
+    np.testing.assert_array_equal(corpus.x0[skip:skip + n_old], model.weights[old_skip:])
+    assert not corpus.x0[skip + n_old:].any() and model.weights[old_skip:].any()
