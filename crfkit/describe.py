@@ -58,8 +58,11 @@ def features(model: Model) -> Features:
         parts_obs.append(np.full(L * L, constant, dtype=object))
         parts_prev.append(np.repeat(np.arange(L, dtype=np.int64), L))
         parts_label.append(np.tile(np.arange(L, dtype=np.int64), L))
-    for pattern in (p for p in model.patterns if p.kind == "s"):  # skip-chain blocks
-        parts_obs.append(np.full(L * L, pattern.text, dtype=object))
+    skip_blocks = [p.text for p in model.patterns if p.kind == "s"]  # skip-chain blocks
+    if skip_blocks:
+        skip_blocks += model.info.get("skip", {}).get("conditions", [])  # e: observations
+    for text in skip_blocks:
+        parts_obs.append(np.full(L * L, text, dtype=object))
         parts_prev.append(np.repeat(np.arange(L, dtype=np.int64), L))
         parts_label.append(np.tile(np.arange(L, dtype=np.int64), L))
     prev2 = None

@@ -266,9 +266,14 @@ class _Checker:
                             b_cur=b_cur, has_trans=has_trans)
 
     def skip_blocks(self, patterns: list[Pattern], model_type: str) -> int:
-        """The number of skip weight blocks: one per skip pattern, in skip-chain models."""
+        """The number of skip weight blocks: one per skip pattern and one per skip-edge
+        observation (``info.skip.conditions``), in skip-chain models."""
         n_skip = self.meta.get("n_skip", 0)
         skip = sum(p.kind == "s" for p in patterns)
+        info = self.meta.get("info")
+        found = info.get("skip") if isinstance(info, dict) else None
+        conditions = found.get("conditions", []) if isinstance(found, dict) else []
+        skip += len(conditions) if isinstance(conditions, list) else 0
         if not isinstance(n_skip, int) or isinstance(n_skip, bool) or n_skip != skip:
             raise self.fail(f"model has {n_skip!r} skip weight blocks for {skip} skip patterns")
         if skip and not MODEL_TYPES[model_type].skip_edges:

@@ -18,7 +18,13 @@ import numpy as np
 from crfkit.errors import ModelFormatError, UsageError
 from crfkit.features.patterns import Pattern
 from crfkit.reader import Sequence
-from crfkit.skipgraph import SkipGraph, SkipOptions, build_graph, skip_patterns
+from crfkit.skipgraph import (
+    SkipGraph,
+    SkipOptions,
+    build_graph,
+    edge_patterns,
+    skip_patterns,
+)
 
 if TYPE_CHECKING:
     from crfkit.corpus import Corpus
@@ -33,6 +39,9 @@ def resolve_skip_type(model_type: str | None, patterns: list[Pattern] | None) ->
     """A pattern file with ``s:`` lines trains a skip-chain model, no option needed;
     another explicit type with such lines is refused."""
     has_skip = bool(patterns) and bool(skip_patterns(patterns))
+    if not has_skip and patterns and edge_patterns(patterns):
+        raise UsageError("the pattern file has skip-edge observation (e:) patterns but no "
+                         "skip-edge (s:) pattern whose edges they would condition")
     if not has_skip:
         return model_type
     if model_type not in (None, SKIP_TYPE):
@@ -45,19 +54,27 @@ def attach_skip_edges(corpus: Corpus, sequences: list[Sequence], starts: list[in
                       patterns: list[Pattern], options: SkipOptions,
                       init: Model | None) -> SkipGraph:
     """Give a training corpus its skip graph and skip weights (module docstring)."""
+    old_conditions = model_conditions(init) if init is not None else None
     graph = build_graph(sequences, starts, patterns, options)
+    if old_conditions:  # warm start: the initial model's observations keep their blocks
+        known = set(old_conditions)
+        graph = build_graph(sequences, starts, patterns, options,
+                            old_conditions + [c for c in graph.conditions if c not in known])
     space = corpus.space
     L = space.n_labels
-    n_skip = len(skip_patterns(patterns))
+    n_pat = len(skip_patterns(patterns))
+    n_skip = n_pat + len(graph.conditions)
     space.n_skip = n_skip
     block = n_skip * L * L
     counts = graph.pair_counts(corpus.data.labels, L, n_skip)
     corpus.empirical = np.concatenate([corpus.empirical[:space.skip_offset], counts])
     x0 = np.zeros(block)
-    if init is not None and init.space.n_skip == n_skip and n_skip:
+    if init is not None and old_conditions is not None and init.space.n_skip == (
+            n_pat + len(old_conditions)) and n_skip:
         L_old = init.space.n_labels
-        old = init.weights[init.space.skip_offset:].reshape(n_skip, L_old, L_old)
-        x0.reshape(n_skip, L, L)[:, :L_old, :L_old] = old
+        n_old = init.space.n_skip
+        old = init.weights[init.space.skip_offset:].reshape(n_old, L_old, L_old)
+        x0.reshape(n_skip, L, L)[:n_old, :L_old, :L_old] = old
     corpus.x0 = np.concatenate([corpus.x0[:space.skip_offset], x0])
     corpus.graph = graph
     return graph
@@ -68,8 +85,9 @@ def skip_bytes(graph: SkipGraph, seq_ptr: np.ndarray, n_labels: int, threads: in
     beliefs of the longest document (two rows of L floats per token)."""
     tokens = seq_ptr[graph.doc_ptr[1:]] - seq_ptr[graph.doc_ptr[:-1]]
     longest = int(tokens.max()) if len(tokens) else 0
-    messages = 8 * 2 * n_labels * graph.n_edges
-    arrays = 8 * (3 * graph.n_edges + 2 * len(graph.inc_edge) + len(graph.inc_ptr))
+    messages = 8 * (2 * n_labels + 2 * n_labels * n_labels) * graph.n_edges  # + scores, beliefs
+    arrays = 8 * (3 * graph.n_edges + 2 * len(graph.inc_edge) + len(graph.inc_ptr)
+                  + len(graph.blocks()[1]))
     return messages + arrays + threads * 16 * n_labels * longest
 
 
@@ -79,6 +97,15 @@ def model_skip_options(model: Model) -> SkipOptions:
         return SkipOptions.from_dict(model.info.get("skip"))
     except ValueError as err:
         raise ModelFormatError(f"skip-chain model: {err}") from None
+
+
+def model_conditions(model: Model) -> list[str]:
+    """The skip-edge observations (``e:`` patterns) a skip-chain model has weights for."""
+    skip = model.info.get("skip")
+    conditions = skip.get("conditions", []) if isinstance(skip, dict) else []
+    if not isinstance(conditions, list) or not all(isinstance(c, str) for c in conditions):
+        raise ModelFormatError("skip-chain model: bad skip-edge observation list")
+    return conditions
 
 
 def batch_starts(n_seqs: int, markers: list[int] | None) -> list[int]:
@@ -98,12 +125,15 @@ def decode_documents(model: Model, sequences: list[Sequence], data: Dataset,
     from crfkit.kernels.skipobjective import BeliefPropagation, skip_decode
 
     options = model_skip_options(model)
-    graph = build_graph(sequences, starts, model.patterns, options).arrays()
+    built = build_graph(sequences, starts, model.patterns, options, model_conditions(model))
+    graph, blocks = built.arrays(), built.blocks()
     bp = BeliefPropagation(options.bp_maxiter, options.bp_tol, options.bp_damping)
     s = model.space
     decoded, _, _ = skip_decode(s, model.weights, data, graph, s.skip_offset, bp,
-                                posterior=posterior or marginals, marginals=marginals)
+                                posterior=posterior or marginals, marginals=marginals,
+                                edge_blocks=blocks)
     if marginals and not posterior:
-        best, _, _ = skip_decode(s, model.weights, data, graph, s.skip_offset, bp)
+        best, _, _ = skip_decode(s, model.weights, data, graph, s.skip_offset, bp,
+                                 edge_blocks=blocks)
         decoded.paths = best.paths
     return decoded

@@ -20,6 +20,23 @@ the command values; the pattern's text is only its name. Each skip pattern has
 its own ``L x L`` block of label-pair weights (earlier end's label, later
 end's label).
 
+**Conditioned skip features.** A pattern line of kind ``e`` is an
+observation of the *ends* of skip edges (Sutton and McCallum's endpoint
+disjunction): its value at either end of an edge (padding included, as for
+any pattern) gives the edge one more ``L x L`` block of label-pair weights,
+that of the observation ``SKIP | VALUE`` (``SKIP`` the skip pattern's text),
+so a model can trust some edges more than others. So
+
+    e:init=%t[-1,0,"."]
+    e:pos=%x[0,1]
+
+let a sentence-initial end (``e:init=false``) or a part of speech weaken or
+strengthen an edge. An edge's score is the sum of its blocks: its skip
+pattern's, then its observations' (each once, whether one end or both has
+it). The observations are those of the training edges, in the order first
+seen (kept in the model, ``info.skip.conditions``); an unknown one is left
+out when labelling.
+
 **Edges.** ``mode="next"`` joins each occurrence to the next one of its key
 (a path per key), ``"all"`` joins every pair (a clique per key). At most
 ``cap`` edges per document are kept, the shortest (in tokens) first, so a
@@ -29,11 +46,12 @@ very frequent key cannot make a document dense.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
 from crfkit.errors import UsageError
+from crfkit.features.explain import apply_pattern
 from crfkit.features.patterns import Pattern
 from crfkit.features.strings import intern_column
 from crfkit.features.transforms import transform_values
@@ -116,20 +134,38 @@ class SkipGraph:
     def n_docs(self) -> int:
         return len(self.doc_ptr) - 1
 
+    eb_ptr: np.ndarray | None = None  # edge e's weight blocks: eb_blk[eb_ptr[e]:eb_ptr[e+1]]
+    eb_blk: np.ndarray | None = None  # (None: each edge has its skip pattern's block only)
+    conditions: list[str] = field(default_factory=list)  # blocks after the patterns' (e:)
+
     def arrays(self) -> tuple:
         return (self.doc_ptr, self.edge_ptr, self.e_i, self.e_j, self.e_pat, self.inc_ptr,
                 self.inc_edge, self.inc_side)
 
+    def blocks(self) -> tuple[np.ndarray, np.ndarray]:
+        """``(eb_ptr, eb_blk)``: the weight blocks of every edge, as the kernels take them."""
+        if self.eb_ptr is None or self.eb_blk is None:
+            return np.arange(self.n_edges + 1, dtype=np.int64), self.e_pat
+        return self.eb_ptr, self.eb_blk
+
     def pair_counts(self, labels: np.ndarray, n_labels: int, n_skip: int) -> np.ndarray:
-        """Gold label-pair counts of every skip pattern's block (the empirical counts)."""
+        """Gold label-pair counts of every weight block (the empirical counts); ``n_skip``
+        the number of blocks."""
         L = n_labels
-        code = (self.e_pat * L + labels[self.e_i]) * L + labels[self.e_j]
+        eb_ptr, eb_blk = self.blocks()
+        edge = np.repeat(np.arange(self.n_edges), np.diff(eb_ptr))
+        code = (eb_blk * L + labels[self.e_i[edge]]) * L + labels[self.e_j[edge]]
         return np.bincount(code, minlength=n_skip * L * L).astype(np.float64)
 
 
 def skip_patterns(patterns: list[Pattern]) -> list[Pattern]:
     """The skip-edge patterns (kind ``s``) among ``patterns``, in file order."""
     return [p for p in patterns if p.kind == "s"]
+
+
+def edge_patterns(patterns: list[Pattern]) -> list[Pattern]:
+    """The skip-edge observation patterns (kind ``e``) among ``patterns``, in file order."""
+    return [p for p in patterns if p.kind == "e"]
 
 
 def split_documents(items: Iterable[Sequence | DocStart]) -> tuple[list[Sequence], list[int]]:
@@ -203,8 +239,10 @@ def position_keys(pattern: Pattern, rows: list[list[str]], seq_ptr: np.ndarray,
 
 
 def build_graph(sequences: list[Sequence], starts: list[int], patterns: list[Pattern],
-                options: SkipOptions) -> SkipGraph:
-    """The documents and skip edges of ``sequences`` under the skip ``patterns``."""
+                options: SkipOptions, conditions: list[str] | None = None) -> SkipGraph:
+    """The documents and skip edges of ``sequences`` under the skip ``patterns``, the
+    edges conditioned by the ``e`` patterns: on the observations ``conditions`` (a
+    model's), or on all those found (training: ``None``)."""
     lengths = np.fromiter((len(s.rows) for s in sequences), dtype=np.int64,
                           count=len(sequences))
     seq_ptr = np.zeros(len(sequences) + 1, dtype=np.int64)
@@ -235,7 +273,43 @@ def build_graph(sequences: list[Sequence], starts: list[int], patterns: list[Pat
     first_of_doc = np.searchsorted(e_doc, e_doc, side="left")
     keep = (np.arange(len(e_doc)) - first_of_doc) < options.cap
     e_i, e_j, e_pat = e_i[keep], e_j[keep], e_pat[keep]
-    return graph_from_edges(doc_ptr, seq_ptr, e_i, e_j, e_pat)
+    graph = graph_from_edges(doc_ptr, seq_ptr, e_i, e_j, e_pat)
+    if edge_patterns(patterns):
+        condition_edges(graph, sequences, seq_ptr, patterns, conditions)
+    return graph
+
+
+def condition_edges(graph: SkipGraph, sequences: list[Sequence], seq_ptr: np.ndarray,
+                    patterns: list[Pattern], conditions: list[str] | None) -> None:
+    """Give every edge of ``graph`` its weight blocks (module docstring): its skip
+    pattern's, then those of the ``e`` observations at its ends, in block order."""
+    skips, observers = skip_patterns(patterns), edge_patterns(patterns)
+    grow = conditions is None
+    found = [] if conditions is None else list(conditions)
+    index = {c: k for k, c in enumerate(found)}
+    values: dict[int, list[str]] = {}
+    for t in np.unique(np.concatenate([graph.e_i, graph.e_j])).tolist():
+        s = int(np.searchsorted(seq_ptr, t, side="right")) - 1
+        rows = sequences[s].rows
+        values[t] = [apply_pattern(p, rows, t - int(seq_ptr[s])) for p in observers]
+    eb_ptr = np.zeros(graph.n_edges + 1, dtype=np.int64)
+    eb_blk: list[int] = []
+    for e, (i, j, p) in enumerate(zip(graph.e_i.tolist(), graph.e_j.tolist(),
+                                      graph.e_pat.tolist(), strict=True)):
+        blocks = set()
+        for value in values[i] + values[j]:
+            name = f"{skips[p].text} | {value}"
+            if name not in index and grow:
+                index[name] = len(found)
+                found.append(name)
+            if name in index:
+                blocks.add(len(skips) + index[name])
+        eb_blk.append(p)
+        eb_blk.extend(sorted(blocks))
+        eb_ptr[e + 1] = len(eb_blk)
+    graph.eb_ptr = eb_ptr
+    graph.eb_blk = np.array(eb_blk, dtype=np.int64)
+    graph.conditions = found
 
 
 def graph_from_edges(doc_ptr: np.ndarray, seq_ptr: np.ndarray, e_i: np.ndarray,

@@ -244,7 +244,8 @@ def make_objective(problem: Problem) -> Objective:
         o = problem.options.skip
         return SkipObjective(c.space, c.data, c.empirical, problem.rho2, c.graph.arrays(),
                              c.space.skip_offset,
-                             BeliefPropagation(o.bp_maxiter, o.bp_tol, o.bp_damping))
+                             BeliefPropagation(o.bp_maxiter, o.bp_tol, o.bp_damping),
+                             edge_blocks=c.graph.blocks())
     if c.space.order == 2:
         from crfkit.kernels.objective2 import Objective2
 
@@ -541,6 +542,8 @@ def fit(problem: Problem, patterns: list[Pattern], *, progress: Progress,
     if corpus.graph is not None:
         info["skip"] = {**options.skip.as_dict(), "documents": corpus.graph.n_docs,
                         "edges": corpus.graph.n_edges}
+        if corpus.graph.conditions:  # e: patterns: the observations of the blocks' tail
+            info["skip"]["conditions"] = corpus.graph.conditions
     if monitor.best_x is not None:
         weights = _devel_outcome(monitor, options, weights, info, progress)
     model = Model(labels=corpus.labels, patterns=patterns,

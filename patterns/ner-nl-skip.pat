@@ -33,7 +33,16 @@ u:suf3=%M[0,0,"...$"]
 B
 
 # Skip edges (a skip-chain CRF): within a document, join each capitalised word
-# that does not start its sentence to its next occurrence. %t of the padding
-# before a sentence is false, and %m of a word without an upper-case first
-# letter is empty: either leaves the position without a key.
-s:cap=%t[-1,0,"."]%m[0,0,"^\u.*"]
+# to its next occurrence (%m of a word without an upper-case first letter is
+# empty: no key), sentence-initial ones included.
+s:cap=%m[0,0,"^\u.*"]
+
+# Skip-edge observations: each value found at either end of an edge gives it
+# its own label-pair weights, so the model can trust some edges more than
+# others: an end that starts its sentence (init=false: "De", "Het" and names
+# alike), an end's part of speech, whether its neighbours are capitalised
+# (inside a longer name), and the word itself (case folded).
+e:init=%t[-1,0,"."]
+e:pos=%x[0,1]
+e:in=%t[-1,0,"^\u"]%t[1,0,"^\u"]
+e:w=%X[0,0]

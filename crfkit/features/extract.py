@@ -142,9 +142,10 @@ class Featurizer:
         empty = np.zeros(0, dtype=np.int64)
         self.vocab = vocab or ObservationVocab(empty.astype(np.uint64), empty, empty)
         # Patterns that carry only transitions never appear in per-token lists, nor do
-        # skip-edge patterns (their keys join positions: crfkit.skipgraph).
+        # skip-edge patterns (their keys join positions, their e: lines condition the edges:
+        # crfkit.skipgraph).
         self.listed = [i for i, p in enumerate(patterns)
-                       if not (p.is_constant and p.kind in "bt") and p.kind != "s"]
+                       if not (p.is_constant and p.kind in "bt") and p.kind not in "se"]
 
     # -- step 1-3: command values -------------------------------------------------
     def components(self, seqs: Seq[Sequence], *, grow: bool) -> tuple[Positions, Components]:

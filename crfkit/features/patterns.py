@@ -9,7 +9,9 @@ ignored, a UTF-8 byte-order mark and CRLF line ends are accepted)::
 * ``KIND`` is the first character: ``u``/``U`` unigram (observation x label),
   ``b``/``B`` bigram (observation x previous label x label), ``*`` both,
   ``s``/``S`` skip edge (its commands are the key that joins positions of one
-  document: :mod:`crfkit.skipgraph`; it makes the model a skip-chain CRF).
+  document: :mod:`crfkit.skipgraph`; it makes the model a skip-chain CRF),
+  ``e`` skip-edge observation (its value at either end of a skip edge
+  conditions the edge's label-pair weights; skip-chain models only).
   ``t`` trigram (observation x the labels of t-2, t-1 and t; second-order
   models only, ``crfkit train --order 2``).
 * The whole line with every command replaced by its value is the
@@ -68,7 +70,8 @@ from dataclasses import dataclass, field
 
 from crfkit.errors import PatternError, UsageError
 
-KINDS = {"u": "u", "U": "u", "b": "b", "B": "b", "*": "*", "s": "s", "S": "s", "t": "t"}
+KINDS = {"u": "u", "U": "u", "b": "b", "B": "b", "*": "*", "s": "s", "S": "s", "t": "t",
+         "e": "e"}
 TEXT_COMMANDS = "xX"
 REGEX_COMMANDS = "tTmM"
 VALUE_COMMAND = "v"
@@ -167,7 +170,7 @@ class Pattern:
     @property
     def kind_name(self) -> str:
         return {"u": "unigram", "b": "bigram", "*": "unigram+bigram", "s": "skip",
-                "t": "trigram"}[self.kind]
+                "t": "trigram", "e": "skip-edge observation"}[self.kind]
 
     @property
     def is_constant(self) -> bool:
@@ -266,8 +269,8 @@ class _LineParser:
         kind = KINDS.get(text[0])
         if kind is None:
             raise self.error(
-                f"a pattern starts with u, b, * or s (CRF++: U or B), or t (trigram), "
-                f"not {text[0]!r}", 0)
+                f"a pattern starts with u, b, * or s (CRF++: U or B), t (trigram) or e "
+                f"(skip-edge observation), not {text[0]!r}", 0)
         literals: list[str] = []
         commands: list[Command] = []
         current: list[str] = []
@@ -292,6 +295,9 @@ class _LineParser:
         if kind == "s" and not commands:
             raise self.error("a skip pattern needs a command: its values are the key that "
                              "joins positions (e.g. s:%x[0,0])", 0)
+        if kind == "e" and not commands:
+            raise self.error("a skip-edge observation pattern needs a command: its value at "
+                             "the ends of an edge conditions it (e.g. e:pos=%x[0,1])", 0)
         return Pattern(kind=kind, text=text, literals=tuple(literals),
                        commands=tuple(commands), line=self.lineno, path=self.path,
                        column=self.indent + 1, value=value)

@@ -8,9 +8,14 @@ Shapes and meaning (``L`` labels, ``E`` skip edges in all):
 
 * ``psi_doc[t, y]``  unigram scores of the document's token ``t`` (computed once
                      per document and evaluation);
-* ``S[p, a, b]``     the skip weights of skip pattern ``p``: ``a`` the label of the
-                     edge's earlier end ``i``, ``b`` that of its later end ``j``
-                     (``W[skip_offset + (p * L + a) * L + b]``);
+* ``S[e, a, b]``     the score of skip edge ``e``: ``a`` the label of the edge's
+                     earlier end ``i``, ``b`` that of its later end ``j``; the sum of
+                     the edge's weight blocks ``k`` (``eb_blk[eb_ptr[e]:eb_ptr[e+1]]``:
+                     its skip pattern's block, then the blocks of the observations
+                     that condition it), ``W[skip_offset + (k * L + a) * L + b]``
+                     (:func:`edge_scores`);
+* ``Bel[e, a, b]``   the belief of skip edge ``e``, added to the blocks' gradient
+                     by :func:`scatter_beliefs` in edge order;
 * ``msg[e, 0, :]``   log message from skip edge ``e`` into its end ``i``;
   ``msg[e, 1, :]``   into its end ``j``; normalised to log-sum-exp 0. Kept
                      between calls, so each evaluation starts from the messages of
@@ -206,7 +211,33 @@ def init_messages(msg):
 
 
 @njit(**JIT)
-def _update_edges(W, skip_offset, L, e0, e1, e_i, e_j, e_pat, g0, logb, msg, damping,
+def edge_scores(W, skip_offset, L, eb_ptr, eb_blk, S):
+    """S[e] = the sum of edge e's weight blocks (module docstring)."""
+    for e in range(S.shape[0]):
+        for a in range(L):
+            for b in range(L):
+                S[e, a, b] = 0.0
+        for k in range(eb_ptr[e], eb_ptr[e + 1]):
+            base = skip_offset + eb_blk[k] * L * L
+            for a in range(L):
+                for b in range(L):
+                    S[e, a, b] += W[base + a * L + b]
+
+
+@njit(**JIT)
+def scatter_beliefs(Bel, eb_ptr, eb_blk, skip_offset, L, g):
+    """g[block k] += Bel[e] for every weight block k of every edge e, in edge order (so the
+    sums do not depend on how documents were split among threads)."""
+    for e in range(Bel.shape[0]):
+        for k in range(eb_ptr[e], eb_ptr[e + 1]):
+            base = skip_offset + eb_blk[k] * L * L
+            for a in range(L):
+                for b in range(L):
+                    g[base + a * L + b] += Bel[e, a, b]
+
+
+@njit(**JIT)
+def _update_edges(S, L, e0, e1, e_i, e_j, g0, logb, msg, damping,
                   max_product, ci, cj, new, row, tol, sent_of, dirty):
     """Recompute the messages of edges e0..e1-1 from the cavities; returns the largest move.
 
@@ -217,7 +248,6 @@ def _update_edges(W, skip_offset, L, e0, e1, e_i, e_j, e_pat, g0, logb, msg, dam
     for e in range(e0, e1):
         i = e_i[e] - g0
         j = e_j[e] - g0
-        base = skip_offset + e_pat[e] * L * L
         for y in range(L):
             ci[y] = logb[i, y] - msg[e, 0, y]
             cj[y] = logb[j, y] - msg[e, 1, y]
@@ -225,9 +255,9 @@ def _update_edges(W, skip_offset, L, e0, e1, e_i, e_j, e_pat, g0, logb, msg, dam
             for y in range(L):
                 for x in range(L):
                     if side == 1:  # into j (label y) over the label x of i
-                        row[x] = ci[x] + W[base + x * L + y]
+                        row[x] = ci[x] + S[e, x, y]
                     else:  # into i (label y) over the label x of j
-                        row[x] = W[base + y * L + x] + cj[x]
+                        row[x] = S[e, y, x] + cj[x]
                 new[y] = _row_max(row, L) if max_product else _lse(row, L)
             norm = _row_max(new, L) if max_product else _lse(new, L)
             for y in range(L):
@@ -271,7 +301,7 @@ def _chain_phi(W, space, tok_ptr, tok_obs, t0, T, per_token, trans, phi):
 
 @njit(**JIT)
 def _propagate(W, space, data, graph, d, L, per_token, trans, exp_trans, trans_shift, expw,
-               skip_offset, psi_doc, logb, msg, work, bp, max_product, scratch, marks):
+               S, psi_doc, logb, msg, work, bp, max_product, scratch, marks):
     """Loopy BP on document d (schedule: module docstring). Returns the rounds run, negated
     when ``maxiter`` rounds ended without convergence; 0 for a document without edges.
 
@@ -310,7 +340,7 @@ def _propagate(W, space, data, graph, d, L, per_token, trans, exp_trans, trans_s
                 _chain_pass(W, space, tok_ptr, tok_obs, t0, T, L, per_token, trans, exp_trans,
                             trans_shift, expw, psi_doc, g0, graph, msg, work)
                 _store_beliefs(t0, T, L, g0, inc_ptr, alpha, beta, logb)
-        change = _update_edges(W, skip_offset, L, e0, e1, e_i, e_j, e_pat, g0, logb, msg,
+        change = _update_edges(S, L, e0, e1, e_i, e_j, g0, logb, msg,
                                damping, max_product, ci, cj, new, row, tol, sent_of, dirty)
         if change <= tol:
             return it + 1
@@ -318,21 +348,19 @@ def _propagate(W, space, data, graph, d, L, per_token, trans, exp_trans, trans_s
 
 
 @njit(**JIT)
-def _skip_expectations(W, skip_offset, L, e0, e1, e_i, e_j, e_pat, g0, logb, msg, G, ci, cj,
-                       pair):
-    """G += the beliefs of the skip edges e0..e1-1; returns the sum of their log Z_e."""
+def _skip_expectations(S, L, e0, e1, e_i, e_j, g0, logb, msg, Bel, ci, cj, pair):
+    """Bel[e] = the beliefs of the skip edges e0..e1-1; returns the sum of their log Z_e."""
     total = 0.0
     for e in range(e0, e1):
         i = e_i[e] - g0
         j = e_j[e] - g0
-        base = skip_offset + e_pat[e] * L * L
         for y in range(L):
             ci[y] = logb[i, y] - msg[e, 0, y]
             cj[y] = logb[j, y] - msg[e, 1, y]
         m = -np.inf
         for a in range(L):
             for b in range(L):
-                v = ci[a] + W[base + a * L + b] + cj[b]
+                v = ci[a] + S[e, a, b] + cj[b]
                 pair[a, b] = v
                 if v > m:
                     m = v
@@ -343,7 +371,7 @@ def _skip_expectations(W, skip_offset, L, e0, e1, e_i, e_j, e_pat, g0, logb, msg
         lz = m + np.log(acc)
         for a in range(L):
             for b in range(L):
-                G[base + a * L + b] += np.exp(pair[a, b] - lz)
+                Bel[e, a, b] = np.exp(pair[a, b] - lz)
         total += lz
     return total
 
@@ -363,9 +391,10 @@ def _buffers(seq_ptr, doc_ptr, d0, d1, L, per_token, exp_trans):
 
 
 @njit(**JIT)
-def skip_loss_block(W, space, data, graph, L, per_token, skip_offset, d0, d1, trans, exp_trans,
-                    trans_shift, expw, Wd, bp, msg, G, out):
-    """Documents d0..d1-1: Bethe log Z into out[0], beliefs (expected counts) into G.
+def skip_loss_block(W, space, data, graph, L, per_token, S, d0, d1, trans, exp_trans,
+                    trans_shift, expw, Wd, bp, msg, G, Bel, out):
+    """Documents d0..d1-1: Bethe log Z into out[0], the chain beliefs (expected counts)
+    into G, the skip edges' into Bel (their rows of it).
 
     ``Wd``: dense rows of the most frequent observations' unigram weights
     (:func:`crfkit.kernels.lattice.dense_rows`; may have no rows).
@@ -397,7 +426,7 @@ def skip_loss_block(W, space, data, graph, L, per_token, skip_offset, d0, d1, tr
             continue
         unigram_scores(W, tok_ptr, tok_obs, u_ptr, u_lab, g0, D, psi_doc, Wd)
         r = _propagate(W, space, data, graph, d, L, per_token, trans, exp_trans, trans_shift, expw,
-                       skip_offset, psi_doc, logb, msg, work, bp, False, scratch, marks)
+                       S, psi_doc, logb, msg, work, bp, False, scratch, marks)
         rounds += abs(r)
         if r < 0:
             unconverged += 1
@@ -424,8 +453,8 @@ def skip_loss_block(W, space, data, graph, L, per_token, skip_offset, d0, d1, tr
             if wrong:
                 seq_err += 1
         if edge_ptr[d + 1] > edge_ptr[d]:
-            logz_sum += _skip_expectations(W, skip_offset, L, edge_ptr[d], edge_ptr[d + 1], e_i,
-                                           e_j, e_pat, g0, logb, msg, G, ci, cj, pair)
+            logz_sum += _skip_expectations(S, L, edge_ptr[d], edge_ptr[d + 1], e_i, e_j, g0,
+                                           logb, msg, Bel, ci, cj, pair)
     flush_dense(G, Gd, u_ptr, u_lab)
     out[0] = logz_sum
     out[1] = tok_err
@@ -435,7 +464,7 @@ def skip_loss_block(W, space, data, graph, L, per_token, skip_offset, d0, d1, tr
 
 
 @njit(**JIT)
-def skip_decode_block(W, space, data, graph, L, per_token, skip_offset, d0, d1, trans,
+def skip_decode_block(W, space, data, graph, L, per_token, S, d0, d1, trans,
                       exp_trans, trans_shift, expw, bp, max_product, msg, paths, marginals, keep,
                       log_z, out):
     """Documents d0..d1-1: the label of every token into ``paths``.
@@ -468,7 +497,7 @@ def skip_decode_block(W, space, data, graph, L, per_token, skip_offset, d0, d1, 
             continue
         unigram_scores(W, tok_ptr, tok_obs, u_ptr, u_lab, g0, D, psi_doc, Wd)
         r = _propagate(W, space, data, graph, d, L, per_token, trans, exp_trans, trans_shift, expw,
-                       skip_offset, psi_doc, logb, msg, work, bp, max_product, scratch,
+                       S, psi_doc, logb, msg, work, bp, max_product, scratch,
                        marks)
         rounds += abs(r)
         if r < 0:

@@ -27,7 +27,13 @@ from crfkit.errors import CrfkitError
 from crfkit.kernels import loss
 from crfkit.kernels.bestpath import Decoded
 from crfkit.kernels.blocks import partition_blocks, run_blocks, thread_count
-from crfkit.kernels.skipchain import init_messages, skip_decode_block, skip_loss_block
+from crfkit.kernels.skipchain import (
+    edge_scores,
+    init_messages,
+    scatter_beliefs,
+    skip_decode_block,
+    skip_loss_block,
+)
 from crfkit.space import Dataset, FeatureSpace
 from crfkit.vectors import dot
 
@@ -51,6 +57,21 @@ def document_blocks(data: Dataset, doc_ptr: np.ndarray) -> np.ndarray:
     return partition_blocks(lengths, config.N_BLOCKS)
 
 
+def edge_block_arrays(graph: tuple, edge_blocks: tuple | None) -> tuple:
+    """``(eb_ptr, eb_blk)``: the weight blocks of every edge; without ``edge_blocks`` each
+    edge has the one block of its skip pattern (``e_pat``)."""
+    if edge_blocks is not None:
+        return edge_blocks
+    e_pat = np.asarray(graph[4], dtype=np.int64)
+    return np.arange(len(e_pat) + 1, dtype=np.int64), e_pat
+
+
+def _edge_scores(w: np.ndarray, skip_offset: int, L: int, blocks: tuple) -> np.ndarray:
+    S = np.empty((len(blocks[0]) - 1, L, L))
+    edge_scores(w, skip_offset, L, blocks[0], blocks[1], S)
+    return S
+
+
 def _scores(space: FeatureSpace, w: np.ndarray) -> tuple:
     """The transition block, its shifted exponential and the shift (as the CRF objective)."""
     trans, exp_trans, trans_shift, expw, _ = loss.shared_scores(
@@ -63,13 +84,15 @@ class SkipObjective:
     """Callable ``f = objective(w, g)``: the Bethe objective over documents (module docstring).
 
     ``graph`` is :meth:`crfkit.skipgraph.SkipGraph.arrays`; the skip weights start at
-    ``skip_offset``. ``rounds`` / ``unconverged`` count the BP rounds and the
-    documents that did not converge in the last evaluation.
+    ``skip_offset``; ``edge_blocks`` (:meth:`crfkit.skipgraph.SkipGraph.blocks`) gives each
+    edge its weight blocks (default: its skip pattern's alone). ``rounds`` /
+    ``unconverged`` count the BP rounds and the documents that did not converge in the
+    last evaluation.
     """
 
     def __init__(self, space: FeatureSpace, data: Dataset, empirical: np.ndarray, rho2: float,
                  graph: tuple, skip_offset: int, bp: BeliefPropagation, *,
-                 warm: bool = True) -> None:
+                 warm: bool = True, edge_blocks: tuple | None = None) -> None:
         if len(data.labels) != data.n_tokens:
             raise ValueError("training data must carry gold labels")
         self.space, self.data, self.empirical = space, data, empirical
@@ -84,6 +107,8 @@ class SkipObjective:
         self.G_blocks = np.empty((self.wave, space.n_weights))
         self.out = np.empty((n_blocks, 5))
         self.msg = np.empty((len(graph[2]), 2, space.n_labels))
+        self.edge_blocks = edge_block_arrays(graph, edge_blocks)
+        self.Bel = np.zeros((len(graph[2]), space.n_labels, space.n_labels))
         init_messages(self.msg)
         self.token_errors = self.sequence_errors = self.rounds = self.unconverged = 0
         self.evaluations = 0
@@ -98,6 +123,7 @@ class SkipObjective:
         if not self.warm:
             init_messages(self.msg)
         bp = self.bp.arrays()
+        S = _edge_scores(w, self.skip_offset, s.n_labels, self.edge_blocks)
         ptr, n_blocks = self.block_ptr, len(self.out)
         per_token = s.n_b > 0
         for first in range(0, n_blocks, self.wave):
@@ -105,12 +131,14 @@ class SkipObjective:
 
             def block(i: int, first: int = first) -> None:
                 skip_loss_block(w, self.space_arrays, self.data_arrays, self.graph, s.n_labels,
-                                per_token, self.skip_offset, int(ptr[first + i]),
+                                per_token, S, int(ptr[first + i]),
                                 int(ptr[first + i + 1]), trans, exp_trans, trans_shift, expw,
-                                Wd, bp, self.msg, self.G_blocks[i], self.out[first + i])
+                                Wd, bp, self.msg, self.G_blocks[i], self.Bel,
+                                self.out[first + i])
 
             run_blocks(block, last - first)
             loss.add_blocks(self.G_blocks[:last - first], first == 0, g)
+        scatter_beliefs(self.Bel, *self.edge_blocks, self.skip_offset, s.n_labels, g)
         log_z = float(np.sum(self.out[:, 0]))
         if not np.isfinite(log_z):
             init_messages(self.msg)  # do not warm-start from NaN
@@ -127,7 +155,8 @@ class SkipObjective:
 
 def skip_decode(space: FeatureSpace, weights: np.ndarray, data: Dataset, graph: tuple,
                 skip_offset: int, bp: BeliefPropagation, *, posterior: bool = False,
-                marginals: bool = False) -> tuple[Decoded, int, int]:
+                marginals: bool = False,
+                edge_blocks: tuple | None = None) -> tuple[Decoded, int, int]:
     """Label a batch of whole documents: max-product BP and Viterbi per chain, or with
     ``posterior`` sum-product BP and the label of highest belief; ``marginals`` keeps
     the beliefs (sum-product; the paths are then the posterior ones too).
@@ -149,12 +178,13 @@ def skip_decode(space: FeatureSpace, weights: np.ndarray, data: Dataset, graph: 
     if n_seq:
         trans, exp_trans, trans_shift, expw = _scores(space, weights)
         arrays, bp_arrays = space.arrays(), bp.arrays()
+        S = _edge_scores(weights, skip_offset, L, edge_block_arrays(graph, edge_blocks))
         labels = np.zeros(0, dtype=np.int32)
         data_arrays = (data.seq_ptr, data.tok_ptr, data.tok_obs, labels)
 
         def block(b: int) -> None:
             skip_decode_block(weights, arrays, data_arrays, graph, L, space.n_b > 0,
-                              skip_offset, int(blocks[b]), int(blocks[b + 1]), trans,
+                              S, int(blocks[b]), int(blocks[b + 1]), trans,
                               exp_trans, trans_shift, expw, bp_arrays, max_product, msg, paths,
                               marg, keep, log_z, out[b])
 
