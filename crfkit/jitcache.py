@@ -27,20 +27,23 @@ from crfkit.progress import Progress
 # README's figures come from (first run of each path with an empty cache).
 COUNTING, CRF, LOCAL, SGD, PERCEPTRON, DEVEL = 3, 7, 4, 9, 5, 4
 ONLINE = 6  # l2sgd, pa, arow (kernels.online; measured on a loaded machine)
+ORDER2 = 12  # crf --order 2 (kernels.lanes2 / order2; measured on a loaded machine)
 
 
-def announce_compile(progress: Progress, algo: str, model_type: str, devel: bool) -> None:
+def announce_compile(progress: Progress, algo: str, model_type: str, devel: bool,
+                     order: int = 1) -> None:
     """Tell the user, before it happens, that the kernels of this training are compiled."""
     if progress.quiet:
         return
-    seconds = compile_seconds(algo, model_type, devel)
+    seconds = compile_seconds(algo, model_type, devel, order)
     if seconds:
         progress.message(f"* compiling kernels (first run only, about {seconds} s)")
 
 
-def compile_seconds(algo: str, model_type: str, devel: bool) -> int:
-    """Estimated compile time of the kernels this training needs that are not cached (0: none)."""
-    return sum(seconds for seconds, kernels in _groups(algo, model_type, devel)
+def compile_seconds(algo: str, model_type: str, devel: bool, order: int = 1) -> int:
+    """Estimated compile time of the kernels this training needs that are not cached (0: none);
+    ``order`` 2: a second-order crf (``--order 2``)."""
+    return sum(seconds for seconds, kernels in _groups(algo, model_type, devel, order)
                if not all(any(is_cached(d) for d in alternatives) for alternatives in kernels()))
 
 
@@ -60,7 +63,8 @@ def is_cached(dispatcher: object) -> bool:
 Kernels = Callable[[], list[tuple[object, ...]]]  # per kernel: dispatchers, any one will do
 
 
-def _groups(algo: str, model_type: str, devel: bool) -> Iterable[tuple[int, Kernels]]:
+def _groups(algo: str, model_type: str, devel: bool, order: int = 1
+            ) -> Iterable[tuple[int, Kernels]]:
     """The groups of kernels a training runs (imported only when asked).
 
     Only kernels that every such run calls are checked (not L-BFGS's, which
@@ -68,6 +72,11 @@ def _groups(algo: str, model_type: str, devel: bool) -> Iterable[tuple[int, Kern
     called is never cached, and would announce a compilation on every run.
     """
     yield COUNTING, _counting
+    if order == 2:  # l-bfgs only (train refuses the others)
+        yield ORDER2, _order2
+        if devel:
+            yield DEVEL, _devel2
+        return
     if algo == "l-bfgs":
         yield (CRF, _crf) if model_type == "crf" else (LOCAL, _local)
     elif algo == "sgd-l1":
@@ -91,6 +100,14 @@ def _crf() -> list[tuple[object, ...]]:
 
     # the training kernel has two versions (loss.crf_loss_block); a corpus needs one
     return [tuple(loss.CRF_LOSS_KERNELS.values()), (loss.shared_scores,), (loss.add_blocks,)]
+
+
+def _order2() -> list[tuple[object, ...]]:
+    from crfkit.kernels import lanes2, lattice, loss, order2
+
+    # lanes without observation trigrams, one sequence at a time with them
+    return [(lanes2.loss_block_lanes, order2.loss_block2), (lattice.dense_rows,),
+            (loss.add_blocks,)]
 
 
 def _local() -> list[tuple[object, ...]]:
@@ -122,3 +139,9 @@ def _devel() -> list[tuple[object, ...]]:
     from crfkit.kernels import decoder
 
     return [(decoder.decode_block,)]
+
+
+def _devel2() -> list[tuple[object, ...]]:
+    from crfkit.kernels import decoder2
+
+    return [(decoder2.decode_block2,)]

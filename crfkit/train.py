@@ -480,7 +480,7 @@ def train(patterns: list[Pattern] | None, sequences: Iterable[Sequence],
     _check_type(options, model_type, devel=devel is not None)
     progress = progress or Progress(quiet=True)
     patterns = _resolve_patterns(patterns, model_type, init, options.order, progress)
-    announce_compile(progress, options.algo, model_type, devel is not None)
+    announce_compile(progress, options.algo, model_type, devel is not None, options.order)
     set_thread_count(options.nthread)
     budget = _budget(options, devel=devel is not None)
     started = time.perf_counter()

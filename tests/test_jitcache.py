@@ -67,3 +67,18 @@ def test_train_says_it_compiles_before_a_first_run_only(options, address_sample,
     assert sum("compiling" in line for line in cold.stderr.splitlines()) == 1
     quiet = run(args[0], "-q", *args[1:])
     assert quiet.exit_code == 0 and quiet.stderr == ""
+
+
+def test_second_order_training_checks_the_order2_kernels(monkeypatch):
+    checked = []
+
+    def cached(dispatcher):
+        checked.append(dispatcher.__name__)
+        return dispatcher.__name__ != "loss_block_lanes"  # only the lane kernel is missing
+
+    monkeypatch.setattr(jitcache, "is_cached", cached)
+    assert jitcache.compile_seconds("l-bfgs", "crf", False, order=2) == 0  # order2 will do
+    assert "loss_block_lanes" in checked and "shared_scores" not in checked  # not first order
+    monkeypatch.setattr(jitcache, "is_cached", lambda dispatcher: False)
+    assert jitcache.compile_seconds("l-bfgs", "crf", True, order=2) == \
+        jitcache.COUNTING + jitcache.ORDER2 + jitcache.DEVEL

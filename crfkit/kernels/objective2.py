@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from crfkit import config
-from crfkit.kernels import order2
+from crfkit.kernels import lanes2, order2
 from crfkit.kernels.lattice import dense_rows
 from crfkit.kernels.objective import Objective
 from crfkit.space import Dataset, FeatureSpace
@@ -26,6 +26,8 @@ class Objective2(Objective):
         super().__init__(space, data, empirical, rho2, normalisation)
         self.lattice = space.lattice
         self.per_edge = space.n_g > 0
+        # without observation trigrams, sequences go through the lattice in SIMD lanes
+        self.edge_lists = None if self.per_edge else lanes2.edge_lists(self.lattice)
 
     def shared(self, w: np.ndarray) -> tuple:
         s = self.space
@@ -33,5 +35,10 @@ class Objective2(Objective):
 
     def _loss_block(self, w: np.ndarray, shared: tuple, s0: int, s1: int, G: np.ndarray,
                     out: np.ndarray) -> None:
+        if self.edge_lists is not None:
+            lanes2.loss_block_lanes(w, self.space_arrays, self.lattice, self.edge_lists,
+                                    self.data_arrays, self.space.n_labels, s0, s1, shared[0],
+                                    G, out)
+            return
         order2.loss_block2(w, self.space_arrays, self.lattice, self.data_arrays,
                            self.space.n_labels, s0, s1, self.per_edge, shared[0], G, out)
