@@ -171,7 +171,7 @@ def test_tune_command_folds_json_report_and_model(address_sample, tmp_path) -> N
     assert [p["rho2"] for p in observed] == [4.0, 0.5]
     assert all(p["likely"] is None for p in observed)
     best_observed = max(observed, key=lambda p: p["f1"])
-    assert summary["points"][2]["likely"] == 0.1  # the default threshold, at the best strength
+    assert summary["points"][2]["likely"] == 0.01  # the default threshold, at the best strength
     assert summary["points"][2]["rho2"] == best_observed["rho2"]
     best = max(summary["points"], key=lambda p: p["f1"])
     assert summary["best"]["rho2"] == best["rho2"]
