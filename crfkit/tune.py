@@ -17,9 +17,9 @@ and keeps its cost near a few trainings:
   ``TuneOptions.likely``: every fold finds them at its own weights of the
   best point so far and trains on from there at that strength, the new
   features at zero. On CoNLL-2000 no L2 strength of the observed features
-  alone reached CRF++'s test F1, and all features (``--all-features``) cost
-  16x the features; the likely ones add a fifth. They win only if their
-  cross-validated F1 is higher, like any point.
+  alone reached CRF++'s test F1, and all features (``--all-features``, as
+  CRF++) are 16 times as many; the likely ones are a fraction of those. They
+  win only if their cross-validated F1 is higher, like any point.
 * **The score.** With a development set (``-d``), the chunk F1 of the
   development set under each point's weights. Otherwise K-fold cross
   validation on the training set: the sequences are dealt into K folds by
@@ -453,6 +453,7 @@ def tune(patterns: list[Pattern], sequences: list[Sentence], options: TrainOptio
     progress.message(TABLE_HEADER)
     path_options = replace(options, stopeps=t.path_stopeps if t.path_stopeps is not None
                            else options.stopeps)
+
     def show(point: PointResult) -> None:
         progress.message(table_row(point))
 
@@ -649,8 +650,8 @@ def _train_likely(patterns: list[Pattern], sequences: list[Sentence], options: T
     """``crfkit train --likely-features P`` on all the data, from ``init`` (fold 1's
     model at the chosen point, its likely features included): ``--likely-after``
     iterations, the likely features of all the data added, then on to convergence.
-    (``train`` itself refuses ``-m`` with likely features: it would not know which
-    of the initial model's features were likely ones; here that is the point.)"""
+    (``train`` refuses ``-m`` with ``--likely-features``; tune's final model is the
+    one place that combines them, from a model of the same patterns and data.)"""
     from crfkit.train import fit
 
     began = time.perf_counter()
