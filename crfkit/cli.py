@@ -381,7 +381,7 @@ def _existing_file(path: str | None, option: str, numeric_hint: str | None) -> N
               help="Maximum iterations of each training, 0 for no limit  [default: 0]")
 @click.option("-e", "--stopeps", type=float, default=None,
               help="Stopping rule of the final model (as train)  [default: 1e-5]")
-@click.option("--path-stopeps", type=float, default=3e-4, show_default=True, metavar="X",
+@click.option("--path-stopeps", type=float, default=5e-4, show_default=True, metavar="X",
               help="Stopping rule of the strengths scored (F1 settles long before the "
                    "objective: a looser rule makes the search cheaper).")
 @click.option("-w", "--stopwin", type=int, default=None,

@@ -69,6 +69,7 @@ from crfkit.modeltypes import MODEL_TYPES
 from crfkit.optim import INTERRUPTED, Iteration
 from crfkit.progress import Progress
 from crfkit.reader import Sequence as Sentence
+from crfkit.space import FeatureSpace
 from crfkit.train import (
     ALGORITHMS,
     Problem,
@@ -190,7 +191,7 @@ class TuneOptions:
     likely: tuple[float, ...] = DEFAULT_LIKELY  # likely-feature thresholds tried at the best
     jobs: int = 0  # fold paths trained at once; 0: one per core (at most the folds)
     warm_start: bool = True
-    path_stopeps: float | None = 3e-4  # -e of the path points (None: the final one's, -e)
+    path_stopeps: float | None = 5e-4  # -e of the path points (None: the final one's, -e)
 
 
 @dataclass
@@ -250,13 +251,17 @@ class _Fold:
     heldout: DevelSet
     gold: list[list[str]]
     grown: dict[float, Corpus] = field(default_factory=dict)  # likely threshold: its corpus
+    early_x: np.ndarray | None = None  # the weights after --likely-after iterations from zero
 
     def corpus_for(self, strength: Strength, start: np.ndarray | None) -> Corpus:
         """The corpus of the point's feature set, starting from ``start`` (None: zeros).
 
         The first likely point of a threshold grows a copy of the observed corpus
-        at ``start`` (the observed weights it is warm-started from); the next
-        ones of that threshold reuse it, from starts laid out for it.
+        with the likely features at ``early_x`` (as ``train --likely-features``
+        finds them: after ``--likely-after`` iterations from zero, those of the
+        path's first, cold point), or at ``start`` if the path never got that
+        far; it starts from ``start`` (observed weights), the new features at
+        zero. The next points of that threshold reuse it.
         """
         if not strength.likely:
             return self.corpus if start is None else replace(self.corpus, x0=start)
@@ -269,9 +274,21 @@ class _Fold:
         from crfkit.likely import add_likely_features
 
         grown = replace(self.corpus)
-        add_likely_features(grown, start, strength.likely)  # sets grown.x0 from start
+        found_at = self.early_x if self.early_x is not None else start
+        add_likely_features(grown, found_at, strength.likely)
+        grown.x0 = _relayout(start, self.corpus.space, grown.space)
         self.grown[strength.likely] = grown
         return grown
+
+
+def _relayout(x: np.ndarray, old: FeatureSpace, new: FeatureSpace) -> np.ndarray:
+    """Weights ``x`` of ``old`` at their place in ``new``, a superset (zeros elsewhere)."""
+    (old_u, old_b), (new_u, new_b) = old.keys(), new.keys()
+    out = np.zeros(new.n_weights)
+    out[np.searchsorted(new_u, old_u)] = x[:old.n_u]
+    out[new.n_u + np.searchsorted(new_b, old_b)] = x[old.n_u:old.trans_offset]
+    out[new.trans_offset:] = x[old.trans_offset:]
+    return out
 
 
 def _encode_fold(patterns: list[Pattern], train: list[Sentence], heldout: list[Sentence],
@@ -301,6 +318,8 @@ def _train_point(fold: _Fold, strength: Strength, start: np.ndarray | None,
     n_tokens, n_seqs = max(1, corpus.data.n_tokens), max(1, corpus.data.n_seqs)
 
     def hook(info: Iteration) -> str | None:
+        if start is None and info.it == options.likely_after and fold.early_x is None:
+            fold.early_x = info.x.copy()  # where train --likely-features would look
         log.append(log_row(info, max(info.token_errors, 0) / n_tokens,
                            max(info.sequence_errors, 0) / n_seqs, None))
         return INTERRUPTED if stop.is_set() else None
