@@ -221,12 +221,14 @@ class PointResult:
     objective: list[float]
     reasons: list[str]
     logs: list[list[dict]] = field(default_factory=list, repr=False)  # per fold
+    features: float = 0.0  # weights of the feature space, mean over the folds
 
     def as_dict(self) -> dict:
         return {"rho1": self.strength.rho1, "rho2": self.strength.rho2,
                 "likely": self.strength.likely or None, "f1": self.f1,
                 "fold_f1": self.fold_f1, "iterations": self.iterations,
-                "seconds": self.seconds, "nonzero": self.nonzero, "objective": self.objective}
+                "seconds": self.seconds, "nonzero": self.nonzero, "features": self.features,
+                "objective": self.objective}
 
 
 @dataclass
@@ -342,7 +344,8 @@ def _score(strength: Strength, points: list[FoldPoint]) -> PointResult:
         strength, evaluate(gold, pred).f1, [evaluate(p.gold, p.pred).f1 for p in points],
         sum(p.iterations for p in points), sum(p.seconds for p in points),
         float(np.mean([np.count_nonzero(p.x) for p in points])), [p.objective for p in points],
-        [p.reason for p in points], [p.log for p in points])
+        [p.reason for p in points], [p.log for p in points],
+        features=float(np.mean([len(p.x) for p in points])))
 
 
 @dataclass

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import signal
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -13,7 +14,7 @@ from crfkit.features.patterns import read_patterns
 from crfkit.model import Model
 from crfkit.progress import Progress
 from crfkit.reader import read_sequences
-from crfkit.train import TrainOptions
+from crfkit.train import TrainOptions, train
 from crfkit.tune import (
     Strength,
     TuneOptions,
@@ -107,6 +108,20 @@ def test_likely_point_grows_the_best_observed_point(address_sample) -> None:
     assert tune_info["scored"] == "3 of 3"
     assert tune_info["chosen_likely"] == (best.strength.likely or None)
     assert result.model.info["options"].get("likely") == (best.strength.likely or None)
+
+
+def test_likely_features_are_those_train_finds(address_sample) -> None:
+    """The features are found where train --likely-features finds them: after 20
+    iterations from zero (tune's first, cold point at the same strength)."""
+    patterns, sequences, devel = _sample(address_sample)
+    options = TrainOptions(maxiter=25, nthread=1)
+    result = tune(patterns, sequences, options, [Strength(0.0, 1.0)],
+                  TuneOptions(likely=(0.2,)), devel=devel)
+    observed, likely = result.points
+    trained = train(patterns, sequences, replace(options, rho2=1.0, likely=0.2))
+    plain = train(patterns, sequences, replace(options, rho2=1.0))
+    assert observed.features == plain.space.n_weights
+    assert likely.features == trained.space.n_weights > plain.space.n_weights
 
 
 def test_likely_points_need_an_observed_start(address_sample) -> None:
