@@ -14,8 +14,10 @@ and keeps its cost near a few trainings:
   reaches the cold start's objective).
 * **The feature set.** After the strengths, the likely unsupported features
   (:mod:`crfkit.likely`, Sutton & McCallum) at each threshold of
-  ``TuneOptions.likely``: every fold finds them at its own weights of the
-  best point so far and trains on from there at that strength, the new
+  ``TuneOptions.likely``: every fold finds them where ``train
+  --likely-features`` would (at its weights after ``--likely-after``
+  iterations from zero, those of the path's first, cold point) and trains
+  on from its weights at the best point so far, at that strength, the new
   features at zero. On CoNLL-2000 no L2 strength of the observed features
   alone reached CRF++'s test F1, and all features (``--all-features``, as
   CRF++) are 16 times as many; the likely ones are a fraction of those. They
@@ -484,7 +486,7 @@ def tune(patterns: list[Pattern], sequences: list[Sentence], options: TrainOptio
     thresholds = likely_thresholds(t, options)
     if state.best is not None and thresholds and not state.interrupted:
         progress.message(f"* likely features at the best point so far ({state.best.strength}),"
-                         f" found at its weights: threshold(s) "
+                         f" found as train --likely-features finds them: threshold(s) "
                          f"{', '.join(f'{p:g}' for p in thresholds)}")
         _likely_phase(folds, state, thresholds, path_options, model_type, jobs=jobs,
                       threads=threads, on_point=show)
@@ -522,9 +524,9 @@ def _likely_phase(folds: list[_Fold], state: _PathState, thresholds: Sequence[fl
                   on_point: Callable[[PointResult], None]) -> None:
     """Score each threshold's likely features at the best observed strength.
 
-    Every fold finds its likely features at its own weights of that point
-    and continues from them, the new features at zero (so the point is
-    always warm-started: its feature set is defined by those weights).
+    Every fold finds its likely features as ``train --likely-features`` does
+    (:meth:`_Fold.corpus_for`) and continues from its weights at that point,
+    the new features at zero (so the point is always warm-started).
     """
     observed, starts = state.best, list(state.best_x)
     assert observed is not None
