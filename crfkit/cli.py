@@ -382,14 +382,14 @@ def _existing_file(path: str | None, option: str, numeric_hint: str | None) -> N
 @click.option("-1", "--rho1", "rho1_list", default=None, metavar="LIST",
               help="L1 strengths: '1,0.5,0.1' or FROM:TO:COUNT (log-spaced)  [default: 0]")
 @click.option("-2", "--rho2", "rho2_list", default=None, metavar="LIST",
-              help="L2 strengths, as --rho1  [default: 2,1,0.5,0.25,0.125; 1 with --rho1]")
+              help="L2 strengths, as --rho1  [default: 0.5,0.25,0.125; 1 with --rho1]")
 @click.option("-T", "--type", "model_type", default=None, metavar="|".join(MODEL_TYPE_NAMES),
               help="Model type  [default: crf]")
 @click.option("-i", "--maxiter", type=int, default=None,
               help="Maximum iterations of each training, 0 for no limit  [default: 0]")
 @click.option("-e", "--stopeps", type=float, default=None,
               help="Stopping rule of the final model (as train)  [default: 1e-5]")
-@click.option("--path-stopeps", type=float, default=1e-4, show_default=True, metavar="X",
+@click.option("--path-stopeps", type=float, default=5e-4, show_default=True, metavar="X",
               help="Stopping rule of the strengths scored (F1 settles long before the "
                    "objective: a looser rule makes the search cheaper).")
 @click.option("-w", "--stopwin", type=int, default=None,
@@ -399,6 +399,10 @@ def _existing_file(path: str | None, option: str, numeric_hint: str | None) -> N
               help="Ignore observations seen fewer than N times  [default: 1]")
 @click.option("--all-features", is_flag=True,
               help="Weights for every observation x label (pair), as train.")
+@click.option("--likely", "likely_list", default=None, metavar="LIST",
+              help="Likely-feature thresholds scored at the best strength (as train "
+                   "--likely-features), 'none' for the observed features only  "
+                   "[default: 0.01]")
 @click.option("--no-warm-start", is_flag=True,
               help="Start every strength from zero weights (to measure what warm starts save).")
 @click.option("-j", "--jobs", type=int, default=0, show_default=True,
@@ -417,8 +421,8 @@ def _existing_file(path: str | None, option: str, numeric_hint: str | None) -> N
 @click.option("-q", "--quiet", is_flag=True, help="No table or progress output.")
 def tune_command(pattern_file, input_file, model_file, devel_file, folds, seed, rho1_list,
                  rho2_list, model_type, maxiter, stopeps, path_stopeps, stopwin, history,
-                 cutoff, all_features, no_warm_start, jobs, nthread, report_dir, as_json, sep,
-                 encoding, quiet) -> None:
+                 cutoff, all_features, likely_list, no_warm_start, jobs, nthread, report_dir,
+                 as_json, sep, encoding, quiet) -> None:
     """Train over a path of regularisation strengths and keep the best model.
 
     Each strength is scored by the chunk F1 (conlleval) of the -d file or,
@@ -429,7 +433,13 @@ def tune_command(pattern_file, input_file, model_file, devel_file, folds, seed, 
     on all of TRAIN. Ctrl-C stops the search and keeps the best strength so far.
     """
     from crfkit.atomic import check_writable
-    from crfkit.tune import TuneOptions, parse_strengths, strength_path
+    from crfkit.tune import (
+        DEFAULT_LIKELY,
+        TuneOptions,
+        parse_likely,
+        parse_strengths,
+        strength_path,
+    )
 
     for path, option in ((pattern_file, "-p/--pattern"), (devel_file, "-d/--devel"),
                          (None if input_file == "-" else input_file, "TRAIN")):
@@ -440,7 +450,8 @@ def tune_command(pattern_file, input_file, model_file, devel_file, folds, seed, 
     path = strength_path(None if rho1_list is None else parse_strengths(rho1_list, "--rho1"),
                          None if rho2_list is None else parse_strengths(rho2_list, "--rho2"))
     t = TuneOptions(folds=folds, seed=seed, jobs=jobs, warm_start=not no_warm_start,
-                    path_stopeps=path_stopeps)
+                    path_stopeps=path_stopeps,
+                    likely=DEFAULT_LIKELY if likely_list is None else parse_likely(likely_list))
     check_writable(model_file)
     _report_log(report_dir)
     _run_tune(given, t, path, pattern_file, input_file, devel_file, model_file, report_dir,

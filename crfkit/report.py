@@ -290,8 +290,8 @@ def _jsonable(value: Any) -> Any:
 
 
 # --- tune ------------------------------------------------------------------------------------
-POINT_COLUMNS = ("rho1", "rho2", "f1", "f1_sd", "iterations", "seconds", "nonzero")
-PATH_LOG_COLUMNS = ("rho1", "rho2", "fold", *LOG_COLUMNS)
+POINT_COLUMNS = ("rho1", "rho2", "f1", "f1_sd", "iterations", "seconds", "nonzero", "likely")
+PATH_LOG_COLUMNS = ("rho1", "rho2", "likely", "fold", *LOG_COLUMNS)
 
 
 def tune_report(directory: str, result: Any, summary: dict[str, Any], *,
@@ -305,9 +305,11 @@ def tune_report(directory: str, result: Any, summary: dict[str, Any], *,
     report = Report(directory, "crfkit tune", settings, plot=plot)
     points = [{"rho1": p.strength.rho1, "rho2": p.strength.rho2, "f1": p.f1,
                "f1_sd": _sd(p.fold_f1), "iterations": p.iterations, "seconds": p.seconds,
-               "nonzero": p.nonzero} for p in result.points]
+               "nonzero": p.nonzero, "likely": p.strength.likely or None}
+              for p in result.points]
     report.write_table("points", points, POINT_COLUMNS)
-    path_rows = [{"rho1": p.strength.rho1, "rho2": p.strength.rho2, "fold": fold, **row}
+    path_rows = [{"rho1": p.strength.rho1, "rho2": p.strength.rho2,
+                  "likely": p.strength.likely or None, "fold": fold, **row}
                  for p in result.points for fold, log in enumerate(p.logs, 1)
                  for row in with_iteration_seconds(log)]
     report.write_table("path_iterations", path_rows, PATH_LOG_COLUMNS)
@@ -329,18 +331,20 @@ def _sd(values: Sequence[float]) -> float | None:
 
 
 def _draw_f1_strength(fig: Any, points: list[dict], result: Any) -> None:
-    """F1 against the strength that varies (L2 unless only L1 does), one line per other value."""
+    """F1 against the strength that varies (L2 unless only L1 does), one line per value of
+    the other and feature set (a likely-feature point alone is a marker)."""
     vary, fixed = "rho2", "rho1"
     if len({p["rho2"] for p in points}) == 1 and len({p["rho1"] for p in points}) > 1:
         vary, fixed = "rho1", "rho2"
     ax = fig.add_subplot()
-    for value in sorted({p[fixed] for p in points}):
-        line = sorted((p for p in points if p[fixed] == value), key=lambda p: p[vary])
+    for value, likely in sorted({(p[fixed], p["likely"] or 0.0) for p in points}):
+        line = sorted((p for p in points if p[fixed] == value and (p["likely"] or 0.0) == likely),
+                      key=lambda p: p[vary])
         xs = [p[vary] for p in line]
         errors = [p["f1_sd"] or 0.0 for p in line]
-        label = f"{fixed} = {value:g}"
+        label = f"{fixed} = {value:g}" + (f", likely features {likely:g}" if likely else "")
         ax.errorbar(xs, [p["f1"] for p in line], yerr=errors if any(errors) else None,
-                    marker="o", capsize=3, label=label)
+                    marker="s" if likely else "o", capsize=3, label=label)
     if min(p[vary] for p in points) > 0:
         ax.set_xscale("log", base=2)
     best = result.best

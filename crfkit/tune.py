@@ -12,6 +12,16 @@ and keeps its cost near a few trainings:
   near the last one. The objective is strictly convex with ``rho2 > 0``, so
   a warm start changes the cost, not the optimum (the tests check that it
   reaches the cold start's objective).
+* **The feature set.** After the strengths, the likely unsupported features
+  (:mod:`crfkit.likely`, Sutton & McCallum) at each threshold of
+  ``TuneOptions.likely``: every fold finds them where ``train
+  --likely-features`` would (at its weights after ``--likely-after``
+  iterations from zero, those of the path's first, cold point) and trains
+  on from its weights at the best point so far, at that strength, the new
+  features at zero. On CoNLL-2000 no L2 strength of the observed features
+  alone reached CRF++'s test F1, and all features (``--all-features``, as
+  CRF++) are 16 times as many; the likely ones are a fraction of those. They
+  win only if their cross-validated F1 is higher, like any point.
 * **The score.** With a development set (``-d``), the chunk F1 of the
   development set under each point's weights. Otherwise K-fold cross
   validation on the training set: the sequences are dealt into K folds by
@@ -25,7 +35,9 @@ and keeps its cost near a few trainings:
   training data). With folds, one more training on all the data at the best
   strength, warm-started from a fold's weights at that strength (a model of
   4/5 of the data is close to the full one; L2 keeps the optimum unique, so
-  the start changes only the iterations). Its settings go in the model
+  the start changes only the iterations); a likely-feature point is trained
+  as ``train --likely-features`` from fold 1's model there, its likely
+  features found again on all the data. Its settings go in the model
   (``crfkit info``: ``tune``).
 * **Parallel.** The K folds are independent: fold paths run on ``jobs``
   threads at once, each with its share of the cores (the kernels release the
@@ -59,6 +71,7 @@ from crfkit.modeltypes import MODEL_TYPES
 from crfkit.optim import INTERRUPTED, Iteration
 from crfkit.progress import Progress
 from crfkit.reader import Sequence as Sentence
+from crfkit.space import FeatureSpace
 from crfkit.train import (
     ALGORITHMS,
     Problem,
@@ -67,23 +80,34 @@ from crfkit.train import (
     recorded_options,
 )
 
-__all__ = ["DEFAULT_RHO2_PATH", "Strength", "TuneOptions", "TuneResult", "make_folds",
-           "parse_strengths", "strength_path", "tune", "tune_summary"]
+__all__ = ["DEFAULT_LIKELY", "DEFAULT_RHO2_PATH", "Strength", "TuneOptions", "TuneResult",
+           "chosen_options", "likely_thresholds", "make_folds", "parse_likely", "parse_strengths",
+           "strength_path", "tune", "tune_summary"]
 
-DEFAULT_RHO2_PATH = (2.0, 1.0, 0.5, 0.25, 0.125)
-"""The L2 strengths tried by default: powers of two around train's default (1),
-down to CRF++'s tuned ``-c 4`` (0.25) and one step beyond."""
+DEFAULT_RHO2_PATH = (0.5, 0.25, 0.125)
+"""The L2 strengths tried by default: powers of two from half train's default (1)
+through CRF++'s tuned ``-c 4`` (0.25) to one step beyond. On CoNLL-2000 the
+cross-validated F1 rose toward the weak end and rho2 = 2 never won, while its
+cold start was the path's most expensive point."""
+
+
+DEFAULT_LIKELY = (0.01,)
+"""The likely-feature thresholds scored by default at the best observed strength."""
 
 
 @dataclass(frozen=True)
 class Strength:
-    """One point of the path: the L1 and L2 strengths."""
+    """One point of the path: the L1 and L2 strengths, and the feature set (``likely``:
+    0 for the features observed in training, else the threshold of the likely
+    unsupported features added to them, :mod:`crfkit.likely`)."""
 
     rho1: float
     rho2: float
+    likely: float = 0.0
 
     def __str__(self) -> str:
-        return f"rho1={self.rho1:g} rho2={self.rho2:g}"
+        text = f"rho1={self.rho1:g} rho2={self.rho2:g}"
+        return text + (f" likely={self.likely:g}" if self.likely else "")
 
 
 def parse_strengths(text: str, option: str) -> list[float]:
@@ -111,6 +135,17 @@ def parse_strengths(text: str, option: str) -> list[float]:
         if not (v >= 0 and math.isfinite(v)):
             raise UsageError(f"{option}: strengths must be finite and >= 0, got {v:g}")
     return values
+
+
+def parse_likely(text: str) -> tuple[float, ...]:
+    """``0.1,0.01`` (thresholds in (0, 1]) or ``none`` (no likely features)."""
+    if text.strip().lower() == "none":
+        return ()
+    values = parse_strengths(text, "--likely")
+    for v in values:
+        if not 0 < v <= 1:
+            raise UsageError(f"--likely: thresholds must be in (0, 1] (or 'none'), got {v:g}")
+    return tuple(values)
 
 
 def strength_path(rho1: Sequence[float] | None, rho2: Sequence[float] | None,
@@ -155,9 +190,10 @@ class TuneOptions:
 
     folds: int = 5
     seed: int = 0
+    likely: tuple[float, ...] = DEFAULT_LIKELY  # likely-feature thresholds tried at the best
     jobs: int = 0  # fold paths trained at once; 0: one per core (at most the folds)
     warm_start: bool = True
-    path_stopeps: float | None = 1e-4  # -e of the path points (None: the final one's, -e)
+    path_stopeps: float | None = 5e-4  # -e of the path points (None: the final one's, -e)
 
 
 @dataclass
@@ -187,11 +223,14 @@ class PointResult:
     objective: list[float]
     reasons: list[str]
     logs: list[list[dict]] = field(default_factory=list, repr=False)  # per fold
+    features: float = 0.0  # weights of the feature space, mean over the folds
 
     def as_dict(self) -> dict:
-        return {"rho1": self.strength.rho1, "rho2": self.strength.rho2, "f1": self.f1,
+        return {"rho1": self.strength.rho1, "rho2": self.strength.rho2,
+                "likely": self.strength.likely or None, "f1": self.f1,
                 "fold_f1": self.fold_f1, "iterations": self.iterations,
-                "seconds": self.seconds, "nonzero": self.nonzero, "objective": self.objective}
+                "seconds": self.seconds, "nonzero": self.nonzero, "features": self.features,
+                "objective": self.objective}
 
 
 @dataclass
@@ -215,6 +254,45 @@ class _Fold:
     corpus: Corpus
     heldout: DevelSet
     gold: list[list[str]]
+    grown: dict[float, Corpus] = field(default_factory=dict)  # likely threshold: its corpus
+    early_x: np.ndarray | None = None  # the weights after --likely-after iterations from zero
+
+    def corpus_for(self, strength: Strength, start: np.ndarray | None) -> Corpus:
+        """The corpus of the point's feature set, starting from ``start`` (None: zeros).
+
+        The first likely point of a threshold grows a copy of the observed corpus
+        with the likely features at ``early_x`` (as ``train --likely-features``
+        finds them: after ``--likely-after`` iterations from zero, those of the
+        path's first, cold point), or at ``start`` if the path never got that
+        far; it starts from ``start`` (observed weights), the new features at
+        zero. The next points of that threshold reuse it.
+        """
+        if not strength.likely:
+            return self.corpus if start is None else replace(self.corpus, x0=start)
+        grown = self.grown.get(strength.likely)
+        if grown is not None and start is not None and len(start) == grown.space.n_weights:
+            return replace(grown, x0=start)
+        if start is None or len(start) != self.corpus.space.n_weights:
+            raise UsageError(f"the likely features of {strength} are found from the weights "
+                             f"of an observed-feature point: none precedes it on the path")
+        from crfkit.likely import add_likely_features
+
+        grown = replace(self.corpus)
+        found_at = self.early_x if self.early_x is not None else start
+        add_likely_features(grown, found_at, strength.likely)
+        grown.x0 = _relayout(start, self.corpus.space, grown.space)
+        self.grown[strength.likely] = grown
+        return grown
+
+
+def _relayout(x: np.ndarray, old: FeatureSpace, new: FeatureSpace) -> np.ndarray:
+    """Weights ``x`` of ``old`` at their place in ``new``, a superset (zeros elsewhere)."""
+    (old_u, old_b), (new_u, new_b) = old.keys(), new.keys()
+    out = np.zeros(new.n_weights)
+    out[np.searchsorted(new_u, old_u)] = x[:old.n_u]
+    out[new.n_u + np.searchsorted(new_b, old_b)] = x[old.n_u:old.trans_offset]
+    out[new.trans_offset:] = x[old.trans_offset:]
+    return out
 
 
 def _encode_fold(patterns: list[Pattern], train: list[Sentence], heldout: list[Sentence],
@@ -237,13 +315,15 @@ def _train_point(fold: _Fold, strength: Strength, start: np.ndarray | None,
     """Train one fold at one strength from ``start`` (None: zeros) and label its held-out part."""
     if threads:
         set_thread_count(threads)  # Numba's thread count is per calling thread
-    corpus = fold.corpus if start is None else replace(fold.corpus, x0=start)
+    corpus = fold.corpus_for(strength, start)
     point_options = replace(options, rho1=strength.rho1, rho2=strength.rho2)
 
     log: list[dict] = []
     n_tokens, n_seqs = max(1, corpus.data.n_tokens), max(1, corpus.data.n_seqs)
 
     def hook(info: Iteration) -> str | None:
+        if start is None and info.it == options.likely_after and fold.early_x is None:
+            fold.early_x = info.x.copy()  # where train --likely-features would look
         log.append(log_row(info, max(info.token_errors, 0) / n_tokens,
                            max(info.sequence_errors, 0) / n_seqs, None))
         return INTERRUPTED if stop.is_set() else None
@@ -252,7 +332,7 @@ def _train_point(fold: _Fold, strength: Strength, start: np.ndarray | None,
     result = ALGORITHMS["l-bfgs"].run(Problem(model_type, corpus, point_options), hook)
     seconds = time.perf_counter() - began
     heldout = fold.heldout
-    weights = Weights(fold.corpus.space, result.x, MODEL_TYPES[model_type].normalisation)
+    weights = Weights(corpus.space, result.x, MODEL_TYPES[model_type].normalisation)
     ids = decode(weights, heldout.data).paths[:, 0]
     names = np.array(heldout.label_names, dtype=object)
     return FoldPoint(result.x, result.f, result.iterations, seconds, result.reason,
@@ -266,7 +346,8 @@ def _score(strength: Strength, points: list[FoldPoint]) -> PointResult:
         strength, evaluate(gold, pred).f1, [evaluate(p.gold, p.pred).f1 for p in points],
         sum(p.iterations for p in points), sum(p.seconds for p in points),
         float(np.mean([np.count_nonzero(p.x) for p in points])), [p.objective for p in points],
-        [p.reason for p in points], [p.log for p in points])
+        [p.reason for p in points], [p.log for p in points],
+        features=float(np.mean([len(p.x) for p in points])))
 
 
 @dataclass
@@ -281,19 +362,22 @@ class _PathState:
 
 def _run_path(folds: list[_Fold], path: list[Strength], options: TrainOptions, model_type: str,
               *, jobs: int, threads: int, warm: bool,
-              on_point: Callable[[PointResult], None]) -> _PathState:
-    """Train every fold along the path (module docstring: Parallel, Ctrl-C)."""
+              on_point: Callable[[PointResult], None], state: _PathState | None = None,
+              starts: Sequence[np.ndarray] | None = None) -> _PathState:
+    """Train every fold along the path (module docstring: Parallel, Ctrl-C); the
+    points join ``state`` (a new one if None); the first point of fold k starts
+    from ``starts[k]`` (None: zeros)."""
     k_folds = len(folds)
     stop = threading.Event()
-    state = _PathState()
-    last_x: list[np.ndarray | None] = [None] * k_folds
+    state = state if state is not None else _PathState()
+    last_x: list[np.ndarray | None] = list(starts) if starts is not None else [None] * k_folds
     finished: dict[int, dict[int, FoldPoint]] = {}
     failure: BaseException | None = None
     with _sigint_sets(stop, state), ThreadPoolExecutor(jobs, "crfkit-tune") as pool:
         pending: dict[Future, tuple[int, int]] = {}
 
         def submit(k: int, i: int) -> None:
-            start = last_x[k] if warm else None
+            start = last_x[k] if warm or (starts is not None and i == 0) else None
             future = pool.submit(_train_point, folds[k], path[i], start, options, model_type,
                                  stop, threads)
             pending[future] = (k, i)
@@ -393,8 +477,19 @@ def tune(patterns: list[Pattern], sequences: list[Sentence], options: TrainOptio
     progress.message(TABLE_HEADER)
     path_options = replace(options, stopeps=t.path_stopeps if t.path_stopeps is not None
                            else options.stopeps)
+
+    def show(point: PointResult) -> None:
+        progress.message(table_row(point))
+
     state = _run_path(folds, path, path_options, model_type, jobs=jobs, threads=threads,
-                      warm=t.warm_start, on_point=lambda p: progress.message(table_row(p)))
+                      warm=t.warm_start, on_point=show)
+    thresholds = likely_thresholds(t, options)
+    if state.best is not None and thresholds and not state.interrupted:
+        progress.message(f"* likely features at the best point so far ({state.best.strength}),"
+                         f" found as train --likely-features finds them: threshold(s) "
+                         f"{', '.join(f'{p:g}' for p in thresholds)}")
+        _likely_phase(folds, state, thresholds, path_options, model_type, jobs=jobs,
+                      threads=threads, on_point=show)
     result = TuneResult(state.points, state.best, None, state.interrupted, mode, 0.0)
     if state.best is None:
         result.seconds = time.perf_counter() - began
@@ -405,29 +500,63 @@ def tune(patterns: list[Pattern], sequences: list[Sentence], options: TrainOptio
     first_fold = folds[0]
     folds.clear()  # the fold corpora are not needed any more: free them before the last training
     if mode == "devel":
-        result.model = _model_of(first_fold.corpus, patterns, model_type, state.best_x[0],
-                                 replace(options, rho1=state.best.strength.rho1,
-                                         rho2=state.best.strength.rho2), state.best)
+        chosen = state.best.strength
+        corpus = first_fold.grown[chosen.likely] if chosen.likely else first_fold.corpus
+        result.model = _model_of(corpus, patterns, model_type, state.best_x[0],
+                                 chosen_options(options, chosen), state.best)
     else:
         set_thread_count(options.nthread)
         result.model = _final_training(patterns, sequences, options, state, first_fold,
                                        model_type, t.warm_start, result, progress, source)
-    result.model.info["tune"] = tune_info(result, t, len(path))
+    result.model.info["tune"] = tune_info(result, t, len(path) + len(thresholds))
     result.seconds = time.perf_counter() - began
     return result
 
 
-TABLE_HEADER = (f"  {'rho1':>8} {'rho2':>8} {'iterations':>10} {'seconds':>9} {'F1':>7} "
-                f"{'sd':>6} {'non-zero':>10}")
+def likely_thresholds(t: TuneOptions, options: TrainOptions) -> tuple[float, ...]:
+    """The likely-feature thresholds to score: none with ``--all-features`` (every
+    unsupported feature is in already)."""
+    return () if options.all_features else tuple(t.likely)
+
+
+def _likely_phase(folds: list[_Fold], state: _PathState, thresholds: Sequence[float],
+                  options: TrainOptions, model_type: str, *, jobs: int, threads: int,
+                  on_point: Callable[[PointResult], None]) -> None:
+    """Score each threshold's likely features at the best observed strength.
+
+    Every fold finds its likely features as ``train --likely-features`` does
+    (:meth:`_Fold.corpus_for`) and continues from its weights at that point,
+    the new features at zero (so the point is always warm-started).
+    """
+    observed, starts = state.best, list(state.best_x)
+    assert observed is not None
+    for threshold in thresholds:
+        if state.interrupted:
+            return
+        _run_path(folds, [replace(observed.strength, likely=threshold)], options, model_type,
+                  jobs=jobs, threads=threads, warm=True, on_point=on_point, state=state,
+                  starts=starts)
+
+
+def chosen_options(options: TrainOptions, strength: Strength) -> TrainOptions:
+    """The training settings of a path point."""
+    return replace(options, rho1=strength.rho1, rho2=strength.rho2,
+                   likely=strength.likely or None)
+
+
+TABLE_HEADER = (f"  {'rho1':>8} {'rho2':>8} {'likely':>6} {'iterations':>10} {'seconds':>9} "
+                f"{'F1':>7} {'sd':>6} {'non-zero':>10}")
 
 
 def table_row(point: PointResult) -> str:
     """One row of the table ``tune`` prints: iterations and seconds summed over the folds,
-    F1 pooled over them, ``sd`` the standard deviation of the folds' own F1."""
+    F1 pooled over them, ``sd`` the standard deviation of the folds' own F1; ``likely``
+    the threshold of the likely features added (``-``: the observed features only)."""
     sd = f"{np.std(point.fold_f1, ddof=1):6.2f}" if len(point.fold_f1) > 1 else f"{'-':>6}"
     s = point.strength
-    return (f"  {s.rho1:>8g} {s.rho2:>8g} {point.iterations:>10d} {point.seconds:>9.1f} "
-            f"{point.f1:>7.2f} {sd} {point.nonzero:>10,.0f}")
+    likely = f"{s.likely:>6g}" if s.likely else f"{'-':>6}"
+    return (f"  {s.rho1:>8g} {s.rho2:>8g} {likely} {point.iterations:>10d} "
+            f"{point.seconds:>9.1f} {point.f1:>7.2f} {sd} {point.nonzero:>10,.0f}")
 
 
 def tune_info(result: TuneResult, t: TuneOptions, n_path: int) -> dict:
@@ -436,12 +565,13 @@ def tune_info(result: TuneResult, t: TuneOptions, n_path: int) -> dict:
     assert best is not None
     criterion = ("chunk F1 of the development set" if result.mode == "devel" else
                  f"chunk F1 of {t.folds} folds pooled (seed {t.seed})")
-    scores = " ".join(f"{p.strength.rho1:g}/{p.strength.rho2:g}:{p.f1:.2f}"
-                      for p in result.points)
+    scores = " ".join(f"{p.strength.rho1:g}/{p.strength.rho2:g}/{p.strength.likely:g}:"
+                      f"{p.f1:.2f}" for p in result.points)
     return {"criterion": criterion, "chosen_rho1": best.strength.rho1,
-            "chosen_rho2": best.strength.rho2, "f1": round(best.f1, 4),
-            "scored": f"{len(result.points)} of {n_path}", "rho1/rho2:F1": scores,
-            "warm_start": t.warm_start, "interrupted": result.interrupted}
+            "chosen_rho2": best.strength.rho2, "chosen_likely": best.strength.likely or None,
+            "f1": round(best.f1, 4), "scored": f"{len(result.points)} of {n_path}",
+            "rho1/rho2/likely:F1": scores, "warm_start": t.warm_start,
+            "interrupted": result.interrupted}
 
 
 def _validate(options: TrainOptions, t: TuneOptions, path: list[Strength]) -> None:
@@ -490,8 +620,10 @@ def _cores() -> int:
 def _model_of(corpus: Corpus, patterns: list[Pattern], model_type: str, x: np.ndarray,
               options: TrainOptions, best: PointResult) -> Model:
     """The model of a path point trained on the whole training set (the ``-d`` mode)."""
-    info = {"algorithm": "l-bfgs",
-            "options": recorded_options(options, model_type, devel=False),
+    recorded = recorded_options(options, model_type, devel=False)
+    if options.likely is not None:  # added at the converged weights of the observed point
+        recorded.pop("likely_after", None)
+    info = {"algorithm": "l-bfgs", "options": recorded,
             "iterations": best.iterations, "objective": best.objective[0],
             "stop_reason": best.reasons[0], "sequences": corpus.data.n_seqs,
             "tokens": corpus.data.n_tokens, "nonzero_weights": int(np.count_nonzero(x))}
@@ -508,19 +640,24 @@ def _final_training(patterns: list[Pattern], sequences: list[Sentence], options:
 
     best = state.best
     assert best is not None
+    chosen = best.strength
     init = None
-    if warm:
-        c = fold.corpus
+    if warm or chosen.likely:
+        c = fold.grown[chosen.likely] if chosen.likely else fold.corpus
         init = Model(labels=c.labels, patterns=patterns, n_token_columns=c.n_token_columns,
                      featurizer=c.featurizer, space=c.space, weights=state.best_x[0],
                      model_type=model_type)
-    progress.message(f"* training on all {len(sequences)} sequences at {best.strength}"
-                     + (", starting from fold 1's weights" if warm else ""))
+    progress.message(f"* training on all {len(sequences)} sequences at {chosen}"
+                     + (", starting from fold 1's weights" if init is not None else ""))
     began = time.perf_counter()
-    model = train(patterns, sequences, replace(options, rho1=best.strength.rho1,
-                                               rho2=best.strength.rho2),
-                  progress=Progress(quiet=True), source=source, init=init,
-                  log=result.final_log)
+    if chosen.likely:
+        assert init is not None
+        model = _train_likely(patterns, sequences, chosen_options(options, chosen), init,
+                              model_type, source, result.final_log)
+    else:
+        model = train(patterns, sequences, chosen_options(options, chosen),
+                      progress=Progress(quiet=True), source=source, init=init,
+                      log=result.final_log)
     model.info.pop("initial_model", None)
     seconds = time.perf_counter() - began
     result.final = {"iterations": model.info["iterations"], "seconds": seconds,
@@ -530,6 +667,22 @@ def _final_training(patterns: list[Pattern], sequences: list[Sentence], options:
     progress.message(f"* stopped after {model.info['iterations']} iterations: "
                      f"{model.info['stop_reason']} ({seconds:.1f}s)")
     return model
+
+
+def _train_likely(patterns: list[Pattern], sequences: list[Sentence], options: TrainOptions,
+                  init: Model, model_type: str, source: str, log: list[dict]) -> Model:
+    """``crfkit train --likely-features P`` on all the data, from ``init`` (fold 1's
+    model at the chosen point, its likely features included): ``--likely-after``
+    iterations, the likely features of all the data added, then on to convergence.
+    (``train`` refuses ``-m`` with ``--likely-features``; tune's final model is the
+    one place that combines them, from a model of the same patterns and data.)"""
+    from crfkit.train import fit
+
+    began = time.perf_counter()
+    corpus = encode_training(patterns, sequences, cutoff=options.cutoff, source=source,
+                             model_type=model_type, init=init)
+    return fit(Problem(model_type, corpus, options), patterns, progress=Progress(quiet=True),
+               started=began, log=log)
 
 
 def tune_summary(result: TuneResult, t: TuneOptions, model_file: str | None) -> dict:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import signal
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -13,11 +14,12 @@ from crfkit.features.patterns import read_patterns
 from crfkit.model import Model
 from crfkit.progress import Progress
 from crfkit.reader import read_sequences
-from crfkit.train import TrainOptions
+from crfkit.train import TrainOptions, train
 from crfkit.tune import (
     Strength,
     TuneOptions,
     make_folds,
+    parse_likely,
     parse_strengths,
     strength_path,
     tune,
@@ -57,10 +59,18 @@ def test_strength_lists_and_paths() -> None:
     for bad in ("2:0.1", "a,b", "-1", "0:1:3", "2:1:0"):
         with pytest.raises(UsageError, match="--rho2"):
             parse_strengths(bad, "--rho2")
-    assert strength_path(None, None)[0] == Strength(0.0, 2.0)
+    assert strength_path(None, None)[0] == Strength(0.0, 0.5)
     assert [s.rho2 for s in strength_path(None, [0.5, 2, 1])] == [2, 1, 0.5]
     grid = strength_path([0.1, 1], [1, 2])  # snake: one strength changes per step
     assert grid == [Strength(1, 2), Strength(1, 1), Strength(0.1, 1), Strength(0.1, 2)]
+
+
+def test_likely_thresholds_parse() -> None:
+    assert parse_likely("0.1,0.01") == (0.1, 0.01)
+    assert parse_likely("none") == ()
+    for bad in ("2", "0", "x"):
+        with pytest.raises(UsageError, match="--likely"):
+            parse_likely(bad)
 
 
 def _sample(address_sample):
@@ -81,6 +91,62 @@ def test_warm_start_reaches_the_cold_optimum(address_sample) -> None:
     warm_its = sum(p.iterations for p in runs[True].points[1:])
     cold_its = sum(p.iterations for p in runs[False].points[1:])
     assert warm_its < cold_its  # the saving the path is for
+
+
+def test_likely_point_grows_the_best_observed_point(address_sample) -> None:
+    patterns, train, devel = _sample(address_sample)
+    options = TrainOptions(maxiter=40, nthread=1)
+    path = [Strength(0.0, 8.0), Strength(0.0, 1.0)]
+    result = tune(patterns, train, options, path, TuneOptions(likely=(0.5,)), devel=devel)
+    first, second, likely = result.points
+    observed = second if second.f1 > first.f1 else first
+    assert likely.strength == Strength(0.0, observed.strength.rho2, 0.5)
+    assert likely.nonzero > observed.nonzero  # the added features learnt weights
+    best = max(result.points, key=lambda p: p.f1)
+    assert result.best is not None and result.best.f1 == best.f1
+    tune_info = result.model.info["tune"]
+    assert tune_info["scored"] == "3 of 3"
+    assert tune_info["chosen_likely"] == (best.strength.likely or None)
+    assert result.model.info["options"].get("likely") == (best.strength.likely or None)
+
+
+def test_likely_features_are_those_train_finds(address_sample) -> None:
+    """The features are found where train --likely-features finds them: after 20
+    iterations from zero (tune's first, cold point at the same strength)."""
+    patterns, sequences, devel = _sample(address_sample)
+    options = TrainOptions(maxiter=25, nthread=1)
+    result = tune(patterns, sequences, options, [Strength(0.0, 1.0)],
+                  TuneOptions(likely=(0.2,)), devel=devel)
+    observed, likely = result.points
+    trained = train(patterns, sequences, replace(options, rho2=1.0, likely=0.2))
+    plain = train(patterns, sequences, replace(options, rho2=1.0))
+    assert observed.features == plain.space.n_weights
+    assert likely.features == trained.space.n_weights > plain.space.n_weights
+
+
+def test_likely_points_need_an_observed_start(address_sample) -> None:
+    patterns, train, devel = _sample(address_sample)
+    with pytest.raises(UsageError, match="observed-feature point"):
+        tune(patterns, train, TrainOptions(maxiter=5, nthread=1), [Strength(0.0, 1.0, 0.1)],
+             TuneOptions(likely=()), devel=devel)
+
+
+def test_chosen_likely_point_makes_the_final_model(address_sample) -> None:
+    """Folds: the final training on all the data adds likely features too (from fold 1's
+    model there). Three iterations a point: the likely point, three more from the
+    observed one's weights, scores higher."""
+    patterns, train, _ = _sample(address_sample)
+    options = TrainOptions(maxiter=3, nthread=1)
+    result = tune(patterns, train, options, [Strength(0.0, 1.0)],
+                  TuneOptions(folds=2, jobs=1, likely=(0.2,)))
+    observed, likely = result.points
+    assert likely.f1 > observed.f1 and result.best is likely
+    model = result.model
+    assert model.info["options"]["likely"] == 0.2 and model.info["tune"]["chosen_likely"] == 0.2
+    plain = tune(patterns, train, options, [Strength(0.0, 1.0)],
+                 TuneOptions(folds=2, jobs=1, likely=())).model
+    assert "likely" not in plain.info["options"]
+    assert model.space.n_weights > plain.space.n_weights
 
 
 class _Interrupting(Progress):
@@ -104,8 +170,8 @@ def test_ctrl_c_keeps_the_best_point_so_far(address_sample) -> None:
     assert result.interrupted
     assert len(result.points) == 1 and result.best is result.points[0]
     assert isinstance(result.model, Model)
-    assert result.model.info["tune"]["scored"] == "1 of 5"
-    assert result.model.info["options"]["rho2"] == 2.0
+    assert result.model.info["tune"]["scored"] == "1 of 4"  # 3 strengths, 1 likely point
+    assert result.model.info["options"]["rho2"] == 0.5
 
 
 @pytest.mark.slow
@@ -116,26 +182,33 @@ def test_tune_command_folds_json_report_and_model(address_sample, tmp_path) -> N
     assert result.exit_code == 0, result.stderr
     summary = json.loads(result.stdout)
     assert summary["mode"] == "folds" and summary["folds"] == 3
-    assert [p["rho2"] for p in summary["points"]] == [4.0, 0.5]
+    observed = summary["points"][:2]
+    assert [p["rho2"] for p in observed] == [4.0, 0.5]
+    assert all(p["likely"] is None for p in observed)
+    best_observed = max(observed, key=lambda p: p["f1"])
+    assert summary["points"][2]["likely"] == 0.01  # the default threshold, at the best strength
+    assert summary["points"][2]["rho2"] == best_observed["rho2"]
     best = max(summary["points"], key=lambda p: p["f1"])
     assert summary["best"]["rho2"] == best["rho2"]
+    assert summary["best"]["likely"] == best["likely"]
     assert all(len(p["fold_f1"]) == 3 for p in summary["points"])
     info = Model.load(model).info
     assert info["options"]["rho2"] == best["rho2"]
+    assert info["options"].get("likely") == best["likely"]
     assert info["tune"]["chosen_rho2"] == best["rho2"]
     assert "initial_model" not in info
     rows = [line for line in result.stderr.splitlines() if line.startswith("  ")]
-    assert len(rows) == 3 and "rho2" in rows[0]  # header and one row per strength
+    assert len(rows) == 4 and "rho2" in rows[0]  # header and one row per point
     points_csv = (tmp_path / "rep" / "points.csv").read_text().splitlines()
-    assert points_csv[0] == "rho1,rho2,f1,f1_sd,iterations,seconds,nonzero"
-    assert len(points_csv) == 3
+    assert points_csv[0] == "rho1,rho2,f1,f1_sd,iterations,seconds,nonzero,likely"
+    assert len(points_csv) == 4
     assert (tmp_path / "rep" / "path_iterations.csv").exists()
     assert (tmp_path / "rep" / "iterations.csv").exists()  # the final training's log
 
 
 def test_tune_refuses_bad_options(address_sample, tmp_path) -> None:
     for args, needle in ((["--rho2", "1,x"], "--rho2"), (["--folds", "1"], "--folds"),
-                         (["-j", "-1"], "--jobs")):
+                         (["-j", "-1"], "--jobs"), (["--likely", "2"], "--likely")):
         result = run("tune", "-p", ADDRESS_PATTERNS, *args, address_sample["train"],
                      tmp_path / "m.model")
         assert result.exit_code == 1, result.output
