@@ -226,6 +226,8 @@ class Lattice:
         self.L = L = s.n_labels
         self.memm = model.normalisation == NORM_MEMM
         self.per_token = s.n_b > 0 or self.memm  # else one matrix serves every token
+        self._b_cell: np.ndarray | None = None  # see _bigram_blocks
+        self._b_weight: np.ndarray | None = None
         self.pen = np.zeros((L, L))
         if trans_ok is not None:
             self.pen[~trans_ok] = -np.inf
@@ -262,15 +264,23 @@ class Lattice:
     def _bigram_blocks(self, tok: np.ndarray, base: np.ndarray) -> np.ndarray:
         """base + the observation bigrams firing at each token of ``tok``, as (L, L, len(tok)).
 
-        Weights are added one by one in the kernels' order (``np.add.at``).
+        Weights are added one by one in the kernels' order: ``np.bincount`` sums
+        its input in order, so each cell gets 0 + base first, then its weights,
+        as ``np.add.at`` on ``base`` would, bit for bit, ~6x faster.
         """
-        s = self.space
+        s, L, n = self.space, self.L, len(tok)
+        if self._b_cell is None:  # each bigram feature's (previous, current) cell, once
+            self._b_cell = s.b_prev.astype(np.int64) * L + s.b_cur
+            self._b_weight = self.W[s.n_u:s.n_u + s.n_b]
         obs_index, obs_pos = _expand(self.data.tok_ptr, tok)
         feat, feat_obs = _expand(s.b_ptr, self.data.tok_obs[obs_index].astype(np.int64))
-        blocks = np.repeat(base[:, :, None], len(tok), axis=2)
-        np.add.at(blocks, (s.b_prev[feat], s.b_cur[feat], obs_pos[feat_obs]),
-                  self.W[s.n_u + feat])
-        return blocks
+        flat = self._b_cell[feat] * n + obs_pos[feat_obs]
+        cells = L * L * n
+        sums = np.bincount(np.concatenate([np.arange(cells), flat]),
+                           weights=np.concatenate([np.repeat(base.ravel(), n),
+                                                   self._b_weight[feat]]),
+                           minlength=cells)
+        return sums.reshape(L, L, n)
 
 
 # --- Viterbi ---------------------------------------------------------------------------------
