@@ -22,6 +22,7 @@ import numpy as np
 
 from crfkit.errors import CrfkitError
 from crfkit.optim import IterationHook, Result, StopRule, run_epochs
+from crfkit.optim.rates import SAMPLES, best_rate, sample_ids
 from crfkit.vectors import dot
 
 # epoch(W, last, state, order, lam, t0) -> (sum of losses, token errors, sequence errors,
@@ -29,17 +30,10 @@ from crfkit.vectors import dot
 L2SgdEpoch = Callable[[np.ndarray, np.ndarray, np.ndarray, np.ndarray, float, float],
                       "tuple[float, int, int, bool]"]
 
-CALIBRATION_ETA = 0.1
-CALIBRATION_RATE = 2.0
-CALIBRATION_TRIALS = 10
-
-
 def calibrate(epoch: L2SgdEpoch, n_weights: int, n_seqs: int, lam: float, seed: int, *,
-              samples: int = 1000) -> float:
+              samples: int = SAMPLES) -> float:
     """The initial rate eta0 that best lowers the objective of a sample in one epoch."""
-    rng = np.random.default_rng(seed)
-    sample = np.sort(rng.choice(n_seqs, size=min(samples, n_seqs), replace=False))
-    sample = sample.astype(np.int64)
+    sample = sample_ids(n_seqs, seed, samples)
 
     def trial(eta: float) -> float:
         W, last, state = np.zeros(n_weights), np.zeros(n_weights), np.zeros(2)
@@ -47,18 +41,7 @@ def calibrate(epoch: L2SgdEpoch, n_weights: int, n_seqs: int, lam: float, seed: 
         value = loss + 0.5 * lam * len(sample) * dot(W, W)
         return np.inf if overflowed or not np.isfinite(value) else value
 
-    best_eta, best = CALIBRATION_ETA, trial(CALIBRATION_ETA)
-    for factor in (CALIBRATION_RATE, 1.0 / CALIBRATION_RATE):
-        eta = best_eta * factor
-        for _ in range(CALIBRATION_TRIALS):
-            value = trial(eta)
-            if not value < best:
-                break
-            best_eta, best = eta, value
-            eta *= factor
-        if best_eta != CALIBRATION_ETA:
-            break
-    return best_eta
+    return best_rate(trial)
 
 
 def _t0(lam: float, eta0: float) -> float:

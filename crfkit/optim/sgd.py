@@ -39,6 +39,7 @@ import numpy as np
 
 from crfkit.errors import CrfkitError
 from crfkit.optim import IterationHook, Result, run_epochs
+from crfkit.optim.rates import ETA, SAMPLES, TRIALS, best_rate, sample_ids
 from crfkit.vectors import l1_norm
 
 # One epoch over the sequences in ``order`` (``seen`` visited before), updating the
@@ -54,26 +55,20 @@ DEFAULT_STOP_WINDOW = 3
 
 # The initial rate where there is no sample epoch to calibrate it on (crfkit.dask)
 UNCALIBRATED_ETA0 = 0.3
-# eta0's calibration (when none is given): CRFsuite's search, as l2sgd's
-CALIBRATION_SAMPLES = 1000
-CALIBRATION_ETA = 0.1
-CALIBRATION_RATE = 2.0
-CALIBRATION_TRIALS = 10
+# eta0's calibration grid (when none is given): CRFsuite's search, shared with l2sgd
+CALIBRATION_ETA, CALIBRATION_TRIALS = ETA, TRIALS
 
 
 def calibrate(epoch: SgdEpoch, x0: np.ndarray, n_seqs: int, rho1: float, alpha: float,
-              seed: int, *, samples: int = CALIBRATION_SAMPLES) -> float:
+              seed: int, *, samples: int = SAMPLES) -> float:
     """The initial rate that best lowers the objective of a sample in one epoch from x0.
 
     The sample is up to ``samples`` sequences drawn from ``seed``, its penalty
     scaled to its share of the corpus (each step takes the penalty a step of
-    the full run takes). Candidates start at 0.1 and double while the sample
-    objective improves, else halve while it does; the best one is returned.
+    the full run takes); the candidates are :func:`crfkit.optim.rates.best_rate`'s.
     """
-    rng = np.random.default_rng(seed)
-    n = min(samples, n_seqs)
-    sample = np.sort(rng.choice(n_seqs, size=n, replace=False)).astype(np.int64)
-    rho1_share = rho1 * n / max(n_seqs, 1)
+    sample = sample_ids(n_seqs, seed, samples)
+    rho1_share = rho1 * len(sample) / max(n_seqs, 1)
 
     def trial(eta: float) -> float:
         W, q, state = x0.astype(np.float64, copy=True), np.zeros(x0.size), np.zeros(1)
@@ -81,18 +76,7 @@ def calibrate(epoch: SgdEpoch, x0: np.ndarray, n_seqs: int, rho1: float, alpha: 
         value = loss + rho1_share * l1_norm(W)
         return np.inf if overflowed or not np.isfinite(value) else value
 
-    best_eta, best = CALIBRATION_ETA, trial(CALIBRATION_ETA)
-    for factor in (CALIBRATION_RATE, 1.0 / CALIBRATION_RATE):
-        eta = best_eta * factor
-        for _ in range(CALIBRATION_TRIALS):
-            value = trial(eta)
-            if not value < best:
-                break
-            best_eta, best = eta, value
-            eta *= factor
-        if best_eta != CALIBRATION_ETA:
-            break
-    return best_eta
+    return best_rate(trial)
 
 
 class ProgressStop:
