@@ -113,24 +113,33 @@ def add_path_counts(G, space, tok_ptr, tok_obs, L, t0, T, path, p0, coef):
 
 
 # --- expectations: marginals -> gradient -----------------------------------------------------
+@njit(inline="always", **JIT)
+def token_pair_marginals(G, trans_offset, has_trans, t, L, alpha, beta, expu, M, scale, pair,
+                         tmp):
+    """pair[a, b] = P(y[t-1] = a, y[t] = b) from the scaled forward-backward tables and
+    token t's transition factors ``M`` (``tmp``: L scratch); added to the transition
+    block of G when the model has one. Shared by the batch, valued and SGD kernels."""
+    inv = 1.0 / scale[t]
+    for b in range(L):
+        tmp[b] = expu[t, b] * beta[t, b] * inv
+    for a in range(L):
+        w = alpha[t - 1, a]
+        for b in range(L):
+            pair[a, b] = w * M[a, b] * tmp[b]
+    if has_trans:
+        for a in range(L):
+            for b in range(L):
+                G[trans_offset + a * L + b] += pair[a, b]
+
+
 @njit(**JIT)
 def token_pair_expectations(G, tok_ptr, tok_obs, b_ptr, b_prev, b_cur, n_u, trans_offset,
                             has_trans, t0, T, L, alpha, beta, expu, expb, scale, pair, tmp):
     """G += P(y[t-1] = a, y[t] = b) for the transition and observation-bigram features
     of every token, each with its own matrix ``expb[t]``."""
     for t in range(1, T):
-        M = expb[t]
-        inv = 1.0 / scale[t]
-        for b in range(L):
-            tmp[b] = expu[t, b] * beta[t, b] * inv
-        for a in range(L):
-            w = alpha[t - 1, a]
-            for b in range(L):
-                pair[a, b] = w * M[a, b] * tmp[b]
-        if has_trans:
-            for a in range(L):
-                for b in range(L):
-                    G[trans_offset + a * L + b] += pair[a, b]
+        token_pair_marginals(G, trans_offset, has_trans, t, L, alpha, beta, expu, expb[t],
+                             scale, pair, tmp)
         for j in range(tok_ptr[t0 + t], tok_ptr[t0 + t + 1]):
             o = tok_obs[j]
             for k in range(b_ptr[o], b_ptr[o + 1]):

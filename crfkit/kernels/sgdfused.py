@@ -29,7 +29,11 @@ import numpy as np
 from numba import njit
 
 from crfkit.config import JIT
-from crfkit.kernels.gradient import shared_pair_expectations, work_buffers
+from crfkit.kernels.gradient import (
+    shared_pair_expectations,
+    token_pair_marginals,
+    work_buffers,
+)
 from crfkit.kernels.lattice import (
     argmax,
     exp_bigram_weights,
@@ -90,18 +94,8 @@ def _accumulate(G, space, tok_ptr, tok_obs, labels, t0, T, L, per_token, psi, al
         y = labels[t0 + t]
         yp = labels[t0 + t - 1] if t else -1
         if t and per_token:  # pair marginals of token t
-            M = expb[t]
-            inv = 1.0 / scale[t]
-            for b in range(L):
-                tmp[b] = expu[t, b] * beta[t, b] * inv
-            for a in range(L):
-                w = alpha[t - 1, a]
-                for b in range(L):
-                    pair[a, b] = w * M[a, b] * tmp[b]
-            if has_trans:
-                for a in range(L):
-                    for b in range(L):
-                        G[trans_offset + a * L + b] += pair[a, b]
+            token_pair_marginals(G, trans_offset, has_trans, t, L, alpha, beta, expu, expb[t],
+                                 scale, pair, tmp)
         for c in range(L):
             marg[c] = alpha[t, c] * beta[t, c]
         if argmax(marg) != y:

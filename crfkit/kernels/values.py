@@ -25,7 +25,7 @@ from numba import njit
 
 from crfkit.config import JIT
 from crfkit.kernels.gradient import add_path_counts as add_path_counts_binary
-from crfkit.kernels.gradient import shared_pair_expectations
+from crfkit.kernels.gradient import shared_pair_expectations, token_pair_marginals
 from crfkit.kernels.lattice import (
     copy_matrix,
     exp_transitions,
@@ -102,18 +102,8 @@ def token_pair_expectations(G, tok_ptr, tok_obs, tok_val, b_ptr, b_prev, b_cur, 
     """G += P(y[t-1] = a, y[t] = b) for the transitions and value x that for the
     observation bigrams, each token with its own matrix ``expb[t]``."""
     for t in range(1, T):
-        M = expb[t]
-        inv = 1.0 / scale[t]
-        for b in range(L):
-            tmp[b] = expu[t, b] * beta[t, b] * inv
-        for a in range(L):
-            w = alpha[t - 1, a]
-            for b in range(L):
-                pair[a, b] = w * M[a, b] * tmp[b]
-        if has_trans:
-            for a in range(L):
-                for b in range(L):
-                    G[trans_offset + a * L + b] += pair[a, b]
+        token_pair_marginals(G, trans_offset, has_trans, t, L, alpha, beta, expu, expb[t],
+                             scale, pair, tmp)
         for j in range(tok_ptr[t0 + t], tok_ptr[t0 + t + 1]):
             o = tok_obs[j]
             v = tok_val[j]
