@@ -146,9 +146,10 @@ ALGORITHM_NAMES = ("l-bfgs", "sgd-l1", "ap", "l2sgd", "pa", "arow")
 @click.option("--report", "report_dir", default=None, metavar="DIR",
               help="Write the per-iteration log (CSV, JSON), plots (PNG) and an HTML page "
                    "to DIR; plots need matplotlib (pip install 'crfkit[plot]').")
-@click.option("--skip-mode", type=click.Choice(["next", "all"]), default="next",
+@click.option("--skip-mode", type=click.Choice(["next", "all", "first"]), default="next",
               show_default=True,
-              help="skipchain: join each occurrence of a key to the next one, or all pairs.")
+              help="skipchain: join each occurrence of a key to the next one, all pairs, or "
+                   "each later one to the first.")
 @click.option("--skip-cap", type=int, default=1000, show_default=True,
               help="skipchain: at most this many skip edges a document (the shortest kept).")
 @click.option("--bp-maxiter", type=int, default=50, show_default=True,

@@ -38,7 +38,9 @@ seen (kept in the model, ``info.skip.conditions``); an unknown one is left
 out when labelling.
 
 **Edges.** ``mode="next"`` joins each occurrence to the next one of its key
-(a path per key), ``"all"`` joins every pair (a clique per key). At most
+(a path per key), ``"all"`` joins every pair (a clique per key), ``"first"``
+joins every later occurrence to the first one (a star per key: the first,
+usually fullest, mention reaches each later one in one step). At most
 ``cap`` edges per document are kept, the shortest (in tokens) first, so a
 very frequent key cannot make a document dense.
 """
@@ -57,7 +59,7 @@ from crfkit.features.strings import intern_column
 from crfkit.features.transforms import transform_values
 from crfkit.reader import DocStart, Sequence
 
-SKIP_MODES = ("next", "all")
+SKIP_MODES = ("next", "all", "first")
 NO_VALUE = {"t": "false", "T": "false"}  # the value that means "no key"; else ""
 
 
@@ -347,6 +349,11 @@ def _pairs(tok: np.ndarray, group: np.ndarray, mode: str) -> tuple[np.ndarray, n
     same = (group[1:] == group[:-1]).all(axis=1)
     if mode == "next":
         return tok[:-1][same], tok[1:][same]
+    if mode == "first":
+        run = np.cumsum(np.concatenate([[0], ~same]))  # the group of each token
+        first = np.flatnonzero(np.concatenate([[True], ~same]))
+        later = np.flatnonzero(np.concatenate([[False], same]))
+        return tok[first[run[later]]], tok[later]
     bounds = np.flatnonzero(np.concatenate([[True], ~same, [True]]))
     firsts, seconds = [], []
     for a, b in zip(bounds[:-1], bounds[1:], strict=True):
