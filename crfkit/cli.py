@@ -158,6 +158,9 @@ ALGORITHM_NAMES = ("l-bfgs", "sgd-l1", "ap", "l2sgd", "pa", "arow")
               help="skipchain: BP stops when no message moves more than this (log space).")
 @click.option("--bp-damping", type=float, default=0.0, show_default=True,
               help="skipchain: share of the old message kept at each update, in [0, 1).")
+@click.option("--bp-label-damping", type=float, default=0.5, show_default=True,
+              help="skipchain: damping of belief propagation when labelling (recorded in "
+                   "the model; undamped max-product can oscillate).")
 @click.option("--doc-sep", default=None, metavar="REGEX",
               help="skipchain: lines matching REGEX separate documents, as -DOCSTART- "
                    "lines do (recorded in the model for crfkit label).")
@@ -187,7 +190,7 @@ def train_command(pattern_file, input_file, model_file, model_type, algo, order,
                   cutoff, compact,
                   init_file, eta0, alpha, seed, nthread, history, all_features, max_memory, sep,
                   encoding, report_dir, skip_mode, skip_cap, bp_maxiter, bp_tol, bp_damping,
-                  doc_sep, data_format, pa_type, pa_c, variance, gamma, quiet,
+                  bp_label_damping, doc_sep, data_format, pa_type, pa_c, variance, gamma, quiet,
                   dask_address) -> None:
     """Train a model on a labelled column file (the last column is the label).
 
@@ -221,7 +224,7 @@ def train_command(pattern_file, input_file, model_file, model_type, algo, order,
              "all_features": all_features or None,
              "max_memory": None if max_memory is None else parse_size(max_memory),
              "skip": SkipOptions(skip_mode, skip_cap, bp_maxiter, bp_tol, bp_damping,
-                                 doc_sep),
+                                 doc_sep, bp_label_damping),
              "pa_type": pa_type, "pa_c": pa_c, "variance": variance, "gamma": gamma}
     if data_format == "crfsuite":
         _train_crfsuite(given, input_file, model_file, encoding=encoding, quiet=quiet,

@@ -127,7 +127,7 @@ def decode_documents(model: Model, sequences: list[Sequence], data: Dataset,
     options = model_skip_options(model)
     built = build_graph(sequences, starts, model.patterns, options, model_conditions(model))
     graph, blocks = built.arrays(), built.blocks()
-    bp = BeliefPropagation(options.bp_maxiter, options.bp_tol, options.bp_damping)
+    bp = BeliefPropagation(options.bp_maxiter, options.bp_tol, options.label_damping)
     s = model.space
     decoded, _, _ = skip_decode(s, model.weights, data, graph, s.skip_offset, bp,
                                 posterior=posterior or marginals, marginals=marginals,

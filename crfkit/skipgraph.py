@@ -73,6 +73,7 @@ class SkipOptions:
     bp_tol: float = 1e-6
     bp_damping: float = 0.0
     doc_sep: str | None = None  # regex of document separator lines, besides -DOCSTART-
+    label_damping: float = 0.5  # max-product BP when labelling (undamped, it can oscillate)
 
     def validate(self) -> None:
         if self.mode not in SKIP_MODES:
@@ -86,21 +87,27 @@ class SkipOptions:
             raise UsageError(f"--bp-tol must be >= 0, got {self.bp_tol}")
         if not 0 <= self.bp_damping < 1:
             raise UsageError(f"--bp-damping must be in [0, 1), got {self.bp_damping}")
+        if not 0 <= self.label_damping < 1:
+            raise UsageError(f"--bp-label-damping must be in [0, 1), got {self.label_damping}")
 
     def as_dict(self) -> dict:
         return {"mode": self.mode, "cap": self.cap, "bp_maxiter": self.bp_maxiter,
-                "bp_tol": self.bp_tol, "bp_damping": self.bp_damping, "doc_sep": self.doc_sep}
+                "bp_tol": self.bp_tol, "bp_damping": self.bp_damping, "doc_sep": self.doc_sep,
+                "label_damping": self.label_damping}
 
     @classmethod
     def from_dict(cls, value: object) -> SkipOptions:
-        """The options a model recorded; ValueError if they are malformed."""
+        """The options a model recorded; ValueError if they are malformed. A model from
+        before ``label_damping`` labels with its training damping, as it did."""
         if not isinstance(value, dict):
             raise ValueError("skip-chain settings missing")
         try:
             options = cls(mode=value["mode"], cap=int(value["cap"]),
                           bp_maxiter=int(value["bp_maxiter"]), bp_tol=float(value["bp_tol"]),
                           bp_damping=float(value["bp_damping"]),
-                          doc_sep=value.get("doc_sep"))
+                          doc_sep=value.get("doc_sep"),
+                          label_damping=float(value.get("label_damping",
+                                                        value["bp_damping"])))
             if options.doc_sep is not None and not isinstance(options.doc_sep, str):
                 raise ValueError("doc_sep is not a string")
             options.validate()

@@ -1,0 +1,100 @@
+"""Damped belief propagation when labelling with a skip-chain model (``label_damping``):
+why (undamped max-product oscillates on frustrated loops), where it is recorded, and
+that ``crfkit label`` uses it."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import crfkit.kernels.skipobjective
+from crfkit.kernels.skipobjective import BeliefPropagation, skip_decode
+from crfkit.model import Model
+from crfkit.skipgraph import SkipOptions, graph_from_edges
+from crfkit.space import Dataset, FeatureSpace
+from tests.helpers import one_error_line, run
+
+
+def triangle(seed: int, L: int = 2) -> tuple:
+    """Three one-token sentences joined pairwise by skip edges (a loop), random strong
+    skip weights: (space, data, graph, W)."""
+    rng = np.random.default_rng(seed)
+    space = FeatureSpace(n_labels=L, u_ptr=np.arange(4, dtype=np.int64) * L,
+                         u_lab=np.tile(np.arange(L, dtype=np.int32), 3),
+                         b_ptr=np.zeros(4, dtype=np.int64),
+                         b_prev=np.zeros(0, dtype=np.int32), b_cur=np.zeros(0, dtype=np.int32),
+                         has_trans=True, n_skip=1)
+    seq_ptr = np.arange(4, dtype=np.int64)
+    data = Dataset(seq_ptr=seq_ptr, tok_ptr=np.arange(4, dtype=np.int64),
+                   tok_obs=np.arange(3, dtype=np.int32), labels=np.zeros(3, dtype=np.int32))
+    graph = graph_from_edges(np.array([0, 3]), seq_ptr, np.array([0, 1, 0]),
+                             np.array([1, 2, 2]), np.zeros(3, dtype=np.int64))
+    W = rng.normal(0, 1, space.n_weights)
+    W[space.skip_offset:] = rng.normal(0, 4, L * L)
+    return space, data, graph, W
+
+
+def test_undamped_max_product_can_oscillate_and_damping_settles_it():
+    undamped = damped = 0
+    for seed in range(60):
+        space, data, graph, W = triangle(seed)
+        for damping in (0.0, 0.5):
+            bp = BeliefPropagation(maxiter=500, tol=1e-9, damping=damping)
+            _, _, unconverged = skip_decode(space, W, data, graph.arrays(),
+                                            space.skip_offset, bp)
+            if damping:
+                damped += unconverged
+            else:
+                undamped += unconverged
+    assert undamped > 0  # some frustrated loops never settle without damping
+    assert damped == 0
+
+
+def test_old_models_label_with_their_training_damping():
+    new = SkipOptions(bp_damping=0.25, label_damping=0.5)
+    assert SkipOptions.from_dict(new.as_dict()) == new
+    old = {k: v for k, v in new.as_dict().items() if k != "label_damping"}
+    assert SkipOptions.from_dict(old).label_damping == 0.25
+    with pytest.raises(ValueError, match="label-damping"):
+        SkipOptions.from_dict({**new.as_dict(), "label_damping": 1.0})
+
+
+@pytest.fixture()
+def files(tmp_path):
+    lines = []
+    for name, label in [("Green", "PER"), ("Paris", "LOC"), ("Green", "PER")]:
+        lines.append("-DOCSTART- X O")
+        for before in ["met", "in", "saw"]:
+            lines += [f"We N O\n{before} V O\n{name} N B-{label}\ntoday N O", ""]
+    data = tmp_path / "train.txt"
+    data.write_text("\n".join(lines) + "\n")
+    pat = tmp_path / "skip.pat"
+    pat.write_text('u:w=%x[0,0]\nu:p=%x[-1,0]\nB\ns:cap=%t[-1,0,"."]%m[0,0,"^\\u.*"]\n')
+    return data, pat
+
+
+def test_label_uses_the_recorded_damping(files, tmp_path, monkeypatch):
+    data, pat = files
+    default, chosen = tmp_path / "a.model", tmp_path / "b.model"
+    assert run("train", "-q", "-t", "1", "-i", "5", "-p", pat, data, default).exit_code == 0
+    assert run("train", "-q", "-t", "1", "-i", "5", "--bp-label-damping", "0.3", "-p", pat,
+               data, chosen).exit_code == 0
+    a, b = Model.load(default), Model.load(chosen)
+    assert a.info["skip"]["label_damping"] == 0.5 and b.info["skip"]["label_damping"] == 0.3
+    assert a.info["skip"]["bp_damping"] == b.info["skip"]["bp_damping"] == 0.0
+    np.testing.assert_array_equal(a.weights, b.weights)  # training does not read it
+    seen: list[float] = []
+    real = crfkit.kernels.skipobjective.BeliefPropagation
+
+    def spy(maxiter: int, tol: float, damping: float) -> BeliefPropagation:
+        seen.append(damping)
+        return real(maxiter, tol, damping)
+
+    monkeypatch.setattr(crfkit.kernels.skipobjective, "BeliefPropagation", spy)
+    for model, damping in ((default, 0.5), (chosen, 0.3)):
+        seen.clear()
+        out = run("label", "-t", "1", "-m", model, "-c", data)
+        assert out.exit_code == 0 and out.stdout.count("B-PER B-PER") == 6
+        assert seen and set(seen) == {damping}
+    one_error_line(run("train", "-q", "--bp-label-damping", "1", "-p", pat, data, default),
+                   "--bp-label-damping")
