@@ -59,6 +59,40 @@ def test_plain_lbfgs_still_minimises():
     np.testing.assert_allclose(result.x, np.linalg.solve(H, b), rtol=1e-6, atol=1e-8)
 
 
+def test_line_search_gives_up_early_where_the_objective_jumps():
+    """A function that is not continuous at the start point (every other point is 1
+    higher, as a Bethe objective whose BP found another fixed point): no step can
+    satisfy Armijo, and the search stops after MAX_STALLED halvings that did not
+    bring F closer, not after MAX_LINESEARCH."""
+    x0 = np.full(5, 2.0)
+    calls = []
+
+    def fun(x, g):
+        calls.append(1)
+        np.multiply(x, 1e-3, out=g)
+        return float(0.5e-3 * x @ x) + (0.0 if np.array_equal(x, x0) else 1.0)
+
+    result = lbfgs.minimize(fun, x0, stop_eps=0, maxiter=50)
+    assert result.iterations == 0 and "line search failed" in result.reason
+    np.testing.assert_array_equal(result.x, x0)
+    assert len(calls) == 1 + 1 + lbfgs.MAX_STALLED < 1 + lbfgs.MAX_LINESEARCH
+
+
+def test_line_search_still_backtracks_through_a_rising_stretch():
+    """Halvings whose value rises while the step shrinks are allowed, fewer than
+    MAX_STALLED in a row: from x = 2 the trials at 1, 1.5 and 1.75 climb a ramp
+    (5.5, 11.1, 14.0 against F(2) = 2) and 1.875, past its cliff, is accepted."""
+    def fun(x, g):
+        u = (1.8 - x[0]) / 0.005
+        sig = 0.5 * (1.0 + np.tanh(0.5 * u))  # the logistic function, without overflow
+        g[0] = x[0] + 10.0 * sig - 10.0 * (x[0] - 0.5) * sig * (1.0 - sig) / 0.005
+        return float(0.5 * x[0] ** 2 + 10.0 * (x[0] - 0.5) * sig)
+
+    result = lbfgs.minimize(fun, np.array([2.0]), stop_eps=0, maxiter=1)
+    assert result.iterations == 1
+    assert result.x[0] == pytest.approx(1.875)
+
+
 @pytest.fixture(scope="module")
 def small_crf():
     corpus = encode_training(PATTERNS, random_corpus(3, n_seqs=30, max_len=6))

@@ -270,7 +270,20 @@ def forward_backward(psi, expb, per_token, T, L, expu, alpha, beta, scale, tmp):
     logz = 0.0
     for t in range(T):
         logz += exp_shifted(psi[t], expu[t])
+    if not scaled_forward(expu, expb, per_token, T, L, alpha, scale, tmp):
+        return np.nan
+    scaled_backward(expu, expb, per_token, T, L, beta, scale, tmp, 0)
+    for t in range(T):
+        logz += np.log(scale[t])
+    return logz
 
+
+@njit(**JIT)
+def scaled_forward(expu, expb, per_token, T, L, alpha, scale, tmp):
+    """alpha[t] = the forward vector of tokens 0..t, normalised by scale[t] to sum 1.
+
+    False if a scale underflows or overflows (the caller's log Z is then NaN).
+    """
     s = 0.0
     for y in range(L):
         alpha[0, y] = expu[0, y]
@@ -293,14 +306,21 @@ def forward_backward(psi, expb, per_token, T, L, expu, alpha, beta, scale, tmp):
             s += v
         scale[t] = s
         if not (s > 0.0 and s < np.inf):
-            return np.nan
+            return False
         inv = 1.0 / s
         for b in range(L):
             alpha[t, b] *= inv
+    return True
 
+
+@njit(**JIT)
+def scaled_backward(expu, expb, per_token, T, L, beta, scale, tmp, first):
+    """beta[t] for t = T-1 down to ``first``, scaled by the forward scales, so that
+    alpha[t] * beta[t] is token t's marginal (``first > 0``: the earlier rows are
+    not needed and not computed)."""
     for y in range(L):
         beta[T - 1, y] = 1.0
-    for t in range(T - 2, -1, -1):
+    for t in range(T - 2, first - 1, -1):
         M = expb[t + 1] if per_token else expb[0]
         inv = 1.0 / scale[t + 1]
         for b in range(L):
@@ -310,9 +330,6 @@ def forward_backward(psi, expb, per_token, T, L, expu, alpha, beta, scale, tmp):
             for b in range(L):
                 acc += M[a, b] * tmp[b]
             beta[t, a] = acc
-    for t in range(T):
-        logz += np.log(scale[t])
-    return logz
 
 
 @njit(**JIT)

@@ -74,9 +74,12 @@ from crfkit.kernels.gradient import (
 )
 from crfkit.kernels.lattice import (
     bigram_scores,
+    exp_shifted,
     exp_transitions_factors,
     flush_dense,
     forward_backward,
+    scaled_backward,
+    scaled_forward,
     unigram_scores,
     viterbi,
 )
@@ -158,6 +161,56 @@ def _store_beliefs(t0, T, L, g0, inc_ptr, alpha, beta, logb):
             for y in range(L):
                 v = alpha[t, y] * beta[t, y]
                 logb[g - g0, y] = np.log(v) if v > 0.0 else LOG_FLOOR
+
+
+@njit(**JIT)
+def _fixed_exps(psi_doc, D, L, g0, inc_ptr, expu_doc):
+    """expu_doc[t] = exp(psi_doc[t] - max) for the document's tokens without skip edges:
+    BP rounds change only the scores of tokens with edges, so these are computed once."""
+    for t in range(D):
+        g = g0 + t
+        if inc_ptr[g + 1] == inc_ptr[g]:
+            exp_shifted(psi_doc[t], expu_doc[t])
+
+
+@njit(**JIT)
+def _chain_beliefs(W, space, tok_ptr, tok_obs, t0, T, L, per_token, trans, exp_trans,
+                   trans_shift, expw, psi_doc, expu_doc, g0, graph, msg, work, logb):
+    """One BP round over a chain: the log beliefs of its tokens that have skip edges.
+
+    The same arithmetic, bit for bit, as :func:`_chain_pass` then :func:`_store_beliefs`
+    for those tokens, without what a round does not use: log Z, the exponentials of
+    tokens without edges (``expu_doc``, computed once a document) and the backward
+    rows before the chain's first token with an edge.
+    """
+    u_ptr, u_lab, b_ptr, b_prev, b_cur, n_u, trans_offset, has_trans = space
+    inc_ptr, inc_edge, inc_side = graph[5], graph[6], graph[7]
+    psi, phi, expu, expb, alpha, beta, scale, pair, tmp = work
+    first = -1
+    for t in range(T):
+        g = t0 + t
+        if inc_ptr[g + 1] > inc_ptr[g]:
+            if first < 0:
+                first = t
+            for y in range(L):
+                psi[t, y] = psi_doc[g - g0, y]
+            for k in range(inc_ptr[g], inc_ptr[g + 1]):
+                e = inc_edge[k]
+                side = inc_side[k]
+                for y in range(L):
+                    psi[t, y] += msg[e, side, y]
+            exp_shifted(psi[t], expu[t])
+        else:
+            for y in range(L):
+                expu[t, y] = expu_doc[g - g0, y]
+    if per_token:
+        exp_transitions_factors(W, b_ptr, b_prev, b_cur, n_u, tok_ptr, tok_obs, t0, T,
+                                trans, exp_trans[0], trans_shift, expw, phi, expb)
+    # an underflowing scale leaves the rest of the lattice unset, as in _chain_pass (whose
+    # NaN log Z the round ignores: the evaluation's final pass returns it)
+    if scaled_forward(expu, expb, per_token, T, L, alpha, scale, tmp):
+        scaled_backward(expu, expb, per_token, T, L, beta, scale, tmp, first)
+    _store_beliefs(t0, T, L, g0, inc_ptr, alpha, beta, logb)
 
 
 @njit(**JIT)
@@ -301,7 +354,7 @@ def _chain_phi(W, space, tok_ptr, tok_obs, t0, T, per_token, trans, phi):
 
 @njit(**JIT)
 def _propagate(W, space, data, graph, d, L, per_token, trans, exp_trans, trans_shift, expw,
-               S, psi_doc, logb, msg, work, bp, max_product, scratch, marks):
+               S, psi_doc, expu_doc, logb, msg, work, bp, max_product, scratch, marks):
     """Loopy BP on document d (schedule: module docstring). Returns the rounds run, negated
     when ``maxiter`` rounds ended without convergence; 0 for a document without edges.
 
@@ -325,6 +378,8 @@ def _propagate(W, space, data, graph, d, L, per_token, trans, exp_trans, trans_s
         for g in range(seq_ptr[s], seq_ptr[s + 1]):
             sent_of[g - g0] = s - s0
         dirty[s - s0] = True
+    if not max_product:
+        _fixed_exps(psi_doc, seq_ptr[s1] - g0, L, g0, inc_ptr, expu_doc)
     for it in range(int(maxiter)):
         for s in range(s0, s1):
             t0 = seq_ptr[s]
@@ -337,9 +392,9 @@ def _propagate(W, space, data, graph, d, L, per_token, trans, exp_trans, trans_s
                 _chain_phi(W, space, tok_ptr, tok_obs, t0, T, per_token, trans, phi)
                 _max_marginals(psi, phi, per_token, T, L, alpha, beta, logb, t0, inc_ptr, g0)
             else:
-                _chain_pass(W, space, tok_ptr, tok_obs, t0, T, L, per_token, trans, exp_trans,
-                            trans_shift, expw, psi_doc, g0, graph, msg, work)
-                _store_beliefs(t0, T, L, g0, inc_ptr, alpha, beta, logb)
+                _chain_beliefs(W, space, tok_ptr, tok_obs, t0, T, L, per_token, trans,
+                               exp_trans, trans_shift, expw, psi_doc, expu_doc, g0, graph, msg,
+                               work, logb)
         change = _update_edges(S, L, e0, e1, e_i, e_j, g0, logb, msg,
                                damping, max_product, ci, cj, new, row, tol, sent_of, dirty)
         if change <= tol:
@@ -387,7 +442,7 @@ def _buffers(seq_ptr, doc_ptr, d0, d1, L, per_token, exp_trans):
     work = work_buffers(Tmax, L, per_token, exp_trans)
     scratch = (np.empty(L), np.empty(L), np.empty(L), np.empty(L))
     marks = (np.empty(Dmax, dtype=np.int64), np.empty(Dmax, dtype=np.bool_))
-    return work, np.empty((Dmax, L)), np.empty((Dmax, L)), scratch, marks, Tmax
+    return work, np.empty((Dmax, L)), np.empty((Dmax, L)), np.empty((Dmax, L)), scratch, marks, Tmax
 
 
 @njit(**JIT)
@@ -405,7 +460,7 @@ def skip_loss_block(W, space, data, graph, L, per_token, S, d0, d1, trans, exp_t
     seq_ptr, tok_ptr, tok_obs, labels = data
     doc_ptr, edge_ptr, e_i, e_j, e_pat, inc_ptr, inc_edge, inc_side = graph
     u_ptr, u_lab, b_ptr, b_prev, b_cur, n_u, trans_offset, has_trans = space
-    work, psi_doc, logb, scratch, marks, Tmax = _buffers(seq_ptr, doc_ptr, d0, d1, L,
+    work, psi_doc, expu_doc, logb, scratch, marks, Tmax = _buffers(seq_ptr, doc_ptr, d0, d1, L,
                                                          per_token,
                                                   exp_trans)
     psi, phi, expu, expb, alpha, beta, scale, pair, tmp = work
@@ -426,7 +481,7 @@ def skip_loss_block(W, space, data, graph, L, per_token, S, d0, d1, trans, exp_t
             continue
         unigram_scores(W, tok_ptr, tok_obs, u_ptr, u_lab, g0, D, psi_doc, Wd)
         r = _propagate(W, space, data, graph, d, L, per_token, trans, exp_trans, trans_shift, expw,
-                       S, psi_doc, logb, msg, work, bp, False, scratch, marks)
+                       S, psi_doc, expu_doc, logb, msg, work, bp, False, scratch, marks)
         rounds += abs(r)
         if r < 0:
             unconverged += 1
@@ -479,7 +534,7 @@ def skip_decode_block(W, space, data, graph, L, per_token, S, d0, d1, trans,
     seq_ptr, tok_ptr, tok_obs, labels = data
     u_ptr, u_lab, b_ptr, b_prev, b_cur, n_u, trans_offset, has_trans = space
     doc_ptr = graph[0]
-    work, psi_doc, logb, scratch, marks, Tmax = _buffers(seq_ptr, doc_ptr, d0, d1, L,
+    work, psi_doc, expu_doc, logb, scratch, marks, Tmax = _buffers(seq_ptr, doc_ptr, d0, d1, L,
                                                          per_token,
                                                   exp_trans)
     psi, phi, expu, expb, alpha, beta, scale, pair, tmp = work
@@ -497,7 +552,7 @@ def skip_decode_block(W, space, data, graph, L, per_token, S, d0, d1, trans,
             continue
         unigram_scores(W, tok_ptr, tok_obs, u_ptr, u_lab, g0, D, psi_doc, Wd)
         r = _propagate(W, space, data, graph, d, L, per_token, trans, exp_trans, trans_shift, expw,
-                       S, psi_doc, logb, msg, work, bp, max_product, scratch,
+                       S, psi_doc, expu_doc, logb, msg, work, bp, max_product, scratch,
                        marks)
         rounds += abs(r)
         if r < 0:

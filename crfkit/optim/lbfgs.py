@@ -57,6 +57,10 @@ from crfkit.vectors import dot, l1_norm
 
 ARMIJO = 1e-4
 MAX_LINESEARCH = 30
+# Give up once this many halvings in a row left F above F(x) without bringing it closer: a
+# continuous F comes back to F(x) as the step shrinks, so F is not continuous at x (a
+# skip-chain's Bethe objective whose BP found another fixed point) and no step will do.
+MAX_STALLED = 5
 # OWL-QN: while the last step changed the sign (or zero-ness) of more than this share of
 # the non-zero weights, the active set is still being found (module docstring).
 UNSETTLED = 0.01
@@ -154,6 +158,8 @@ def _line_search(fun: Function, x: np.ndarray, f: float, d: np.ndarray, step: fl
     onto the orthant (module docstring) and the predicted decrease is
     ``pg . (x_new - x)``; without it, ``step * gd``.
     """
+    previous = np.inf
+    stalled = 0
     for _ in range(MAX_LINESEARCH):
         _trial_point(x, d, step, pg, l1 > 0, x_new)
         f_new = fun(x_new, g_new)
@@ -164,6 +170,10 @@ def _line_search(fun: Function, x: np.ndarray, f: float, d: np.ndarray, step: fl
             decrease = step * gd
         if decrease < 0.0 and f_new <= f + ARMIJO * decrease:
             return f_new
+        stalled = stalled + 1 if f < f_new >= previous else 0
+        if stalled >= MAX_STALLED:
+            return None
+        previous = f_new
         step *= 0.5
     return None
 
