@@ -156,7 +156,7 @@ ALGORITHM_NAMES = ("l-bfgs", "sgd-l1", "ap", "l2sgd", "pa", "arow")
               help="skipchain: rounds of belief propagation at most.")
 @click.option("--bp-tol", type=float, default=1e-6, show_default=True,
               help="skipchain: BP stops when no message moves more than this (log space).")
-@click.option("--bp-damping", type=float, default=0.0, show_default=True,
+@click.option("--bp-damping", type=float, default=0.5, show_default=True,
               help="skipchain: share of the old message kept at each update, in [0, 1).")
 @click.option("--bp-label-damping", type=float, default=0.5, show_default=True,
               help="skipchain: damping of belief propagation when labelling (recorded in "

@@ -270,8 +270,8 @@ def _run_lbfgs(problem: Problem, hook: IterationHook) -> Result:
                             l1_gtol=o.l1_gtol, on_iteration=with_errors)
     if getattr(objective, "unconverged", 0):  # skipchain: BP ran out of rounds
         problem.notes.append(f"belief propagation did not converge in {objective.unconverged} "
-                             f"documents at the last evaluation (try --bp-damping 0.5 or a "
-                             f"larger --bp-maxiter)")
+                             f"documents at the last evaluation (try a larger --bp-damping "
+                             f"or --bp-maxiter)")
     return result
 
 

@@ -76,9 +76,11 @@ def files(tmp_path):
 def test_label_uses_the_recorded_damping(files, tmp_path, monkeypatch):
     data, pat = files
     default, chosen = tmp_path / "a.model", tmp_path / "b.model"
-    assert run("train", "-q", "-t", "1", "-i", "5", "-p", pat, data, default).exit_code == 0
-    assert run("train", "-q", "-t", "1", "-i", "5", "--bp-label-damping", "0.3", "-p", pat,
-               data, chosen).exit_code == 0
+    # training damping 0, so that labelling's damping can only come from --bp-label-damping
+    assert run("train", "-q", "-t", "1", "-i", "5", "--bp-damping", "0", "-p", pat, data,
+               default).exit_code == 0
+    assert run("train", "-q", "-t", "1", "-i", "5", "--bp-damping", "0",
+               "--bp-label-damping", "0.3", "-p", pat, data, chosen).exit_code == 0
     a, b = Model.load(default), Model.load(chosen)
     assert a.info["skip"]["label_damping"] == 0.5 and b.info["skip"]["label_damping"] == 0.3
     assert a.info["skip"]["bp_damping"] == b.info["skip"]["bp_damping"] == 0.0
