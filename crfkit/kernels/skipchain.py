@@ -120,14 +120,19 @@ def _augmented(psi_doc, g0, t0, T, L, inc_ptr, inc_edge, inc_side, msg, psi):
     """psi[:T] = unigram scores of tokens t0.. (rows of psi_doc from document token g0)
     plus the skip messages they receive."""
     for t in range(T):
-        g = t0 + t
+        _token_scores(psi_doc, g0, t0 + t, L, inc_ptr, inc_edge, inc_side, msg, psi[t])
+
+
+@njit(inline="always", **JIT)
+def _token_scores(psi_doc, g0, g, L, inc_ptr, inc_edge, inc_side, msg, row):
+    """row = document token g's unigram scores plus the skip messages it receives."""
+    for y in range(L):
+        row[y] = psi_doc[g - g0, y]
+    for k in range(inc_ptr[g], inc_ptr[g + 1]):
+        e = inc_edge[k]
+        side = inc_side[k]
         for y in range(L):
-            psi[t, y] = psi_doc[g - g0, y]
-        for k in range(inc_ptr[g], inc_ptr[g + 1]):
-            e = inc_edge[k]
-            side = inc_side[k]
-            for y in range(L):
-                psi[t, y] += msg[e, side, y]
+            row[y] += msg[e, side, y]
 
 
 @njit(**JIT)
@@ -192,13 +197,7 @@ def _chain_beliefs(W, space, tok_ptr, tok_obs, t0, T, L, per_token, trans, exp_t
         if inc_ptr[g + 1] > inc_ptr[g]:
             if first < 0:
                 first = t
-            for y in range(L):
-                psi[t, y] = psi_doc[g - g0, y]
-            for k in range(inc_ptr[g], inc_ptr[g + 1]):
-                e = inc_edge[k]
-                side = inc_side[k]
-                for y in range(L):
-                    psi[t, y] += msg[e, side, y]
+            _token_scores(psi_doc, g0, g, L, inc_ptr, inc_edge, inc_side, msg, psi[t])
             exp_shifted(psi[t], expu[t])
         else:
             for y in range(L):
