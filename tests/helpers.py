@@ -81,3 +81,22 @@ def decode_scored(model_type: str, weights, data, space):
 def decode_best(model_type: str, weights, data, space):
     """Best label id of every token under a model of ``model_type`` (the one decoder)."""
     return decode_scored(model_type, weights, data, space)[0]
+
+
+SKIP_PATTERNS = 'u:w=%x[0,0]\nu:p=%x[-1,0]\nB\ns:cap=%t[-1,0,"."]%m[0,0,"^\\u.*"]\n'
+
+
+def skip_corpus(tmp_path: Path, documents: list[tuple[str, str, int]]) -> tuple[Path, Path]:
+    """A tiny skip-chain training file and pattern file: one document a
+    ``(name, label, n)``, whose ``n`` sentences each mention the name (so its
+    repeats are joined by the pattern's capitalised-word key)."""
+    lines = []
+    for name, label, n in documents:
+        lines.append("-DOCSTART- X O")
+        for before in ["met", "in", "saw"][:n]:
+            lines += [f"We N O\n{before} V O\n{name} N B-{label}\ntoday N O", ""]
+    data = tmp_path / "train.txt"
+    data.write_text("\n".join(lines) + "\n")
+    pat = tmp_path / "skip.pat"
+    pat.write_text(SKIP_PATTERNS)
+    return data, pat

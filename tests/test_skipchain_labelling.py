@@ -12,7 +12,7 @@ from crfkit.kernels.skipobjective import BeliefPropagation, skip_decode
 from crfkit.model import Model
 from crfkit.skipgraph import SkipOptions, graph_from_edges
 from crfkit.space import Dataset, FeatureSpace
-from tests.helpers import one_error_line, run
+from tests.helpers import one_error_line, run, skip_corpus
 
 
 def triangle(seed: int, L: int = 2) -> tuple:
@@ -61,16 +61,7 @@ def test_old_models_label_with_their_training_damping():
 
 @pytest.fixture()
 def files(tmp_path):
-    lines = []
-    for name, label in [("Green", "PER"), ("Paris", "LOC"), ("Green", "PER")]:
-        lines.append("-DOCSTART- X O")
-        for before in ["met", "in", "saw"]:
-            lines += [f"We N O\n{before} V O\n{name} N B-{label}\ntoday N O", ""]
-    data = tmp_path / "train.txt"
-    data.write_text("\n".join(lines) + "\n")
-    pat = tmp_path / "skip.pat"
-    pat.write_text('u:w=%x[0,0]\nu:p=%x[-1,0]\nB\ns:cap=%t[-1,0,"."]%m[0,0,"^\\u.*"]\n')
-    return data, pat
+    return skip_corpus(tmp_path, [("Green", "PER", 3), ("Paris", "LOC", 3), ("Green", "PER", 3)])
 
 
 def test_label_uses_the_recorded_damping(files, tmp_path, monkeypatch):

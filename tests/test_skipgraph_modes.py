@@ -13,7 +13,7 @@ from crfkit.features.patterns import parse_patterns
 from crfkit.model import Model
 from crfkit.reader import Sequence
 from crfkit.skipgraph import SkipOptions, build_graph
-from tests.helpers import run
+from tests.helpers import run, skip_corpus
 
 SKIP = parse_patterns('s:cap=%t[-1,0,"."]%m[0,0,"^\\u.*"]')
 
@@ -76,17 +76,9 @@ def test_first_mode_equals_brute_force_on_random_documents(seed):
 
 @pytest.fixture()
 def files(tmp_path):
-    lines = []
-    for d, name in enumerate(["Green", "Paris", "Green", "Smith"]):
-        label = "LOC" if name == "Paris" else "PER"
-        lines.append("-DOCSTART- X O")
-        for before in ["met", "in", "saw"][: 2 + d % 2]:
-            lines += [f"We N O\n{before} V O\n{name} N B-{label}\ntoday N O", ""]
-    data = tmp_path / "train.txt"
-    data.write_text("\n".join(lines) + "\n")
-    pat = tmp_path / "skip.pat"
-    pat.write_text('u:w=%x[0,0]\nu:p=%x[-1,0]\nB\ns:cap=%t[-1,0,"."]%m[0,0,"^\\u.*"]\n')
-    return data, pat
+    names = ["Green", "Paris", "Green", "Smith"]
+    return skip_corpus(tmp_path, [(name, "LOC" if name == "Paris" else "PER", 2 + d % 2)
+                                  for d, name in enumerate(names)])
 
 
 def test_the_model_records_the_mode_and_label_uses_it(files, tmp_path, monkeypatch):
