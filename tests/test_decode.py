@@ -143,13 +143,13 @@ def scores_of(model, seq):
     s, W = model.space, model.weights
     T, L = len(seq.rows), s.n_labels
     psi = np.empty((T, L))
-    lattice.unigram_scores(W, data.tok_ptr, data.tok_obs, s.u_ptr, s.u_lab, 0, T, psi,
+    lattice.unigram_scores(W, data.tok_ptr, data.tok_obs, None, s.u_ptr, s.u_lab, 0, T, psi,
                            np.empty((0, L)))
     trans = lattice.transition_block(W, s.trans_offset, s.has_trans, L)
     phi = np.repeat(trans[None], T, axis=0)
     if s.n_b:
-        lattice.bigram_scores(W, data.tok_ptr, data.tok_obs, s.b_ptr, s.b_prev, s.b_cur, s.n_u,
-                              trans, 0, T, phi)
+        lattice.bigram_scores(W, data.tok_ptr, data.tok_obs, None, s.b_ptr, s.b_prev, s.b_cur,
+                              s.n_u, trans, 0, T, phi)
     return naive.locally_normalised(psi, phi, model.model_type)
 
 

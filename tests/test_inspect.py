@@ -69,12 +69,12 @@ def test_dump_reproduces_the_scores(trained):
     data = encode(model, [Sequence(rows=rows, lines=[1, 2, 3])])
     s = model.space
     psi = np.empty((T, L))
-    lattice.unigram_scores(model.weights, data.tok_ptr, data.tok_obs, s.u_ptr, s.u_lab, 0, T, psi,
-                           np.empty((0, L)))
+    lattice.unigram_scores(model.weights, data.tok_ptr, data.tok_obs, None, s.u_ptr, s.u_lab, 0,
+                           T, psi, np.empty((0, L)))
     trans = lattice.transition_block(model.weights, s.trans_offset, s.has_trans, L)
     phi = np.empty((T, L, L))
-    lattice.bigram_scores(model.weights, data.tok_ptr, data.tok_obs, s.b_ptr, s.b_prev, s.b_cur,
-                          s.n_u, trans, 0, T, phi)
+    lattice.bigram_scores(model.weights, data.tok_ptr, data.tok_obs, None, s.b_ptr, s.b_prev,
+                          s.b_cur, s.n_u, trans, 0, T, phi)
     for t in range(T):
         observations = [apply_pattern(p, rows, t) for p in model.patterns if p.commands]
         for y, name in enumerate(model.labels):

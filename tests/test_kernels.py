@@ -37,13 +37,14 @@ def accumulate_expectations(G, tok_ptr, tok_obs, u_ptr, u_lab, b_ptr, b_prev, b_
                             alpha, beta, expu, expb, scale, pair, tmp, Gd):
     """The expectation step of gradient.sequence_gradient, on given marginal factors."""
     if per_token:
-        gradient.token_pair_expectations(G, tok_ptr, tok_obs, b_ptr, b_prev, b_cur, n_u,
+        gradient.token_pair_expectations(G, tok_ptr, tok_obs, None, b_ptr, b_prev, b_cur, n_u,
                                          trans_offset, has_trans, t0, T, L, alpha, beta, expu,
                                          expb, scale, pair, tmp)
     elif has_trans and T > 1:
         gradient.shared_pair_expectations(G, trans_offset, T, L, alpha, beta, expu, expb,
                                           scale, pair, tmp)
-    gradient.unigram_expectations(G, tok_ptr, tok_obs, u_ptr, u_lab, t0, T, L, alpha, beta, Gd)
+    gradient.unigram_expectations(G, tok_ptr, tok_obs, None, u_ptr, u_lab, t0, T, L, alpha, beta,
+                                  Gd)
 
 
 CASES = [(1, 1), (1, 3), (2, 1), (2, 2), (3, 3), (5, 2), (4, 4), (6, 3)]
@@ -134,7 +135,7 @@ def test_transition_exponentials_as_products_equal_the_full_ones(big):
     if big:
         W[7] = 800.0
     phi = np.empty((T, L, L))
-    lattice.bigram_scores(W, tok_ptr, tok_obs, b_ptr, b_prev, b_cur, 0, trans, 0, T, phi)
+    lattice.bigram_scores(W, tok_ptr, tok_obs, None, b_ptr, b_prev, b_cur, 0, trans, 0, T, phi)
     full = np.empty((T, L, L))
     full_shift = lattice.exp_transitions(phi, T, full)
     exp_trans = np.empty((L, L))
@@ -176,7 +177,7 @@ def test_dense_rows_give_the_same_bits_as_feature_by_feature(n_dense):
 
     def scores(Wd):
         psi = np.empty((T, L))
-        lattice.unigram_scores(W, tok_ptr, tok_obs, u_ptr, u_lab, 0, T, psi, Wd)
+        lattice.unigram_scores(W, tok_ptr, tok_obs, None, u_ptr, u_lab, 0, T, psi, Wd)
         return psi
 
     dense = lattice.dense_rows(W, u_ptr, u_lab, n_dense, L)

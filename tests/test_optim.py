@@ -273,11 +273,11 @@ def reference_perceptron(space, data, orders):
             phi = np.empty((max(T, 1), L, L))
             trans = lattice.transition_block(W, space.trans_offset, space.has_trans, L)
             phi[0] = trans
-            lattice.unigram_scores(W, data.tok_ptr, data.tok_obs, space.u_ptr, space.u_lab,
-                                   t0, T, psi, np.empty((0, L)))
+            lattice.unigram_scores(W, data.tok_ptr, data.tok_obs, None, space.u_ptr,
+                                   space.u_lab, t0, T, psi, np.empty((0, L)))
             if per_token:
-                lattice.bigram_scores(W, data.tok_ptr, data.tok_obs, space.b_ptr, space.b_prev,
-                                      space.b_cur, space.n_u, trans, t0, T, phi)
+                lattice.bigram_scores(W, data.tok_ptr, data.tok_obs, None, space.b_ptr,
+                                      space.b_prev, space.b_cur, space.n_u, trans, t0, T, phi)
             path = np.empty(T, dtype=np.int32)
             lattice.viterbi(psi, phi, per_token, T, L, np.empty((T, L)),
                             np.empty((T, L), dtype=np.int32), path)

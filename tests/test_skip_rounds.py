@@ -39,7 +39,8 @@ def test_round_pass_gives_the_same_beliefs_as_forward_backward(lengths, docs, ed
         space.has_trans, L, 0)
     N = data.n_tokens
     psi_doc = np.empty((N, L))
-    unigram_scores(W, data.tok_ptr, data.tok_obs, space.u_ptr, space.u_lab, 0, N, psi_doc, Wd)
+    unigram_scores(W, data.tok_ptr, data.tok_obs, None, space.u_ptr, space.u_lab, 0, N, psi_doc,
+                   Wd)
     expu_doc = np.full((N, L), np.nan)  # rows of tokens with edges must never be read
     skipchain._fixed_exps(psi_doc, N, L, 0, inc_ptr, expu_doc)
     work = work_buffers(max(lengths), L, False, exp_trans)

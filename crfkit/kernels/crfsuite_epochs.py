@@ -55,11 +55,8 @@ def _best_path(W, space, tok_ptr, tok_obs, tok_val, t0, T, L, per_token, trans, 
     """Viterbi path of one sequence under W into ``path``; returns its score (psi and phi
     are left holding the sequence's scores, phi[0] the transitions without bigrams)."""
     load_transitions(W, space[6], space[7], L, trans, exp_trans)
-    if tok_val is None:
-        chain_scores(W, space, tok_ptr, tok_obs, t0, T, per_token, trans, psi, phi, no_dense)
-    else:
-        values.chain_scores(W, space, tok_ptr, tok_obs, tok_val, t0, T, per_token, trans, psi,
-                            phi, no_dense)
+    chain_scores(W, space, tok_ptr, tok_obs, tok_val, t0, T, per_token, trans, psi, phi,
+                 no_dense)
     if not per_token:
         copy_matrix(trans, phi[0])
     return viterbi(psi, phi, per_token, T, L, delta, back, path)
@@ -70,12 +67,8 @@ def _difference(G, space, tok_ptr, tok_obs, tok_val, L, t0, T, labels, path, fro
                 idx, val):
     """d = counts(gold path) - counts(``path``) as a compact list (idx, val) without frozen
     weights; G is left at zero. Returns the list's length."""
-    if tok_val is None:
-        add_path_counts(G, space, tok_ptr, tok_obs, L, t0, T, labels, t0, 1.0)
-        add_path_counts(G, space, tok_ptr, tok_obs, L, t0, T, path, 0, -1.0)
-    else:
-        values.add_path_counts(G, space, tok_ptr, tok_obs, tok_val, L, t0, T, labels, t0, 1.0)
-        values.add_path_counts(G, space, tok_ptr, tok_obs, tok_val, L, t0, T, path, 0, -1.0)
+    add_path_counts(G, space, tok_ptr, tok_obs, tok_val, L, t0, T, labels, t0, 1.0)
+    add_path_counts(G, space, tok_ptr, tok_obs, tok_val, L, t0, T, path, 0, -1.0)
     m = 0
     for q in range(touched_weights(space, tok_ptr, tok_obs, L, t0, T, touched)):
         k = touched[q]
@@ -237,15 +230,14 @@ def l2sgd_epoch(W, last, state, order, space, data, per_token, L, lam, t0_, froz
             shift, logz = sequence_gradient(W, space, tok_ptr, tok_obs, t0, T, L, per_token,
                                             trans, exp_trans, trans_shift, expw, no_dense,
                                             no_dense, work, G)
-            add_path_counts(G, space, tok_ptr, tok_obs, L, t0, T, labels, t0, -1.0)
-            if per_token:  # phi for the gold path's score
-                bigram_scores(W, tok_ptr, tok_obs, b_ptr, b_prev, b_cur, n_u, trans, t0, T, phi)
         else:
             shift, logz = values.sequence_gradient(W, space, tok_ptr, tok_obs, tok_val, t0, T,
                                                    L, per_token, trans, exp_trans, trans_shift,
                                                    no_dense, no_dense, work, G)
-            values.add_path_counts(G, space, tok_ptr, tok_obs, tok_val, L, t0, T, labels, t0,
-                                   -1.0)
+        add_path_counts(G, space, tok_ptr, tok_obs, tok_val, L, t0, T, labels, t0, -1.0)
+        if per_token and tok_val is None:  # phi for the gold path's score (valued: filled)
+            bigram_scores(W, tok_ptr, tok_obs, None, b_ptr, b_prev, b_cur, n_u, trans, t0, T,
+                          phi)
         logz += shift if per_token else trans_shift * (T - 1)
         if not np.isfinite(logz):
             out[3] = 1.0

@@ -44,7 +44,7 @@ from numba import njit
 from crfkit import config
 from crfkit.config import NORM_GLOBAL, NORM_MEMM
 from crfkit.errors import UsageError
-from crfkit.kernels import lattice, values
+from crfkit.kernels import lattice
 from crfkit.kernels.bestpath import Decoded, Weighted
 from crfkit.kernels.blocks import partition_blocks, run_blocks
 from crfkit.space import Dataset
@@ -200,15 +200,11 @@ def _scores(W, space, tok_ptr, tok_obs, t0, T, L, per_token, norm, masks, shared
             tok_val):
     """psi and phi of one sequence in the model type's normalisation, masks applied last,
     so constraints renormalise the model's own distribution. ``tok_val``: occurrence
-    values (None: all 1, resolved at compile time; :mod:`crfkit.kernels.values`)."""
+    values (None: all 1, resolved at compile time; :func:`lattice.occurrence_value`)."""
     token_ok, use_token_ok, pen, constrained = masks
     psi, phi, tmp, no_dense = lat
-    if tok_val is None:
-        lattice.chain_scores(W, space, tok_ptr, tok_obs, t0, T, per_token, shared[1], psi, phi,
-                             no_dense)
-    else:
-        values.chain_scores(W, space, tok_ptr, tok_obs, tok_val, t0, T, per_token, shared[1],
-                            psi, phi, no_dense)
+    lattice.chain_scores(W, space, tok_ptr, tok_obs, tok_val, t0, T, per_token, shared[1], psi,
+                         phi, no_dense)
     if norm != NORM_GLOBAL:
         lattice.local_normalise(psi, phi, T, L, norm, tmp)
         if norm == NORM_MEMM and constrained:

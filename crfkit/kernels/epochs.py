@@ -162,17 +162,14 @@ def sgd_epoch(W, order, space, data, per_token, L, eta0, alpha, rho1, seen, q, G
             out[3] = 1.0
             break
         if per_token and tok_val is None:  # (the valued gradient leaves phi filled)
-            bigram_scores(W, tok_ptr, tok_obs, b_ptr, b_prev, b_cur, n_u, trans, t0, T, phi)
+            bigram_scores(W, tok_ptr, tok_obs, None, b_ptr, b_prev, b_cur, n_u, trans, t0, T,
+                          phi)
         loss += logz - _gold_score(psi, phi, trans, per_token, labels, t0, T)
         wrong = posterior_errors(alpha_, labels, t0, T)
         tok_err += wrong
         if wrong:
             seq_err += 1
-        if tok_val is None:
-            add_path_counts(G, space, tok_ptr, tok_obs, L, t0, T, labels, t0, -1.0)
-        else:
-            values.add_path_counts(G, space, tok_ptr, tok_obs, tok_val, L, t0, T, labels, t0,
-                                   -1.0)
+        add_path_counts(G, space, tok_ptr, tok_obs, tok_val, L, t0, T, labels, t0, -1.0)
         # W -= eta * G on every touched weight (G back to zero), then the L1 penalty
         n_touched = touched_weights(space, tok_ptr, tok_obs, L, t0, T, touched)
         for n in range(n_touched):
@@ -222,11 +219,8 @@ def perceptron_epoch(W, U, seen, order, space, data, per_token, L, G, touched, o
         if T == 0:
             continue
         load_transitions(W, space[6], space[7], L, trans, exp_trans)
-        if tok_val is None:
-            chain_scores(W, space, tok_ptr, tok_obs, t0, T, per_token, trans, psi, phi, no_dense)
-        else:
-            values.chain_scores(W, space, tok_ptr, tok_obs, tok_val, t0, T, per_token, trans,
-                                psi, phi, no_dense)
+        chain_scores(W, space, tok_ptr, tok_obs, tok_val, t0, T, per_token, trans, psi, phi,
+                     no_dense)
         if not per_token:
             copy_matrix(trans, phi[0])
         viterbi(psi, phi, per_token, T, L, delta, back, path)
@@ -238,13 +232,8 @@ def perceptron_epoch(W, U, seen, order, space, data, per_token, L, G, touched, o
             continue
         tok_err += wrong
         seq_err += 1
-        if tok_val is None:
-            add_path_counts(G, space, tok_ptr, tok_obs, L, t0, T, labels, t0, 1.0)
-            add_path_counts(G, space, tok_ptr, tok_obs, L, t0, T, path, 0, -1.0)
-        else:
-            values.add_path_counts(G, space, tok_ptr, tok_obs, tok_val, L, t0, T, labels, t0,
-                                   1.0)
-            values.add_path_counts(G, space, tok_ptr, tok_obs, tok_val, L, t0, T, path, 0, -1.0)
+        add_path_counts(G, space, tok_ptr, tok_obs, tok_val, L, t0, T, labels, t0, 1.0)
+        add_path_counts(G, space, tok_ptr, tok_obs, tok_val, L, t0, T, path, 0, -1.0)
         for n in range(touched_weights(space, tok_ptr, tok_obs, L, t0, T, touched)):
             k = touched[n]
             d = G[k]

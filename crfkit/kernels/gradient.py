@@ -30,6 +30,7 @@ from crfkit.kernels.lattice import (
     argmax,
     exp_transitions_factors,
     forward_backward,
+    occurrence_value,
     unigram_scores,
 )
 
@@ -62,19 +63,20 @@ def sequence_gradient(W, space, tok_ptr, tok_obs, t0, T, L, per_token, trans, ex
     """
     u_ptr, u_lab, b_ptr, b_prev, b_cur, n_u, trans_offset, has_trans = space
     psi, phi, expu, expb, alpha, beta, scale, pair, tmp = work
-    unigram_scores(W, tok_ptr, tok_obs, u_ptr, u_lab, t0, T, psi, Wd)
+    unigram_scores(W, tok_ptr, tok_obs, None, u_ptr, u_lab, t0, T, psi, Wd)
     shift = 0.0
     if per_token:
         shift = exp_transitions_factors(W, b_ptr, b_prev, b_cur, n_u, tok_ptr, tok_obs, t0, T,
                                         trans, exp_trans[0], trans_shift, expw, phi, expb)
     logz = forward_backward(psi, expb, per_token, T, L, expu, alpha, beta, scale, tmp)
     if per_token:
-        token_pair_expectations(G, tok_ptr, tok_obs, b_ptr, b_prev, b_cur, n_u, trans_offset,
-                                has_trans, t0, T, L, alpha, beta, expu, expb, scale, pair, tmp)
+        token_pair_expectations(G, tok_ptr, tok_obs, None, b_ptr, b_prev, b_cur, n_u,
+                                trans_offset, has_trans, t0, T, L, alpha, beta, expu, expb,
+                                scale, pair, tmp)
     elif has_trans and T > 1:
         shared_pair_expectations(G, trans_offset, T, L, alpha, beta, expu, expb, scale, pair,
                                  tmp)
-    unigram_expectations(G, tok_ptr, tok_obs, u_ptr, u_lab, t0, T, L, alpha, beta, Gd)
+    unigram_expectations(G, tok_ptr, tok_obs, None, u_ptr, u_lab, t0, T, L, alpha, beta, Gd)
     return shift, logz
 
 
@@ -89,8 +91,9 @@ def posterior_errors(marginals, labels, t0, T):
 
 
 @njit(**JIT)
-def add_path_counts(G, space, tok_ptr, tok_obs, L, t0, T, path, p0, coef):
-    """G += coef for every feature that fires along a label path of tokens t0 .. t0+T-1.
+def add_path_counts(G, space, tok_ptr, tok_obs, tok_val, L, t0, T, path, p0, coef):
+    """G += coef (times the occurrence's value, transitions: coef) for every feature
+    that fires along a label path of tokens t0 .. t0+T-1.
 
     ``path[p0 + t]`` is the label of token t0 + t. Features the space lacks (a
     combination never seen in training) are skipped.
@@ -101,13 +104,14 @@ def add_path_counts(G, space, tok_ptr, tok_obs, L, t0, T, path, p0, coef):
         yp = path[p0 + t - 1] if t else -1
         for j in range(tok_ptr[t0 + t], tok_ptr[t0 + t + 1]):
             o = tok_obs[j]
+            v = coef * occurrence_value(tok_val, j)
             for k in range(u_ptr[o], u_ptr[o + 1]):
                 if u_lab[k] == y:
-                    G[k] += coef
+                    G[k] += v
             if t:
                 for k in range(b_ptr[o], b_ptr[o + 1]):
                     if b_prev[k] == yp and b_cur[k] == y:
-                        G[n_u + k] += coef
+                        G[n_u + k] += v
         if t and has_trans:
             G[trans_offset + yp * L + y] += coef
 
@@ -133,17 +137,20 @@ def token_pair_marginals(G, trans_offset, has_trans, t, L, alpha, beta, expu, M,
 
 
 @njit(**JIT)
-def token_pair_expectations(G, tok_ptr, tok_obs, b_ptr, b_prev, b_cur, n_u, trans_offset,
-                            has_trans, t0, T, L, alpha, beta, expu, expb, scale, pair, tmp):
-    """G += P(y[t-1] = a, y[t] = b) for the transition and observation-bigram features
-    of every token, each with its own matrix ``expb[t]``."""
+def token_pair_expectations(G, tok_ptr, tok_obs, tok_val, b_ptr, b_prev, b_cur, n_u,
+                            trans_offset, has_trans, t0, T, L, alpha, beta, expu, expb, scale,
+                            pair, tmp):
+    """G += P(y[t-1] = a, y[t] = b) for the transition features and (times the
+    occurrence's value) the observation-bigram features of every token, each with its
+    own matrix ``expb[t]``."""
     for t in range(1, T):
         token_pair_marginals(G, trans_offset, has_trans, t, L, alpha, beta, expu, expb[t],
                              scale, pair, tmp)
         for j in range(tok_ptr[t0 + t], tok_ptr[t0 + t + 1]):
             o = tok_obs[j]
+            v = occurrence_value(tok_val, j)
             for k in range(b_ptr[o], b_ptr[o + 1]):
-                G[n_u + k] += pair[b_prev[k], b_cur[k]]
+                G[n_u + k] += v * pair[b_prev[k], b_cur[k]]
 
 
 @njit(**JIT)
@@ -169,19 +176,22 @@ def shared_pair_expectations(G, trans_offset, T, L, alpha, beta, expu, expb, sca
 
 
 @njit(**JIT)
-def unigram_expectations(G, tok_ptr, tok_obs, u_ptr, u_lab, t0, T, L, alpha, beta, Gd):
-    """G += the token marginals of the unigram features; turns alpha into the marginals
-    (alpha[t] * beta[t]). Those of observations 0..K-1 go to the dense rows ``Gd``
-    (K, L) instead (K may be 0), added whole; :func:`flush_dense` moves them into G."""
+def unigram_expectations(G, tok_ptr, tok_obs, tok_val, u_ptr, u_lab, t0, T, L, alpha, beta,
+                         Gd):
+    """G += the token marginals of the unigram features (times the occurrence's value);
+    turns alpha into the marginals (alpha[t] * beta[t]). Those of observations 0..K-1
+    go to the dense rows ``Gd`` (K, L) instead (K may be 0), added whole;
+    :func:`flush_dense` moves them into G."""
     K = Gd.shape[0]
     for t in range(T):
         for y in range(L):
             alpha[t, y] *= beta[t, y]
         for j in range(tok_ptr[t0 + t], tok_ptr[t0 + t + 1]):
             o = tok_obs[j]
+            v = occurrence_value(tok_val, j)
             if o < K:
                 for y in range(L):
-                    Gd[o, y] += alpha[t, y]
+                    Gd[o, y] += v * alpha[t, y]
             else:
                 for k in range(u_ptr[o], u_ptr[o + 1]):
-                    G[k] += alpha[t, u_lab[k]]
+                    G[k] += v * alpha[t, u_lab[k]]

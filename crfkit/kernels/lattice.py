@@ -36,8 +36,9 @@ from crfkit.config import JIT, NORM_MAXENT, NORM_MEMM
 
 # --- encoding: features -> scores ----------------------------------------------------------
 @njit(**JIT)
-def unigram_scores(W, tok_ptr, tok_obs, u_ptr, u_lab, t0, T, psi, Wd):
-    """psi[:T] = unigram scores of tokens t0 .. t0+T-1.
+def unigram_scores(W, tok_ptr, tok_obs, tok_val, u_ptr, u_lab, t0, T, psi, Wd):
+    """psi[:T] = unigram scores of tokens t0 .. t0+T-1 (each weight times its
+    occurrence's value: :func:`occurrence_value`).
 
     ``Wd`` (K, L) holds the weights of observations 0..K-1 as dense rows
     (see :func:`dense_rows`; K may be 0): their scores are added as whole
@@ -50,12 +51,28 @@ def unigram_scores(W, tok_ptr, tok_obs, u_ptr, u_lab, t0, T, psi, Wd):
     for t in range(T):
         for j in range(tok_ptr[t0 + t], tok_ptr[t0 + t + 1]):
             o = tok_obs[j]
+            v = occurrence_value(tok_val, j)
             if o < K:
                 for y in range(L):
-                    psi[t, y] += Wd[o, y]
+                    psi[t, y] += v * Wd[o, y]
             else:
                 for k in range(u_ptr[o], u_ptr[o + 1]):
-                    psi[t, u_lab[k]] += W[k]
+                    psi[t, u_lab[k]] += v * W[k]
+
+
+@njit(inline="always", **JIT)
+def occurrence_value(tok_val, j):
+    """The value of observation occurrence j: ``tok_val[j]``, or 1 in a binary corpus.
+
+    A binary corpus passes ``tok_val=None``; Numba compiles a kernel per
+    argument type and prunes the ``is None`` branch, and a product by the
+    constant 1.0 is folded away, so the binary kernels compute exactly what
+    they computed before values existed (same machine code, same bits), and
+    one function serves binary and valued corpora.
+    """
+    if tok_val is None:
+        return 1.0
+    return tok_val[j]
 
 
 @njit(**JIT)
@@ -90,14 +107,15 @@ def copy_matrix(src, dst):
 
 
 @njit(**JIT)
-def bigram_scores(W, tok_ptr, tok_obs, b_ptr, b_prev, b_cur, n_u, trans, t0, T, phi):
-    """phi[t] = trans + observation bigrams at t, for t >= 1."""
+def bigram_scores(W, tok_ptr, tok_obs, tok_val, b_ptr, b_prev, b_cur, n_u, trans, t0, T, phi):
+    """phi[t] = trans + (valued) observation bigrams at t, for t >= 1."""
     for t in range(1, T):
         copy_matrix(trans, phi[t])
         for j in range(tok_ptr[t0 + t], tok_ptr[t0 + t + 1]):
             o = tok_obs[j]
+            v = occurrence_value(tok_val, j)
             for k in range(b_ptr[o], b_ptr[o + 1]):
-                phi[t, b_prev[k], b_cur[k]] += W[n_u + k]
+                phi[t, b_prev[k], b_cur[k]] += v * W[n_u + k]
 
 
 @njit(**JIT)
@@ -123,7 +141,7 @@ def transition_block(W, trans_offset, has_trans, L):
 # A feature space as the kernels take it (FeatureSpace.arrays()):
 #     space = (u_ptr, u_lab, b_ptr, b_prev, b_cur, n_u, trans_offset, has_trans)
 @njit(inline="always", **JIT)
-def chain_scores(W, space, tok_ptr, tok_obs, t0, T, per_token, base, psi, phi, Wd):
+def chain_scores(W, space, tok_ptr, tok_obs, tok_val, t0, T, per_token, base, psi, phi, Wd):
     """psi[:T] of tokens t0 .. t0+T-1 and, with ``per_token``, phi[1:T] = ``base`` + the
     observation bigrams (without, every token shares one matrix and phi is left alone).
 
@@ -131,9 +149,10 @@ def chain_scores(W, space, tok_ptr, tok_obs, t0, T, per_token, base, psi, phi, W
     is a compile-time constant does not compile the bigram half at all.
     """
     u_ptr, u_lab, b_ptr, b_prev, b_cur, n_u, trans_offset, has_trans = space
-    unigram_scores(W, tok_ptr, tok_obs, u_ptr, u_lab, t0, T, psi, Wd)
+    unigram_scores(W, tok_ptr, tok_obs, tok_val, u_ptr, u_lab, t0, T, psi, Wd)
     if per_token:
-        bigram_scores(W, tok_ptr, tok_obs, b_ptr, b_prev, b_cur, n_u, base, t0, T, phi)
+        bigram_scores(W, tok_ptr, tok_obs, tok_val, b_ptr, b_prev, b_cur, n_u, base, t0, T,
+                      phi)
 
 
 @njit(**JIT)

@@ -47,7 +47,7 @@ def likely_marks(W, space, data, L, threshold, u_flag, b_index, umark, bmark):
         T = seq_ptr[s + 1] - t0
         if T == 0:
             continue
-        chain_scores(W, space, tok_ptr, tok_obs, t0, T, True, trans, psi, phi, no_dense)
+        chain_scores(W, space, tok_ptr, tok_obs, None, t0, T, True, trans, psi, phi, no_dense)
         exp_transitions(phi, T, expb)
         logz = forward_backward(psi, expb, True, T, L, expu, alpha, beta, scale, tmp)
         if logz != logz:

@@ -35,6 +35,7 @@ from crfkit.kernels.lattice import (
     load_transitions,
     longest_sequence,
     max_of,
+    occurrence_value,
 )
 
 
@@ -128,14 +129,16 @@ def crf_loss_block(W: np.ndarray, space: tuple, data: tuple, per_token: bool, L:
 
 # --- MEMM and MaxEnt: a softmax per token ---------------------------------------------------
 @njit(**JIT)
-def _token_scores(W, space, tok_ptr, tok_obs, L, g, prev, score):
-    """score[y] = unigram scores of token g (+ transition and bigram scores from ``prev`` >= 0)."""
+def _token_scores(W, space, tok_ptr, tok_obs, tok_val, L, g, prev, score):
+    """score[y] = (valued) unigram scores of token g (+ transition and bigram scores from
+    ``prev`` >= 0)."""
     u_ptr, u_lab, b_ptr, b_prev, b_cur, n_u, trans_offset, has_trans = space
     score[:] = 0.0
     for j in range(tok_ptr[g], tok_ptr[g + 1]):
         o = tok_obs[j]
+        v = occurrence_value(tok_val, j)
         for k in range(u_ptr[o], u_ptr[o + 1]):
-            score[u_lab[k]] += W[k]
+            score[u_lab[k]] += v * W[k]
     if prev >= 0:
         if has_trans:
             base = trans_offset + prev * L
@@ -143,9 +146,10 @@ def _token_scores(W, space, tok_ptr, tok_obs, L, g, prev, score):
                 score[y] += W[base + y]
         for j in range(tok_ptr[g], tok_ptr[g + 1]):
             o = tok_obs[j]
+            v = occurrence_value(tok_val, j)
             for k in range(b_ptr[o], b_ptr[o + 1]):
                 if b_prev[k] == prev:
-                    score[b_cur[k]] += W[n_u + k]
+                    score[b_cur[k]] += v * W[n_u + k]
 
 
 @njit(**JIT)
@@ -163,13 +167,15 @@ def _softmax_inplace(score):
 
 
 @njit(**JIT)
-def _add_expectations(G, prob, space, tok_ptr, tok_obs, L, g, prev):
-    """G += the expected counts of token g's features under its local distribution ``prob``."""
+def _add_expectations(G, prob, space, tok_ptr, tok_obs, tok_val, L, g, prev):
+    """G += the expected counts (values) of token g's features under its local
+    distribution ``prob``."""
     u_ptr, u_lab, b_ptr, b_prev, b_cur, n_u, trans_offset, has_trans = space
     for j in range(tok_ptr[g], tok_ptr[g + 1]):
         o = tok_obs[j]
+        v = occurrence_value(tok_val, j)
         for k in range(u_ptr[o], u_ptr[o + 1]):
-            G[k] += prob[u_lab[k]]
+            G[k] += v * prob[u_lab[k]]
     if prev >= 0:
         if has_trans:
             base = trans_offset + prev * L
@@ -177,9 +183,10 @@ def _add_expectations(G, prob, space, tok_ptr, tok_obs, L, g, prev):
                 G[base + y] += prob[y]
         for j in range(tok_ptr[g], tok_ptr[g + 1]):
             o = tok_obs[j]
+            v = occurrence_value(tok_val, j)
             for k in range(b_ptr[o], b_ptr[o + 1]):
                 if b_prev[k] == prev:
-                    G[n_u + k] += prob[b_cur[k]]
+                    G[n_u + k] += v * prob[b_cur[k]]
 
 
 @njit(**JIT)
@@ -200,17 +207,11 @@ def local_loss_block(W, space, data, use_prev, L, s0, s1, G, out, tok_val=None):
         wrong = 0
         for g in range(seq_ptr[s], seq_ptr[s + 1]):
             prev = labels[g - 1] if use_prev and g > seq_ptr[s] else -1
-            if tok_val is None:
-                _token_scores(W, space, tok_ptr, tok_obs, L, g, prev, score)
-            else:
-                values.token_scores(W, space, tok_ptr, tok_obs, tok_val, L, g, prev, score)
+            _token_scores(W, space, tok_ptr, tok_obs, tok_val, L, g, prev, score)
             if argmax(score) != labels[g]:
                 wrong += 1
             lse_sum += _softmax_inplace(score)
-            if tok_val is None:
-                _add_expectations(G, score, space, tok_ptr, tok_obs, L, g, prev)
-            else:
-                values.add_expectations(G, score, space, tok_ptr, tok_obs, tok_val, L, g, prev)
+            _add_expectations(G, score, space, tok_ptr, tok_obs, tok_val, L, g, prev)
         tok_err += wrong
         if wrong:
             seq_err += 1

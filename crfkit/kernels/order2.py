@@ -104,7 +104,7 @@ def lattice_scores(W, space, lat2, tok_ptr, tok_obs, t0, T, L, shared, per_edge,
 @njit(**JIT)
 def unigram_rows(W, space, tok_ptr, tok_obs, t0, T, psi, Wd):
     """psi[:T] = unigram scores (dense rows ``Wd`` for the most frequent observations)."""
-    unigram_scores(W, tok_ptr, tok_obs, space[0], space[1], t0, T, psi, Wd)
+    unigram_scores(W, tok_ptr, tok_obs, None, space[0], space[1], t0, T, psi, Wd)
 
 
 @njit(**JIT)

@@ -195,7 +195,7 @@ def sgd_epoch_fused(W, order, space, data, per_token, L, eta0, alpha, rho1, seen
         if T == 0:
             continue
         trans_shift = load_transitions(W, trans_offset, has_trans, L, trans, exp_trans)
-        unigram_scores(W, tok_ptr, tok_obs, u_ptr, u_lab, t0, T, psi, no_dense)
+        unigram_scores(W, tok_ptr, tok_obs, None, u_ptr, u_lab, t0, T, psi, no_dense)
         shift = 0.0
         if per_token:
             shift = exp_transitions_factors(W, b_ptr, b_prev, b_cur, n_u, tok_ptr, tok_obs, t0,

@@ -343,7 +343,7 @@ def _chain_phi(W, space, tok_ptr, tok_obs, t0, T, per_token, trans, phi):
     """Log transition scores of a chain: phi[1:T] with observation bigrams, else phi[0]."""
     u_ptr, u_lab, b_ptr, b_prev, b_cur, n_u, trans_offset, has_trans = space
     if per_token:
-        bigram_scores(W, tok_ptr, tok_obs, b_ptr, b_prev, b_cur, n_u, trans, t0, T, phi)
+        bigram_scores(W, tok_ptr, tok_obs, None, b_ptr, b_prev, b_cur, n_u, trans, t0, T, phi)
     else:
         L = trans.shape[0]
         for a in range(L):
@@ -478,7 +478,7 @@ def skip_loss_block(W, space, data, graph, L, per_token, S, d0, d1, trans, exp_t
         D = seq_ptr[s1] - g0
         if D == 0:
             continue
-        unigram_scores(W, tok_ptr, tok_obs, u_ptr, u_lab, g0, D, psi_doc, Wd)
+        unigram_scores(W, tok_ptr, tok_obs, None, u_ptr, u_lab, g0, D, psi_doc, Wd)
         r = _propagate(W, space, data, graph, d, L, per_token, trans, exp_trans, trans_shift, expw,
                        S, psi_doc, expu_doc, logb, msg, work, bp, False, scratch, marks)
         rounds += abs(r)
@@ -494,14 +494,15 @@ def skip_loss_block(W, space, data, graph, L, per_token, S, d0, d1, trans, exp_t
             logz_sum += shift
             logz_sum += logz
             if per_token:
-                token_pair_expectations(G, tok_ptr, tok_obs, b_ptr, b_prev, b_cur, n_u,
+                token_pair_expectations(G, tok_ptr, tok_obs, None, b_ptr, b_prev, b_cur, n_u,
                                         trans_offset, has_trans, t0, T, L, alpha, beta, expu,
                                         expb, scale, pair, tmp)
             elif has_trans and T > 1:
                 shared_pair_expectations(G, trans_offset, T, L, alpha, beta, expu, expb, scale,
                                          pair, tmp)
             _store_beliefs(t0, T, L, g0, inc_ptr, alpha, beta, logb)
-            unigram_expectations(G, tok_ptr, tok_obs, u_ptr, u_lab, t0, T, L, alpha, beta, Gd)
+            unigram_expectations(G, tok_ptr, tok_obs, None, u_ptr, u_lab, t0, T, L, alpha, beta,
+                                 Gd)
             wrong = posterior_errors(alpha, labels, t0, T)
             tok_err += wrong
             if wrong:
@@ -549,7 +550,7 @@ def skip_decode_block(W, space, data, graph, L, per_token, S, d0, d1, trans,
         D = seq_ptr[s1] - g0
         if D == 0:
             continue
-        unigram_scores(W, tok_ptr, tok_obs, u_ptr, u_lab, g0, D, psi_doc, Wd)
+        unigram_scores(W, tok_ptr, tok_obs, None, u_ptr, u_lab, g0, D, psi_doc, Wd)
         r = _propagate(W, space, data, graph, d, L, per_token, trans, exp_trans, trans_shift, expw,
                        S, psi_doc, expu_doc, logb, msg, work, bp, max_product, scratch,
                        marks)
