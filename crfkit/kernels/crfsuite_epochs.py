@@ -30,7 +30,6 @@ import numpy as np
 from numba import njit
 
 from crfkit.config import JIT
-from crfkit.kernels import values
 from crfkit.kernels.decoder import path_score
 from crfkit.kernels.epochs import touched_weights
 from crfkit.kernels.gradient import (
@@ -226,14 +225,9 @@ def l2sgd_epoch(W, last, state, order, space, data, per_token, L, lam, t0_, froz
             if per_token and n_u <= k < n_u + n_b:
                 expw[k - n_u] = np.exp(W[k])
         trans_shift = load_transitions(W, space[6], space[7], L, trans, exp_trans)
-        if tok_val is None:
-            shift, logz = sequence_gradient(W, space, tok_ptr, tok_obs, t0, T, L, per_token,
-                                            trans, exp_trans, trans_shift, expw, no_dense,
-                                            no_dense, work, G)
-        else:
-            shift, logz = values.sequence_gradient(W, space, tok_ptr, tok_obs, tok_val, t0, T,
-                                                   L, per_token, trans, exp_trans, trans_shift,
-                                                   no_dense, no_dense, work, G)
+        shift, logz = sequence_gradient(W, space, tok_ptr, tok_obs, tok_val, t0, T, L, per_token,
+                                        trans, exp_trans, trans_shift, expw, no_dense, no_dense,
+                                        work, G)
         add_path_counts(G, space, tok_ptr, tok_obs, tok_val, L, t0, T, labels, t0, -1.0)
         if per_token and tok_val is None:  # phi for the gold path's score (valued: filled)
             bigram_scores(W, tok_ptr, tok_obs, None, b_ptr, b_prev, b_cur, n_u, trans, t0, T,

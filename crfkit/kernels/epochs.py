@@ -33,7 +33,6 @@ import numpy as np
 from numba import njit
 
 from crfkit.config import JIT
-from crfkit.kernels import values
 from crfkit.kernels.gradient import (
     add_path_counts,
     posterior_errors,
@@ -146,14 +145,9 @@ def sgd_epoch(W, order, space, data, per_token, L, eta0, alpha, rho1, seen, q, G
         if T == 0:
             continue
         trans_shift = load_transitions(W, space[6], space[7], L, trans, exp_trans)
-        if tok_val is None:  # resolved at compile time (kernels.values)
-            shift, logz = sequence_gradient(W, space, tok_ptr, tok_obs, t0, T, L, per_token,
-                                            trans, exp_trans, trans_shift, expw, no_dense,
-                                            no_dense, work, G)
-        else:
-            shift, logz = values.sequence_gradient(W, space, tok_ptr, tok_obs, tok_val, t0, T, L,
-                                                   per_token, trans, exp_trans, trans_shift,
-                                                   no_dense, no_dense, work, G)
+        shift, logz = sequence_gradient(W, space, tok_ptr, tok_obs, tok_val, t0, T, L, per_token,
+                                        trans, exp_trans, trans_shift, expw, no_dense, no_dense,
+                                        work, G)
         if per_token:
             logz = shift + logz
         else:

@@ -28,6 +28,8 @@ from numba import njit
 from crfkit.config import JIT
 from crfkit.kernels.lattice import (
     argmax,
+    bigram_scores,
+    exp_transitions,
     exp_transitions_factors,
     forward_backward,
     occurrence_value,
@@ -46,8 +48,8 @@ def work_buffers(Tmax, L, per_token, exp_trans):
 
 
 @njit(inline="always", **JIT)
-def sequence_gradient(W, space, tok_ptr, tok_obs, t0, T, L, per_token, trans, exp_trans,
-                      trans_shift, expw, Wd, Gd, work, G):
+def sequence_gradient(W, space, tok_ptr, tok_obs, tok_val, t0, T, L, per_token, trans,
+                      exp_trans, trans_shift, expw, Wd, Gd, work, G):
     """Expected feature counts of tokens t0 .. t0+T-1 added to G; returns (shift, logz).
 
     log Z of the sequence is ``shift + logz`` with observation bigrams
@@ -58,25 +60,32 @@ def sequence_gradient(W, space, tok_ptr, tok_obs, t0, T, L, per_token, trans, ex
     bigram weights, used with ``per_token``) from
     :func:`crfkit.kernels.lattice.exp_bigram_weights`; observations below
     ``len(Wd)`` are scored and accumulated as dense rows (``Wd``, ``Gd``; may be
-    empty). Leaves the token marginals in ``work``'s alpha. Inlined, so a caller
-    whose ``per_token`` is a compile-time constant compiles only its half.
+    empty); ``tok_val`` the occurrence values (None: all 1; with values the bigram
+    factors, which assume unit values, give way to exponentiating the valued
+    scores whole). Leaves the token marginals in ``work``'s alpha. Inlined, so a
+    caller whose ``per_token`` is a compile-time constant compiles only its half.
     """
     u_ptr, u_lab, b_ptr, b_prev, b_cur, n_u, trans_offset, has_trans = space
     psi, phi, expu, expb, alpha, beta, scale, pair, tmp = work
-    unigram_scores(W, tok_ptr, tok_obs, None, u_ptr, u_lab, t0, T, psi, Wd)
+    unigram_scores(W, tok_ptr, tok_obs, tok_val, u_ptr, u_lab, t0, T, psi, Wd)
     shift = 0.0
-    if per_token:
+    if per_token and tok_val is None:
         shift = exp_transitions_factors(W, b_ptr, b_prev, b_cur, n_u, tok_ptr, tok_obs, t0, T,
                                         trans, exp_trans[0], trans_shift, expw, phi, expb)
+    elif per_token:  # the factors assume unit values: valued bigram scores, exponentiated
+        bigram_scores(W, tok_ptr, tok_obs, tok_val, b_ptr, b_prev, b_cur, n_u, trans, t0, T,
+                      phi)
+        shift = exp_transitions(phi, T, expb)
     logz = forward_backward(psi, expb, per_token, T, L, expu, alpha, beta, scale, tmp)
     if per_token:
-        token_pair_expectations(G, tok_ptr, tok_obs, None, b_ptr, b_prev, b_cur, n_u,
+        token_pair_expectations(G, tok_ptr, tok_obs, tok_val, b_ptr, b_prev, b_cur, n_u,
                                 trans_offset, has_trans, t0, T, L, alpha, beta, expu, expb,
                                 scale, pair, tmp)
     elif has_trans and T > 1:
         shared_pair_expectations(G, trans_offset, T, L, alpha, beta, expu, expb, scale, pair,
                                  tmp)
-    unigram_expectations(G, tok_ptr, tok_obs, None, u_ptr, u_lab, t0, T, L, alpha, beta, Gd)
+    unigram_expectations(G, tok_ptr, tok_obs, tok_val, u_ptr, u_lab, t0, T, L, alpha, beta,
+                         Gd)
     return shift, logz
 
 

@@ -25,7 +25,6 @@ import numpy as np
 from numba import njit
 
 from crfkit.config import JIT
-from crfkit.kernels import values
 from crfkit.kernels.gradient import posterior_errors, sequence_gradient, work_buffers
 from crfkit.kernels.lattice import (
     argmax,
@@ -80,14 +79,9 @@ def _crf_loss_kernel(per_token: bool):
             T = seq_ptr[s + 1] - t0
             if T == 0:
                 continue
-            if tok_val is None:  # resolved at compile time (kernels.values)
-                shift, logz = sequence_gradient(W, space, tok_ptr, tok_obs, t0, T, L,
-                                                per_token, trans, exp_trans, trans_shift, expw,
-                                                Wd, Gd, work, G)
-            else:
-                shift, logz = values.sequence_gradient(W, space, tok_ptr, tok_obs, tok_val, t0,
-                                                       T, L, per_token, trans, exp_trans,
-                                                       trans_shift, Wd, Gd, work, G)
+            shift, logz = sequence_gradient(W, space, tok_ptr, tok_obs, tok_val, t0, T, L,
+                                            per_token, trans, exp_trans, trans_shift, expw, Wd,
+                                            Gd, work, G)
             if per_token:
                 logz_sum += shift
             else:

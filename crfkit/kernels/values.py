@@ -1,4 +1,4 @@
-"""The kernels that only real-valued observations need.
+"""Gold-path and label totals, for binary and real-valued observations.
 
 A corpus may give every observation occurrence ``j`` a value ``tok_val[j]``
 (float64, parallel to ``tok_obs``; :attr:`crfkit.space.Dataset.tok_val`). A
@@ -13,8 +13,8 @@ The encoding and expectation kernels of :mod:`crfkit.kernels.lattice` and
 :mod:`crfkit.kernels.gradient` take ``tok_val`` themselves
 (:func:`crfkit.kernels.lattice.occurrence_value`: None for a binary corpus,
 which Numba compiles away, so binary results are the same bits). What stays
-here is what differs beyond the multiplies: the valued sequence gradient
-(whole-matrix exponentials of valued bigrams) and the gold-path totals.
+here are the totals over the gold paths and over (observation, label) pairs
+that the trainers' empirical counts and attribute selection start from.
 """
 
 from __future__ import annotations
@@ -22,44 +22,8 @@ from __future__ import annotations
 from numba import njit
 
 from crfkit.config import JIT
-from crfkit.kernels.gradient import (
-    add_path_counts,
-    shared_pair_expectations,
-    token_pair_expectations,
-    unigram_expectations,
-)
-from crfkit.kernels.lattice import (
-    chain_scores,
-    exp_transitions,
-    forward_backward,
-    occurrence_value,
-)
-
-
-@njit(inline="always", **JIT)
-def sequence_gradient(W, space, tok_ptr, tok_obs, tok_val, t0, T, L, per_token, trans,
-                      exp_trans, trans_shift, Wd, Gd, work, G):
-    """:func:`crfkit.kernels.gradient.sequence_gradient` with values: the same lattice,
-    valued scores and expectations. Leaves psi and (with ``per_token``) phi filled. The
-    per-token transition matrices are exponentiated whole (:func:`exp_transitions`): the
-    binary path's shortcuts assume unit values, and valued observation bigrams are rare
-    (``%v`` patterns are unigrams; attribute corpora have none)."""
-    u_ptr, u_lab, b_ptr, b_prev, b_cur, n_u, trans_offset, has_trans = space
-    psi, phi, expu, expb, alpha, beta, scale, pair, tmp = work
-    chain_scores(W, space, tok_ptr, tok_obs, tok_val, t0, T, per_token, trans, psi, phi, Wd)
-    shift = 0.0
-    if per_token:
-        shift = exp_transitions(phi, T, expb)
-    logz = forward_backward(psi, expb, per_token, T, L, expu, alpha, beta, scale, tmp)
-    if per_token:
-        token_pair_expectations(G, tok_ptr, tok_obs, tok_val, b_ptr, b_prev, b_cur, n_u,
-                                trans_offset, has_trans, t0, T, L, alpha, beta, expu, expb,
-                                scale, pair, tmp)
-    elif has_trans and T > 1:
-        shared_pair_expectations(G, trans_offset, T, L, alpha, beta, expu, expb, scale, pair,
-                                 tmp)
-    unigram_expectations(G, tok_ptr, tok_obs, tok_val, u_ptr, u_lab, t0, T, L, alpha, beta, Gd)
-    return shift, logz
+from crfkit.kernels.gradient import add_path_counts
+from crfkit.kernels.lattice import occurrence_value
 
 
 @njit(**JIT)
