@@ -637,6 +637,11 @@ def label_command(model_file, input_file, output_file, labels_only, check, nthre
     if check and stats.tokens:
         click.echo(f"* {stats.sequences} sequences, {stats.tokens} tokens, token accuracy "
                    f"{100.0 * stats.correct / stats.tokens:.2f}%", err=True)
+    if stats.unsettled:
+        n = stats.unsettled
+        click.echo(f"* belief propagation did not settle in {n} document{'s' * (n != 1)}: "
+                   f"labels there are those of its last round (train with a larger "
+                   f"--bp-label-damping or --bp-maxiter)", err=True)
 
 
 def _documents_of(model) -> tuple[bool, str | None]:

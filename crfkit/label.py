@@ -127,6 +127,7 @@ class LabelStats:
     sequences: int = 0
     tokens: int = 0
     correct: int = 0
+    unsettled: int = 0  # skip-chain documents whose belief propagation did not converge
 
 
 # --- encoding and decoding of one batch -----------------------------------------------------
@@ -452,6 +453,7 @@ def label_stream(model: Model, sequences: Iterable[Item], out: TextIO,
             stats.correct += int(np.sum(gold == names[dec.paths[:, 0]]))
         stats.tokens += len(rows)
         stats.sequences += len(seqs)
+        stats.unsettled += dec.unsettled if dec is not None else 0
         if not batch.empty:
             out.write(writer.format(rows, seq_ptr, dec, batch.markers))
         if batch.flush:

@@ -129,11 +129,12 @@ def decode_documents(model: Model, sequences: list[Sequence], data: Dataset,
     graph, blocks = built.arrays(), built.blocks()
     bp = BeliefPropagation(options.bp_maxiter, options.bp_tol, options.label_damping)
     s = model.space
-    decoded, _, _ = skip_decode(s, model.weights, data, graph, s.skip_offset, bp,
-                                posterior=posterior or marginals, marginals=marginals,
-                                edge_blocks=blocks)
+    decoded, _, unsettled = skip_decode(s, model.weights, data, graph, s.skip_offset, bp,
+                                        posterior=posterior or marginals, marginals=marginals,
+                                        edge_blocks=blocks)
     if marginals and not posterior:
-        best, _, _ = skip_decode(s, model.weights, data, graph, s.skip_offset, bp,
-                                 edge_blocks=blocks)
+        best, _, unsettled = skip_decode(s, model.weights, data, graph, s.skip_offset, bp,
+                                         edge_blocks=blocks)
         decoded.paths = best.paths
+    decoded.unsettled = unsettled  # of the decoding whose labels are written
     return decoded

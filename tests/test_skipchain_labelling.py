@@ -91,3 +91,26 @@ def test_label_uses_the_recorded_damping(files, tmp_path, monkeypatch):
         assert seen and set(seen) == {damping}
     one_error_line(run("train", "-q", "--bp-label-damping", "1", "-p", pat, data, default),
                    "--bp-label-damping")
+
+
+def test_label_says_when_belief_propagation_did_not_settle(files, tmp_path, monkeypatch):
+    data, pat = files
+    model = tmp_path / "m.model"
+    assert run("train", "-q", "-t", "1", "-i", "5", "-p", pat, data, model).exit_code == 0
+    quiet = run("label", "-t", "1", "-m", model, data)
+    assert quiet.exit_code == 0 and "did not settle" not in quiet.stderr
+    real = crfkit.kernels.skipobjective.skip_decode
+    calls: list[int] = []
+
+    def unsettled(*args, **kwargs):  # as if BP ran out of rounds in one document a batch
+        decoded, rounds, _ = real(*args, **kwargs)
+        calls.append(1)
+        return decoded, rounds, 1
+
+    monkeypatch.setattr(crfkit.kernels.skipobjective, "skip_decode", unsettled)
+    told = run("label", "-t", "1", "-m", model, data)
+    assert told.exit_code == 0
+    assert told.stdout == quiet.stdout  # the labels are written all the same
+    n = len(calls)
+    assert n >= 1
+    assert f"belief propagation did not settle in {n} document{'s' * (n != 1)}:" in told.stderr

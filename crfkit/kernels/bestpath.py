@@ -89,6 +89,7 @@ class Decoded:
     scores: np.ndarray  # float64 (n_seqs, N): path scores, -inf where missing or impossible
     log_z: np.ndarray  # float64 (n_seqs,): log Z over the allowed paths, NaN if not computed
     marginals: np.ndarray | None  # float64 (n_tokens, L) token marginals, if asked for
+    unsettled: int = 0  # skip-chain: documents whose belief propagation did not converge
 
 
 def best_paths(model: Weighted, data: Dataset, *, token_ok: np.ndarray | None = None,
