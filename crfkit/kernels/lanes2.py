@@ -24,7 +24,7 @@ from numba import njit
 
 from crfkit.config import JIT
 from crfkit.kernels import order2
-from crfkit.kernels.lattice import argmax
+from crfkit.kernels.gradient import posterior_errors
 
 LANES = 8  # two AVX2 vectors of float64
 
@@ -227,10 +227,7 @@ def loss_block_lanes(W, space, lat2, lists, data, L, s0, s1, Wd, G, out):
                 continue
             t0 = seq_ptr[seqs[s]]
             lane_gradient(G, space, lat2, tok_ptr, tok_obs, t0, T, L, alpha, s, marg, Gd)
-            wrong = 0
-            for t in range(T):
-                if argmax(marg[t]) != labels[t0 + t]:
-                    wrong += 1
+            wrong = posterior_errors(marg, labels, t0, T)
             tok_err += wrong
             seq_err += 1 if wrong else 0
     order2.flush_blocks(G, space, lat2, L, pacc, eacc, E, False, Gd)

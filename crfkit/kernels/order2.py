@@ -34,7 +34,8 @@ import numpy as np
 from numba import njit
 
 from crfkit.config import JIT
-from crfkit.kernels.lattice import argmax, exp_shifted, unigram_scores
+from crfkit.kernels.gradient import posterior_errors
+from crfkit.kernels.lattice import exp_shifted, unigram_scores
 
 OVERFLOW = 700.0  # a recomputed exponent above this falls back to a full row shift
 
@@ -433,10 +434,7 @@ def loss_block2(W, space, lat2, data, L, s0, s1, per_edge, Wd, G, out):
         backward_expectations2(G, space, lat2, tok_ptr, tok_obs, t0, T, L, per_edge, work[4],
                                work[5], work[6], work[7], work[8], work[9], marg, em, pacc,
                                eacc, Gd)
-        wrong = 0
-        for t in range(T):
-            if argmax(marg[t]) != labels[t0 + t]:
-                wrong += 1
+        wrong = posterior_errors(marg, labels, t0, T)
         tok_err += wrong
         seq_err += 1 if wrong else 0
     flush_blocks(G, space, lat2, L, pacc, eacc, shared[4][0], per_edge, Gd)
