@@ -13,7 +13,10 @@ from click.testing import CliRunner
 
 from crfkit.cli import cli
 from crfkit.features.patterns import parse_patterns
+from crfkit.kernels.skipobjective import BeliefPropagation
 from crfkit.reader import Sequence
+from crfkit.skipgraph import graph_from_edges
+from crfkit.space import Dataset, FeatureSpace
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -100,3 +103,29 @@ def skip_corpus(tmp_path: Path, documents: list[tuple[str, str, int]]) -> tuple[
     pat = tmp_path / "skip.pat"
     pat.write_text(SKIP_PATTERNS)
     return data, pat
+
+
+# --- skip-chain problems: tiny document graphs for the BP kernels ---------------------------
+TIGHT = BeliefPropagation(maxiter=2000, tol=1e-13, damping=0.3)
+
+
+def make_problem(lengths, docs, edges, L, n_skip=1, scale=1.0, skip_scale=1.0, seed=0):
+    """(space, data, graph, W) for sequences of ``lengths``; ``docs`` the first sequence of
+    each document; ``edges`` (i, j, pattern) in global token indices."""
+    rng = np.random.default_rng(seed)
+    N = int(sum(lengths))
+    seq_ptr = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
+    space = FeatureSpace(n_labels=L, u_ptr=np.arange(N + 1, dtype=np.int64) * L,
+                         u_lab=np.tile(np.arange(L, dtype=np.int32), N),
+                         b_ptr=np.zeros(N + 1, dtype=np.int64),
+                         b_prev=np.zeros(0, dtype=np.int32), b_cur=np.zeros(0, dtype=np.int32),
+                         has_trans=True, n_skip=n_skip)
+    data = Dataset(seq_ptr=seq_ptr, tok_ptr=np.arange(N + 1, dtype=np.int64),
+                   tok_obs=np.arange(N, dtype=np.int32),
+                   labels=rng.integers(0, L, N).astype(np.int32))
+    doc_ptr = np.array(list(docs) + [len(lengths)], dtype=np.int64)
+    e = np.array(edges, dtype=np.int64).reshape(-1, 3)
+    graph = graph_from_edges(doc_ptr, seq_ptr, e[:, 0], e[:, 1], e[:, 2])
+    W = rng.normal(0, scale, space.n_weights)
+    W[space.skip_offset:] = rng.normal(0, skip_scale, n_skip * L * L)
+    return space, data, graph, W

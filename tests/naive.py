@@ -184,3 +184,57 @@ def order2_summary(psi, phi, chi, pair_ok, tri_ok, token_ok=None, trans_ok=None)
                 tri[t, p[t - 2], p[t - 1], p[t]] += prob
     ranked = [(p, s) for s, p in sorted(scored, key=lambda sp: -sp[0])]
     return log_z, unary, pair, tri, ranked
+
+
+# --- skip-chain CRFs: enumeration of every labelling of a document graph ---------------------
+def skip_features(space, data, graph, y) -> np.ndarray:
+    """Feature counts of a labelling y of all tokens: unigrams, transitions, and every
+    weight block of every skip edge (its pattern's, and those of its observations)."""
+    L = space.n_labels
+    f = np.zeros(space.n_weights)
+    for t in range(data.n_tokens):
+        f[t * L + y[t]] += 1
+    for s in range(data.n_seqs):
+        for t in range(data.seq_ptr[s] + 1, data.seq_ptr[s + 1]):
+            f[space.trans_offset + y[t - 1] * L + y[t]] += 1
+    eb_ptr, eb_blk = graph.blocks()
+    for e, (i, j) in enumerate(zip(graph.e_i, graph.e_j, strict=True)):
+        for k in eb_blk[eb_ptr[e]:eb_ptr[e + 1]]:
+            f[space.skip_offset + (k * L + y[i]) * L + y[j]] += 1
+    return f
+
+
+def skip_enumeration(space, data, graph, W):
+    """Exact log Z (sum over documents), token marginals, expected feature counts and the
+    best labelling, by enumerating every labelling of all tokens."""
+    L, N = space.n_labels, data.n_tokens
+    configs = np.array(list(itertools.product(range(L), repeat=N)))
+    F = np.array([skip_features(space, data, graph, y) for y in configs])
+    scores = F @ W
+    log_z = np.logaddexp.reduce(scores)
+    p = np.exp(scores - log_z)
+    marg = np.stack([np.bincount(configs[:, t], weights=p, minlength=L) for t in range(N)])
+    return log_z, marg, p @ F, configs[np.argmax(scores)]
+
+
+def token_observations(corpus, seqs):
+    """For every token: its global index, the observation strings the corpus encoded for
+    it and those the slow pattern explainer gives (both sorted), to compare."""
+    strings = corpus.featurizer.observation_strings()
+    listed = [corpus.featurizer.patterns[p] for p in corpus.featurizer.listed]
+    data = corpus.data
+    for s, seq in enumerate(seqs):
+        for t in range(len(seq.rows)):
+            g = data.seq_ptr[s] + t
+            got = sorted(strings[o] for o in data.tok_obs[data.tok_ptr[g]:data.tok_ptr[g + 1]])
+            yield g, got, sorted(apply_pattern(p, seq.rows, t) for p in listed)
+
+
+def central_differences(f, W: np.ndarray, h: float = 1e-5) -> np.ndarray:
+    """The gradient of the scalar function f at W by central finite differences."""
+    numeric = np.empty_like(W)
+    for k in range(len(W)):
+        step = np.zeros_like(W)
+        step[k] = h
+        numeric[k] = (f(W + step) - f(W - step)) / (2 * h)
+    return numeric

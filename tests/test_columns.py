@@ -12,10 +12,10 @@ import pytest
 from crfkit.corpus import encode_training, training_columns
 from crfkit.errors import InputError
 from crfkit.features.columns import collect_columns, columns_of
-from crfkit.features.explain import apply_pattern
 from crfkit.features.strings import intern_column
 from crfkit.reader import Sequence, read_items, read_sequences
 from crfkit.train import TrainOptions, train
+from tests import naive
 from tests.helpers import PATTERNS, random_corpus
 
 # Blank lines at both ends and in a row, -DOCSTART- markers (with and without a blank
@@ -93,15 +93,10 @@ def test_streamed_features_match_reference_strings(seed):
     seqs = random_corpus(seed)
     columns = collect_columns(iter(seqs), training_columns(PATTERNS), chunk_tokens=3)
     corpus = encode_training(PATTERNS, columns)
-    strings = corpus.featurizer.observation_strings()
-    listed = [corpus.featurizer.patterns[p] for p in corpus.featurizer.listed]
-    data = corpus.data
-    for s, seq in enumerate(seqs):
-        for t in range(len(seq.rows)):
-            g = data.seq_ptr[s] + t
-            got = sorted(strings[o] for o in data.tok_obs[data.tok_ptr[g]:data.tok_ptr[g + 1]])
-            assert got == sorted(apply_pattern(p, seq.rows, t) for p in listed)
-            assert corpus.labels[data.labels[g]] == seq.rows[t][-1]
+    rows = [row for seq in seqs for row in seq.rows]
+    for g, got, want in naive.token_observations(corpus, seqs):
+        assert got == want
+        assert corpus.labels[corpus.data.labels[g]] == rows[g][-1]
 
 
 def test_streamed_warm_start_equals_listed_one():

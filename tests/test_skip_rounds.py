@@ -15,7 +15,7 @@ import pytest
 from crfkit.kernels import loss, skipchain
 from crfkit.kernels.gradient import work_buffers
 from crfkit.kernels.lattice import unigram_scores
-from tests.test_skipchain import make_problem
+from tests.helpers import make_problem
 
 CASES = [
     # (sequence lengths, first sequence of each document, edges (i, j, pattern))

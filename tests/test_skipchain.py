@@ -7,66 +7,14 @@ pattern. The reference enumerates every labelling of the document graph.
 
 from __future__ import annotations
 
-import itertools
-
 import numpy as np
 import pytest
 
-from crfkit.kernels.skipobjective import BeliefPropagation, SkipObjective, skip_decode
-from crfkit.skipgraph import graph_from_edges
-from crfkit.space import Dataset, FeatureSpace
-
-TIGHT = BeliefPropagation(maxiter=2000, tol=1e-13, damping=0.3)
-
-
-def make_problem(lengths, docs, edges, L, n_skip=1, scale=1.0, skip_scale=1.0, seed=0):
-    """(space, data, graph, W) for sequences of ``lengths``; ``docs`` the first sequence of
-    each document; ``edges`` (i, j, pattern) in global token indices."""
-    rng = np.random.default_rng(seed)
-    N = int(sum(lengths))
-    seq_ptr = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
-    space = FeatureSpace(n_labels=L, u_ptr=np.arange(N + 1, dtype=np.int64) * L,
-                         u_lab=np.tile(np.arange(L, dtype=np.int32), N),
-                         b_ptr=np.zeros(N + 1, dtype=np.int64),
-                         b_prev=np.zeros(0, dtype=np.int32), b_cur=np.zeros(0, dtype=np.int32),
-                         has_trans=True, n_skip=n_skip)
-    data = Dataset(seq_ptr=seq_ptr, tok_ptr=np.arange(N + 1, dtype=np.int64),
-                   tok_obs=np.arange(N, dtype=np.int32),
-                   labels=rng.integers(0, L, N).astype(np.int32))
-    doc_ptr = np.array(list(docs) + [len(lengths)], dtype=np.int64)
-    e = np.array(edges, dtype=np.int64).reshape(-1, 3)
-    graph = graph_from_edges(doc_ptr, seq_ptr, e[:, 0], e[:, 1], e[:, 2])
-    W = rng.normal(0, scale, space.n_weights)
-    W[space.skip_offset:] = rng.normal(0, skip_scale, n_skip * L * L)
-    return space, data, graph, W
-
-
-def features(space, data, graph, y):
-    """Feature counts of a labelling y of all tokens."""
-    L = space.n_labels
-    f = np.zeros(space.n_weights)
-    for t in range(data.n_tokens):
-        f[t * L + y[t]] += 1
-    for s in range(data.n_seqs):
-        for t in range(data.seq_ptr[s] + 1, data.seq_ptr[s + 1]):
-            f[space.trans_offset + y[t - 1] * L + y[t]] += 1
-    for i, j, p in zip(graph.e_i, graph.e_j, graph.e_pat, strict=True):
-        f[space.skip_offset + (p * L + y[i]) * L + y[j]] += 1
-    return f
-
-
-def brute_force(space, data, graph, W):
-    """Exact log Z (sum over documents), token marginals and expected feature counts."""
-    L, N = space.n_labels, data.n_tokens
-    configs = np.array(list(itertools.product(range(L), repeat=N)))
-    F = np.array([features(space, data, graph, y) for y in configs])
-    scores = F @ W
-    log_z = np.logaddexp.reduce(scores)
-    p = np.exp(scores - log_z)
-    marg = np.zeros((N, L))
-    for t in range(N):
-        marg[t] = np.bincount(configs[:, t], weights=p, minlength=L)
-    return log_z, marg, p @ F, configs[np.argmax(scores)]
+from crfkit.kernels.skipobjective import SkipObjective, skip_decode
+from tests.helpers import TIGHT, make_problem
+from tests.naive import central_differences
+from tests.naive import skip_enumeration as brute_force
+from tests.naive import skip_features as features
 
 
 def objective(space, data, graph, W, bp=TIGHT, rho2=0.0, warm=False):
@@ -137,13 +85,7 @@ def test_bethe_gradient_matches_finite_differences(lengths, docs, edges, L):
     space, data, graph, W = make_problem(lengths, docs, edges, L, n_skip=2, skip_scale=0.7,
                                          seed=3)
     f, g, _, _ = objective(space, data, graph, W, rho2=0.5)
-    h = 1e-5
-    numeric = np.empty_like(W)
-    for k in range(len(W)):
-        step = np.zeros_like(W)
-        step[k] = h
-        numeric[k] = (objective(space, data, graph, W + step, rho2=0.5)[0]
-                      - objective(space, data, graph, W - step, rho2=0.5)[0]) / (2 * h)
+    numeric = central_differences(lambda w: objective(space, data, graph, w, rho2=0.5)[0], W)
     np.testing.assert_allclose(g, numeric, atol=1e-6, rtol=1e-5)
 
 

@@ -4,8 +4,6 @@ several weight blocks. Kernels against brute force, the graph's blocks, and the 
 
 from __future__ import annotations
 
-import itertools
-
 import numpy as np
 import pytest
 
@@ -17,8 +15,8 @@ from crfkit.reader import DocStart, Sequence
 from crfkit.skipchain import resolve_skip_type
 from crfkit.skipgraph import SkipOptions, build_graph, split_documents
 from crfkit.train import TrainOptions, train
-from tests.helpers import one_error_line, run
-from tests.test_skipchain import TIGHT, make_problem
+from tests.helpers import TIGHT, make_problem, one_error_line, run
+from tests.naive import central_differences, skip_enumeration, skip_features
 
 # (i, j, pattern) edges, and per edge the extra (conditioned) blocks after the 2 patterns'
 LOOP = ([3, 3], [0], [(0, 3, 0), (2, 5, 1)], 3, [[2], [2, 3]])
@@ -38,35 +36,12 @@ def conditioned(lengths, docs, edges, L, extra, seed=0):
     return space, data, graph, W
 
 
-def counts(space, data, graph, y):
-    """Feature counts of a labelling y of all tokens, every block of every edge."""
-    L = space.n_labels
-    f = np.zeros(space.n_weights)
-    for t in range(data.n_tokens):
-        f[t * L + y[t]] += 1
-    for s in range(data.n_seqs):
-        for t in range(data.seq_ptr[s] + 1, data.seq_ptr[s + 1]):
-            f[space.trans_offset + y[t - 1] * L + y[t]] += 1
-    eb_ptr, eb_blk = graph.blocks()
-    for e, (i, j) in enumerate(zip(graph.e_i, graph.e_j, strict=True)):
-        for k in eb_blk[eb_ptr[e]:eb_ptr[e + 1]]:
-            f[space.skip_offset + (k * L + y[i]) * L + y[j]] += 1
-    return f
-
-
 def exact(space, data, graph, W):
-    L, N = space.n_labels, data.n_tokens
-    configs = np.array(list(itertools.product(range(L), repeat=N)))
-    F = np.array([counts(space, data, graph, y) for y in configs])
-    scores = F @ W
-    log_z = np.logaddexp.reduce(scores)
-    p = np.exp(scores - log_z)
-    marg = np.stack([np.bincount(configs[:, t], weights=p, minlength=L) for t in range(N)])
-    return log_z, marg, p @ F
+    return skip_enumeration(space, data, graph, W)[:3]
 
 
 def objective(space, data, graph, W, rho2=0.0):
-    emp = counts(space, data, graph, data.labels)
+    emp = skip_features(space, data, graph, data.labels)
     obj = SkipObjective(space, data, emp, rho2, graph.arrays(), space.skip_offset, TIGHT,
                         warm=False, edge_blocks=graph.blocks())
     g = np.empty(space.n_weights)
@@ -101,13 +76,7 @@ def test_conditioned_edges_on_a_loop_are_close_to_brute_force():
 def test_conditioned_bethe_gradient_matches_finite_differences():
     space, data, graph, W = conditioned(*LOOP, seed=3)
     _, g, _ = objective(space, data, graph, W, rho2=0.5)
-    h = 1e-5
-    numeric = np.empty_like(W)
-    for k in range(len(W)):
-        step = np.zeros_like(W)
-        step[k] = h
-        numeric[k] = (objective(space, data, graph, W + step, rho2=0.5)[0]
-                      - objective(space, data, graph, W - step, rho2=0.5)[0]) / (2 * h)
+    numeric = central_differences(lambda w: objective(space, data, graph, w, rho2=0.5)[0], W)
     np.testing.assert_allclose(g, numeric, atol=1e-6, rtol=1e-5)
     assert np.abs(g[space.skip_offset + 2 * 9:]).max() > 1e-3  # the blocks have a gradient
 

@@ -12,7 +12,6 @@ import numpy as np
 import pytest
 
 from crfkit.corpus import model_patterns
-from crfkit.features.explain import apply_pattern
 from crfkit.kernels.objective import Objective
 from crfkit.train import encode_training
 from tests import naive
@@ -23,15 +22,8 @@ from tests.helpers import PATTERNS, random_corpus, type_objective
 def test_features_match_reference_strings(seed):
     seqs = random_corpus(seed)
     corpus = encode_training(PATTERNS, seqs)
-    strings = corpus.featurizer.observation_strings()
-    listed = [corpus.featurizer.patterns[p] for p in corpus.featurizer.listed]
-    data = corpus.data
-    for s, seq in enumerate(seqs):
-        for t in range(len(seq.rows)):
-            g = data.seq_ptr[s] + t
-            got = sorted(strings[o] for o in data.tok_obs[data.tok_ptr[g]:data.tok_ptr[g + 1]])
-            want = sorted(apply_pattern(p, seq.rows, t) for p in listed)
-            assert got == want
+    for _, got, want in naive.token_observations(corpus, seqs):
+        assert got == want
 
 
 @pytest.mark.parametrize("seed", [0, 1, 2, 3])
