@@ -82,12 +82,12 @@ def minimize(fun: Function, x0: np.ndarray, *, l1: float = 0.0, history: int = 6
     if l1 < 0:
         raise ValueError(f"l1 must be >= 0, got {l1}")
     n = x0.size
-    x = x0.astype(np.float64, copy=True)
-    g = np.empty(n)
+    pairs = _History(history, n)
+    x, g = pairs.x, pairs.g  # views of the history's spare rows: see _History
+    x[:] = x0
     f = fun(x, g) + (l1 * l1_norm(x) if l1 > 0 else 0.0)  # no kernel compiled without L1
     pg = np.empty(n) if l1 > 0 else g  # the pseudo-gradient (the gradient if no L1)
-    x_new, g_new, d = np.empty(n), np.empty(n), np.empty(n)
-    pairs = _History(history, n)
+    d = np.empty(n)
     stop = StopRule(stop_eps, stop_window)
     stop(f)
     if l1 > 0:
@@ -112,6 +112,7 @@ def minimize(fun: Function, x0: np.ndarray, *, l1: float = 0.0, history: int = 6
                 np.negative(pg, out=d)
                 pairs.clear()
                 step = 1.0 / gnorm
+            x_new, g_new = pairs.next_rows()
             found = _line_search(fun, x, f, d, step, gd, pg, l1, x_new, g_new)
             if found is None:
                 reason = "line search failed (the objective cannot be decreased further)"
@@ -119,9 +120,7 @@ def minimize(fun: Function, x0: np.ndarray, *, l1: float = 0.0, history: int = 6
             it += 1
             if l1 > 0:
                 settling = _sign_changes(x_new, x) > UNSETTLED
-            pairs.push(x_new, x, g_new, g)
-            x, x_new = x_new, x
-            g, g_new = g_new, g
+            x, g = pairs.push()
             f = found
             if l1 > 0:
                 _pseudo_gradient(x, g, l1, pg)
@@ -144,7 +143,7 @@ def minimize(fun: Function, x0: np.ndarray, *, l1: float = 0.0, history: int = 6
         reason = INTERRUPTED
     except Stop as stopped:
         reason = str(stopped)
-    return Result(x=x, f=f, iterations=it, reason=reason)
+    return Result(x=x.copy(), f=f, iterations=it, reason=reason)  # frees the history
 
 
 def _line_search(fun: Function, x: np.ndarray, f: float, d: np.ndarray, step: float,
@@ -179,40 +178,68 @@ def _line_search(fun: Function, x: np.ndarray, f: float, d: np.ndarray, step: fl
 
 
 class _History:
-    """The last ``size`` pairs ``s = x' - x``, ``y = g' - g`` and ``rho = 1 / s.y``."""
+    """The last ``size`` pairs ``s = x' - x``, ``y = g' - g`` and ``rho = 1 / s.y``, and
+    the optimiser's point and gradient.
+
+    ``S`` and ``Y`` have one row more than the pairs: the spare rows hold x and g
+    (``x``, ``g``), and the line search writes its trial point and gradient into the
+    rows of the slot the next pair will take (:meth:`next_rows`), whose old pair the
+    direction has already used. :meth:`push` then turns x and g into the new pair where
+    they lie and makes the trial rows the spare ones: no copy, and 4 vectors of the
+    size of the weights where separate x, g, x' and g' took 6 (7 MB on CoNLL-2000).
+    """
 
     def __init__(self, size: int, n: int) -> None:
-        self.S = np.empty((size, n))
-        self.Y = np.empty((size, n))
+        self.S = np.empty((size + 1, n))
+        self.Y = np.empty((size + 1, n))
         self.rho = np.zeros(size)
+        self.rows = np.arange(size)  # slot -> its row of S and Y
+        self.spare = size  # the row of x in S, of g in Y
         self.stored = 0
         self.newest = -1
+
+    @property
+    def x(self) -> np.ndarray:
+        return self.S[self.spare]
+
+    @property
+    def g(self) -> np.ndarray:
+        return self.Y[self.spare]
 
     def clear(self) -> None:
         self.stored = 0
 
-    def push(self, x_new: np.ndarray, x: np.ndarray, g_new: np.ndarray, g: np.ndarray) -> None:
-        """Store the pair of the step x -> x_new (over the oldest) if it has curvature."""
-        size = self.rho.size
-        slot = (self.newest + 1) % size
-        np.subtract(x_new, x, out=self.S[slot])
-        np.subtract(g_new, g, out=self.Y[slot])
-        sy = dot(self.S[slot], self.Y[slot])
+    def next_rows(self) -> tuple[np.ndarray, np.ndarray]:
+        """Where the line search puts x' and g': the rows of the slot the next pair takes."""
+        row = self.rows[(self.newest + 1) % self.rho.size]
+        return self.S[row], self.Y[row]
+
+    def push(self) -> tuple[np.ndarray, np.ndarray]:
+        """Store the pair of the step x -> x' (over the oldest) if it has curvature;
+        returns the new x and g (x', g')."""
+        slot = (self.newest + 1) % self.rho.size
+        row = self.rows[slot]
+        np.subtract(self.S[row], self.x, out=self.x)  # s = x' - x, where x was
+        np.subtract(self.Y[row], self.g, out=self.g)
+        self.rows[slot], self.spare = self.spare, row
+        sy = dot(self.S[self.rows[slot]], self.Y[self.rows[slot]])
         if sy > 1e-12:
             self.rho[slot] = 1.0 / sy
             self.newest = slot
-            self.stored = min(self.stored + 1, size)
+            self.stored = min(self.stored + 1, self.rho.size)
         else:  # no curvature information: drop the pair (it overwrote the oldest one)
-            self.stored = min(self.stored, size - 1)
+            self.stored = min(self.stored, self.rho.size - 1)
+        return self.x, self.g
 
     def direction(self, pg: np.ndarray, d: np.ndarray) -> None:
         """d = -H pg, H the inverse-Hessian approximation of the stored pairs."""
-        _two_loop(pg, self.S, self.Y, self.rho, self.stored, self.newest, d)
+        _two_loop(pg, self.S, self.Y, self.rows, self.rho, self.stored, self.newest, d)
 
 
 @njit(**JIT)
-def _two_loop(g, S, Y, rho, stored, newest, d):
-    """d = -H g with the stored pairs, newest first (Nocedal & Wright, alg. 7.4).
+def _two_loop(g, S, Y, rows, rho, stored, newest, d):
+    """d = -H g with the stored pairs (slot j in row ``rows[j]`` of S and Y), newest
+    first (Nocedal & Wright, alg. 7.4).
 
     Compiled, with the vector updates done in place: in numpy each update made
     a temporary of the size of the weights (20 ms an iteration on CoNLL-2000).
@@ -226,18 +253,21 @@ def _two_loop(g, S, Y, rho, stored, newest, d):
     alphas = np.empty(stored)
     for i in range(stored):
         j = (newest - i) % history
-        a = rho[j] * dot(S[j], d)
+        r = rows[j]
+        a = rho[j] * dot(S[r], d)
         alphas[i] = a
         for k in range(n):
-            d[k] -= a * Y[j, k]
-    scale = 1.0 / (rho[newest] * dot(Y[newest], Y[newest]))
+            d[k] -= a * Y[r, k]
+    r = rows[newest]
+    scale = 1.0 / (rho[newest] * dot(Y[r], Y[r]))
     for k in range(n):
         d[k] *= scale
     for i in range(stored - 1, -1, -1):
         j = (newest - i) % history
-        c = alphas[i] - rho[j] * dot(Y[j], d)
+        r = rows[j]
+        c = alphas[i] - rho[j] * dot(Y[r], d)
         for k in range(n):
-            d[k] += c * S[j, k]
+            d[k] += c * S[r, k]
 
 
 # --- OWL-QN helpers (serial loops: a fixed summation order, no temporaries) ------------------
