@@ -96,10 +96,11 @@ def _counting() -> list[tuple[object, ...]]:
 
 
 def _crf() -> list[tuple[object, ...]]:
-    from crfkit.kernels import loss
+    from crfkit.kernels import lattice, loss
 
     # the training kernel has two versions (loss.crf_loss_block); a corpus needs one
-    return [tuple(loss.CRF_LOSS_KERNELS.values()), (loss.shared_scores,), (loss.add_blocks,)]
+    return [tuple(loss.CRF_LOSS_KERNELS.values()), (loss.shared_scores,),
+            (lattice.max_abs,), (loss.add_blocks,)]
 
 
 def _order2() -> list[tuple[object, ...]]:

@@ -21,10 +21,11 @@ an explosive pattern file is refused within seconds.
 The estimate is max(peak since training began, resident now + what training
 adds). Resident now is measured: the interpreter, the numpy and Numba
 runtimes, the encoded corpus, string tables, vocabulary and feature space.
-Training adds, per weight, the optimiser's float64 vectors (L-BFGS: x, g,
-x_new, g_new, d and 2 x history for its pairs) and one gradient row per
-thread, plus its kernels' code and per-thread buffers. The peak counts
-because encoding can need more than training (a large corpus, few features).
+Training adds, per weight, the optimiser's float64 vectors (L-BFGS: 2 x
+(history + 1) rows for its pairs, x and g, the direction, the exponentiated
+weights and the returned copy) and one gradient row per thread, plus its
+kernels' code and per-thread buffers. The peak counts because encoding can
+need more than training (a large corpus, few features).
 
 Estimate against the measured peak RSS of ``crfkit train -i 8`` (the L-BFGS
 history full; ``-i 3`` peaks up to 6% lower), 2 threads, warm Numba cache:

@@ -238,7 +238,9 @@ def make_objective(problem: Problem) -> Objective:
     if problem.objective is not None:
         return problem.objective  # type: ignore[return-value]
     c = problem.corpus
-    if MODEL_TYPES[problem.model_type].skip_edges:
+    # A skip-chain corpus without a single edge is a linear chain: the chain's objective
+    # trains the same model (bit for bit), faster.
+    if MODEL_TYPES[problem.model_type].skip_edges and c.graph.n_edges:
         from crfkit.kernels.skipobjective import BeliefPropagation, SkipObjective
 
         o = problem.options.skip
@@ -653,9 +655,10 @@ def recorded_options(options: TrainOptions, model_type: str, *, devel: bool) -> 
 def _budget(options: TrainOptions, *, devel: bool = False) -> MemoryBudget:
     """The memory limit, and what the algorithm allocates per weight (memory.py).
 
-    l-bfgs: x, g, x_new, g_new, d (and the pseudo-gradient with L1), 2 x
-    history for its pairs, and a gradient row per thread; sgd-l1 and ap three
-    vectors each. A development set adds the best weights and their next copy.
+    l-bfgs: 2 x (history + 1) rows for its pairs, x and g (optim.lbfgs._History), the
+    direction (and the pseudo-gradient with L1), the exponentiated weights
+    (Objective.factors), the returned weights, and a gradient row per thread;
+    sgd-l1 and ap three vectors each. A development set adds the best weights and their next copy.
     Call after the thread count is set, before the corpus is read.
     """
     import numba

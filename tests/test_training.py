@@ -89,3 +89,42 @@ def test_thread_count_does_not_change_the_objective(model_type):
     numba.set_num_threads(numba.config.NUMBA_NUM_THREADS)
     assert results[0][0] == results[1][0]
     assert np.array_equal(results[0][1], results[1][1])
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_unigram_factors_give_the_exponentiated_scores(seed):
+    """Each token's exponentiated scores as products of exponentiated weights
+    (lattice.unigram_factors) give the objective and gradient of summing the scores and
+    exponentiating them (the path taken when Objective.factors declines), up to rounding."""
+    seqs = random_corpus(seed)
+    corpus = encode_training(PATTERNS, seqs)
+    w = np.random.default_rng(seed).normal(size=corpus.space.n_weights)
+    factored = Objective(corpus.space, corpus.data, corpus.empirical, 0.3)
+    assert len(factored.shared(w)[5]) == corpus.space.n_u  # the factor path is taken
+    whole = Objective(corpus.space, corpus.data, corpus.empirical, 0.3)
+    whole.max_obs = np.inf
+    assert len(whole.shared(w)[5]) == 0
+    g1, g2 = np.empty_like(w), np.empty_like(w)
+    assert factored(w, g1) == pytest.approx(whole(w, g2), rel=1e-13)
+    np.testing.assert_allclose(g1, g2, rtol=1e-10, atol=1e-12)
+
+
+def test_weights_too_large_for_products_are_exponentiated_as_scores():
+    """Weights whose products could leave the normal doubles are not multiplied
+    (Objective.factors declines them): the objective still equals brute force where a
+    product of this many exp(w) would overflow."""
+    seqs = random_corpus(3)
+    corpus = encode_training(PATTERNS, seqs)
+    w = np.random.default_rng(3).normal(size=corpus.space.n_weights)
+    w[:corpus.space.n_u] *= 400.0  # the unigram weights (the factors' exponents)
+    objective = Objective(corpus.space, corpus.data, corpus.empirical, 0.0)
+    label_id = {name: i for i, name in enumerate(corpus.labels)}
+    want, largest = 0.0, 0.0
+    for seq in seqs:
+        psi, phi = naive.reference_scores(corpus, w, seq)
+        largest = max(largest, np.abs(psi).max())
+        gold = tuple(label_id[row[-1]] for row in seq.rows)
+        want += naive.log_partition(psi, phi) - naive.path_score(psi, phi, gold)
+    assert largest > 710  # a product of exp(w) there would overflow (or vanish)
+    assert objective(w, np.empty_like(w)) == pytest.approx(want, rel=1e-10)
+    assert len(objective.shared(w)[5]) == 0

@@ -205,6 +205,7 @@ def l2sgd_epoch(W, last, state, order, space, data, per_token, L, lam, t0_, froz
     work = work_buffers(longest_sequence(seq_ptr, 0, len(seq_ptr) - 1), L, per_token, exp_trans)
     psi, phi, alpha = work[0], work[1], work[4]
     no_dense = np.empty((0, L))
+    no_factors = np.empty(0)  # scores summed, then exponentiated (no unigram_factors)
     log_a = state[0]
     t = state[1]
     loss = 0.0
@@ -227,7 +228,7 @@ def l2sgd_epoch(W, last, state, order, space, data, per_token, L, lam, t0_, froz
         trans_shift = load_transitions(W, space[6], space[7], L, trans, exp_trans)
         shift, logz = sequence_gradient(W, space, tok_ptr, tok_obs, tok_val, t0, T, L, per_token,
                                         trans, exp_trans, trans_shift, expw, no_dense, no_dense,
-                                        work, G)
+                                        work, G, no_factors, no_dense)
         add_path_counts(G, space, tok_ptr, tok_obs, tok_val, L, t0, T, labels, t0, -1.0)
         if per_token and tok_val is None:  # phi for the gold path's score (valued: filled)
             bigram_scores(W, tok_ptr, tok_obs, None, b_ptr, b_prev, b_cur, n_u, trans, t0, T,

@@ -130,6 +130,7 @@ def sgd_epoch(W, order, space, data, per_token, L, eta0, alpha, rho1, seen, q, G
     work = work_buffers(longest_sequence(seq_ptr, 0, len(seq_ptr) - 1), L, per_token, exp_trans)
     psi, phi, alpha_ = work[0], work[1], work[4]
     no_dense = np.empty((0, L))  # no dense rows (see kernels.lattice.unigram_scores)
+    no_factors = np.empty(0)  # scores summed, then exponentiated (no unigram_factors)
     u = state[0]
     loss = 0.0
     tok_err = 0
@@ -147,7 +148,7 @@ def sgd_epoch(W, order, space, data, per_token, L, eta0, alpha, rho1, seen, q, G
         trans_shift = load_transitions(W, space[6], space[7], L, trans, exp_trans)
         shift, logz = sequence_gradient(W, space, tok_ptr, tok_obs, tok_val, t0, T, L, per_token,
                                         trans, exp_trans, trans_shift, expw, no_dense, no_dense,
-                                        work, G)
+                                        work, G, no_factors, no_dense)
         if per_token:
             logz = shift + logz
         else:

@@ -33,6 +33,8 @@ from crfkit.kernels.lattice import (
     exp_transitions_factors,
     forward_backward,
     occurrence_value,
+    scaled_logz,
+    unigram_factors,
     unigram_scores,
 )
 
@@ -49,7 +51,7 @@ def work_buffers(Tmax, L, per_token, exp_trans):
 
 @njit(inline="always", **JIT)
 def sequence_gradient(W, space, tok_ptr, tok_obs, tok_val, t0, T, L, per_token, trans,
-                      exp_trans, trans_shift, expw, Wd, Gd, work, G):
+                      exp_trans, trans_shift, expw, Wd, Gd, work, G, expW, expWd):
     """Expected feature counts of tokens t0 .. t0+T-1 added to G; returns (shift, logz).
 
     log Z of the sequence is ``shift + logz`` with observation bigrams
@@ -62,12 +64,19 @@ def sequence_gradient(W, space, tok_ptr, tok_obs, tok_val, t0, T, L, per_token, 
     ``len(Wd)`` are scored and accumulated as dense rows (``Wd``, ``Gd``; may be
     empty); ``tok_val`` the occurrence values (None: all 1; with values the bigram
     factors, which assume unit values, give way to exponentiating the valued
-    scores whole). Leaves the token marginals in ``work``'s alpha. Inlined, so a
-    caller whose ``per_token`` is a compile-time constant compiles only its half.
+    scores whole). ``expW``/``expWd``: the exponentiated unigram weights of
+    :meth:`crfkit.kernels.objective.Objective.factors`, or empty: each token's scores are then
+    summed and exponentiated (always with values). Leaves the token marginals in
+    ``work``'s alpha. Inlined, so a caller whose ``per_token`` is a compile-time
+    constant compiles only its half.
     """
     u_ptr, u_lab, b_ptr, b_prev, b_cur, n_u, trans_offset, has_trans = space
     psi, phi, expu, expb, alpha, beta, scale, pair, tmp = work
-    unigram_scores(W, tok_ptr, tok_obs, tok_val, u_ptr, u_lab, t0, T, psi, Wd)
+    factored = tok_val is None and expW.shape[0] > 0
+    if factored:
+        unigram_factors(expW, tok_ptr, tok_obs, u_ptr, u_lab, t0, T, expu, expWd)
+    else:
+        unigram_scores(W, tok_ptr, tok_obs, tok_val, u_ptr, u_lab, t0, T, psi, Wd)
     shift = 0.0
     if per_token and tok_val is None:
         shift = exp_transitions_factors(W, b_ptr, b_prev, b_cur, n_u, tok_ptr, tok_obs, t0, T,
@@ -76,7 +85,10 @@ def sequence_gradient(W, space, tok_ptr, tok_obs, tok_val, t0, T, L, per_token, 
         bigram_scores(W, tok_ptr, tok_obs, tok_val, b_ptr, b_prev, b_cur, n_u, trans, t0, T,
                       phi)
         shift = exp_transitions(phi, T, expb)
-    logz = forward_backward(psi, expb, per_token, T, L, expu, alpha, beta, scale, tmp)
+    if factored:
+        logz = scaled_logz(expu, expb, per_token, T, L, alpha, beta, scale, tmp, 0.0)
+    else:
+        logz = forward_backward(psi, expb, per_token, T, L, expu, alpha, beta, scale, tmp)
     if per_token:
         token_pair_expectations(G, tok_ptr, tok_obs, tok_val, b_ptr, b_prev, b_cur, n_u,
                                 trans_offset, has_trans, t0, T, L, alpha, beta, expu, expb,

@@ -64,12 +64,12 @@ def _crf_loss_kernel(per_token: bool):
     """
 
     @njit(**JIT)
-    def kernel(W, space, data, L, s0, s1, trans, exp_trans, trans_shift, expw, Wd, G, out,
-               tok_val):
+    def kernel(W, space, data, L, s0, s1, trans, exp_trans, trans_shift, expw, Wd, expW, expWd,
+               Gd, G, out, tok_val):
         seq_ptr, tok_ptr, tok_obs, labels = data
         work = work_buffers(longest_sequence(seq_ptr, s0, s1), L, per_token, exp_trans)
         alpha = work[4]
-        Gd = np.zeros(Wd.shape)
+        Gd[:] = 0.0
         G[:] = 0.0
         logz_sum = 0.0
         tok_err = 0
@@ -81,7 +81,7 @@ def _crf_loss_kernel(per_token: bool):
                 continue
             shift, logz = sequence_gradient(W, space, tok_ptr, tok_obs, tok_val, t0, T, L,
                                             per_token, trans, exp_trans, trans_shift, expw, Wd,
-                                            Gd, work, G)
+                                            Gd, work, G, expW, expWd)
             if per_token:
                 logz_sum += shift
             else:
@@ -104,21 +104,24 @@ CRF_LOSS_KERNELS = {False: _crf_loss_kernel(False), True: _crf_loss_kernel(True)
 
 def crf_loss_block(W: np.ndarray, space: tuple, data: tuple, per_token: bool, L: int, s0: int,
                    s1: int, trans: np.ndarray, exp_trans: np.ndarray, trans_shift: float,
-                   expw: np.ndarray, Wd: np.ndarray, G: np.ndarray, out: np.ndarray,
+                   expw: np.ndarray, Wd: np.ndarray, expW: np.ndarray, expWd: np.ndarray,
+                   Gd: np.ndarray, G: np.ndarray, out: np.ndarray,
                    tok_val: np.ndarray | None = None) -> None:
     """Sequences s0..s1-1: the sum of their log Z into out[0], expected counts into G.
 
     out[1] / out[2] count token / sequence errors of posterior decoding
     (argmax of marginals), a free by-product used for the progress line.
     ``trans``, ``exp_trans``, ``trans_shift``, ``expw`` and ``Wd`` come from
-    :func:`shared_scores`. The observations that have a row in ``Wd`` use
-    dense rows of weights and of expectations; each of their features'
-    gradient is still the same additions in the same order, from zero.
+    :func:`shared_scores`, ``expW``/``expWd`` from
+    :meth:`crfkit.kernels.objective.Objective.factors` (empty: exponentiate the scores). The
+    observations that have a row in ``Wd`` use dense rows of weights and of expectations
+    (``Gd``, the same shape: scratch, zeroed here); each of their features' gradient is
+    still the same additions in the same order, from zero.
     ``per_token``: the model has observation bigrams (``phi`` differs per token).
     ``tok_val``: the data's occurrence values (None: all 1).
     """
     CRF_LOSS_KERNELS[bool(per_token)](W, space, data, L, s0, s1, trans, exp_trans, trans_shift,
-                                      expw, Wd, G, out, tok_val)
+                                      expw, Wd, expW, expWd, Gd, G, out, tok_val)
 
 
 # --- MEMM and MaxEnt: a softmax per token ---------------------------------------------------
