@@ -580,9 +580,16 @@ def label_command(model_file, input_file, output_file, labels_only, check, nthre
     soon as its blank line is read (crfkit can serve as a co-process).
     MODEL may also be a CRF++, Wapiti or CRFsuite model (see 'crfkit convert').
     """
+    from dataclasses import replace
+
     from crfkit.atomic import atomic_output
     from crfkit.foreign import read_model
-    from crfkit.label import LabelOptions, check_output_encoding, label_stream
+    from crfkit.label import (
+        LabelOptions,
+        check_output_encoding,
+        kernel_decoding_pays,
+        label_stream,
+    )
     from crfkit.reader import canonical_encoding, is_live, read_items
 
     if nthread < 0:
@@ -605,6 +612,11 @@ def label_command(model_file, input_file, output_file, labels_only, check, nthre
 
         set_thread_count(nthread)
     model = read_model(model_file, patterns=patterns_file, encoding=encoding or "utf-8")
+    if not options.uses_kernels and kernel_decoding_pays(model, input_file):
+        from crfkit.kernels.blocks import set_thread_count
+
+        options = replace(options, prefer_kernels=True)
+        set_thread_count(nthread)
     if encoding is None:
         encoding = model.encoding
     canonical_encoding(encoding)  # one error line for an unknown one, before any output

@@ -131,7 +131,7 @@ def label_file_in_two(model: Model, path: str, out: TextIO, options: LabelOption
     """Label ``path`` into ``out``, a forked child labelling the second half; None (and
     nothing written) if the file cannot be split or either half fails. ``meter`` shows
     the progress of both halves."""
-    if not hasattr(os, "fork") or options.needs_kernels or not splittable(encoding):
+    if not hasattr(os, "fork") or options.uses_kernels or not splittable(encoding):
         return None
     offset = split_offset(path)
     if offset is None:

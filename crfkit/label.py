@@ -24,6 +24,7 @@ label spelt ``_`` can therefore not be forced.)
 
 from __future__ import annotations
 
+import os
 import time
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
@@ -68,6 +69,8 @@ class LabelOptions:
     check: bool = False
     labels_only: bool = False
     separator: str = " "
+    # Decode the plain best path with Numba's decoder too (see kernel_decoding_pays)
+    prefer_kernels: bool = False
 
     @property
     def n(self) -> int:
@@ -77,6 +80,11 @@ class LabelOptions:
     def needs_kernels(self) -> bool:
         """Whether labelling needs more than the best path (so Numba's decoder)."""
         return self.n > 1 or self.posterior or self.marginals or self.scores
+
+    @property
+    def uses_kernels(self) -> bool:
+        """Whether Numba's decoder does the decoding (asked for, or preferred)."""
+        return self.needs_kernels or self.prefer_kernels
 
     @property
     def blocks(self) -> bool:
@@ -219,7 +227,7 @@ class _Decoder:
                                     posterior=self.options.posterior, marginals=marginals)
         token_ok = self.token_mask(batch, data)
         opts = self.options
-        if opts.n == 1 and not (log_z or marginals or opts.posterior) \
+        if opts.n == 1 and not (log_z or marginals or opts.posterior or opts.prefer_kernels) \
                 and data.tok_val is None and self.model.space.order == 1:
             dec = best_paths(self.model, data, token_ok=token_ok, trans_ok=self.trans_ok)
         else:
@@ -440,7 +448,7 @@ def label_stream(model: Model, sequences: Iterable[Item], out: TextIO,
     names = np.array(model.labels, dtype=object)
     stats = LabelStats()
     # The Numba decoder is parallel inside; the numpy one gets a thread per batch.
-    workers = 1 if opts.needs_kernels or decoder.skip else threads
+    workers = 1 if opts.uses_kernels or decoder.skip else threads
     for batch, dec in decoded_batches(decoder, item_batches(sequences, documents=decoder.skip),
                                       workers,
                                       log_z=opts.scores or opts.blocks,
@@ -461,6 +469,26 @@ def label_stream(model: Model, sequences: Iterable[Item], out: TextIO,
         if progress is not None:
             progress(len(rows))
     return stats
+
+
+# An input file this large labels faster through Numba's decoder, start-up included, when
+# the model has observation bigrams (module docstring of kernel_decoding_pays).
+KERNEL_DECODING_BYTES = 1 << 20
+
+
+def kernel_decoding_pays(model: Model, input_file: str) -> bool:
+    """Whether the plain best path of ``input_file`` is faster through Numba's decoder.
+
+    numpy's best path (:mod:`crfkit.kernels.bestpath`) builds an L x L block per
+    token when the model has observation bigrams (``*``/``b`` patterns): ~18 us a
+    token on CoNLL-2000 with Wapiti's chunking patterns, against ~1 s to load Numba
+    and its cached decoder, after which a token costs a few microseconds. The break
+    even is ~60k tokens (~0.8 MB of CoNLL-2000 text); a regular file of at least
+    :data:`KERNEL_DECODING_BYTES` goes through Numba. A pipe or terminal keeps numpy:
+    its size is unknown, and a co-process wants its first labels at once.
+    """
+    return (model.space.n_b > 0 and input_file != "-" and os.path.isfile(input_file)
+            and os.path.getsize(input_file) >= KERNEL_DECODING_BYTES)
 
 
 def decoded_batches(decoder: _Decoder, batches: Iterable[Batch], threads: int, *,
