@@ -557,9 +557,16 @@ def _run_tune(given: dict, t, path: list, pattern_file: str, input_file: str,
               help="Label on a Dask cluster (tcp://host:8786, or local:N worker processes "
                    "here): INPUT, a file the workers can read, is cut at blank lines; the "
                    "output is the same, in input order. Needs pip install 'crfkit[dask]'.")
+@click.option("--bp-damping", "bp_damping", type=float, default=None, metavar="X",
+              help="Skip-chain models: damp belief propagation's messages by X in [0, 1) "
+                   "[default: the --bp-label-damping the model was trained with].")
+@click.option("--bp-maxiter", "bp_maxiter", type=int, default=None, metavar="N",
+              help="Skip-chain models: at most N rounds of belief propagation a document "
+                   "[default: the model's --bp-maxiter].")
 def label_command(model_file, input_file, output_file, labels_only, check, nthread, sep,
                   encoding, nbest, nbest_columns, score, marginals, post, force,
-                  constraints, quiet, patterns_file, data_format, dask_address) -> None:
+                  constraints, quiet, patterns_file, data_format, dask_address,
+                  bp_damping, bp_maxiter) -> None:
     """Label a column file with a trained model; the prediction becomes the last column.
 
     INPUT and OUTPUT default to standard input and output ('-').
@@ -600,12 +607,14 @@ def label_command(model_file, input_file, output_file, labels_only, check, nthre
                         refused={"-n/--nbest": nbest, "--nbest-columns": nbest_columns or None,
                                  "-s/--score": score or None, "--marginals": marginals or None,
                                  "-p/--post": post or None, "--constraints": constraints,
-                                 "--patterns": patterns_file, "--force": force or None})
+                                 "--patterns": patterns_file, "--force": force or None,
+                                 "--bp-damping": bp_damping, "--bp-maxiter": bp_maxiter})
         return
     options = LabelOptions(nbest=nbest, marginals=marginals, posterior=post, force=force,
                            constraints=constraints, scores=score, nbest_columns=nbest_columns,
                            check=check, labels_only=labels_only,
-                           separator="\t" if sep == "tab" else " ")
+                           separator="\t" if sep == "tab" else " ",
+                           bp_damping=bp_damping, bp_maxiter=bp_maxiter)
     options.validate()
     if options.needs_kernels:  # the plain best path is numpy only: no Numba to load
         from crfkit.kernels.blocks import set_thread_count
@@ -652,8 +661,8 @@ def label_command(model_file, input_file, output_file, labels_only, check, nthre
     if stats.unsettled:
         n = stats.unsettled
         click.echo(f"* belief propagation did not settle in {n} document{'s' * (n != 1)}: "
-                   f"labels there are those of its last round (train with a larger "
-                   f"--bp-label-damping or --bp-maxiter)", err=True)
+                   f"labels there are those of its last round (label with a larger "
+                   f"--bp-damping or --bp-maxiter)", err=True)
 
 
 def _documents_of(model) -> tuple[bool, str | None]:

@@ -71,6 +71,9 @@ class LabelOptions:
     separator: str = " "
     # Decode the plain best path with Numba's decoder too (see kernel_decoding_pays)
     prefer_kernels: bool = False
+    # skip-chain models: belief propagation's damping and rounds instead of the recorded ones
+    bp_damping: float | None = None
+    bp_maxiter: int | None = None
 
     @property
     def n(self) -> int:
@@ -92,6 +95,10 @@ class LabelOptions:
         return self.n > 1 and not self.nbest_columns
 
     def validate(self) -> None:
+        if self.bp_damping is not None and not 0 <= self.bp_damping < 1:
+            raise UsageError(f"--bp-damping must be in [0, 1), got {self.bp_damping}")
+        if self.bp_maxiter is not None and self.bp_maxiter < 1:
+            raise UsageError(f"--bp-maxiter must be >= 1, got {self.bp_maxiter}")
         if self.nbest is not None and self.nbest < 1:
             raise UsageError(f"-n/--nbest must be >= 1, got {self.nbest}")
         if self.posterior and self.n > 1:
@@ -170,6 +177,10 @@ class _Decoder:
                 raise UsageError(f"{refused[0]} is not available with a {model.model_type} "
                                  f"model (its labels come from belief propagation; -p and "
                                  f"--marginals are)")
+        elif options.bp_damping is not None or options.bp_maxiter is not None:
+            name = "--bp-damping" if options.bp_damping is not None else "--bp-maxiter"
+            raise UsageError(f"{name} applies to skipchain models only (this one is a "
+                             f"{model.model_type}: it has no belief propagation)")
 
     def check_columns(self, batch: list[Sequence]) -> None:
         opts = self.options
@@ -224,7 +235,9 @@ class _Decoder:
             from crfkit.skipchain import batch_starts, decode_documents
 
             return decode_documents(self.model, batch, data, batch_starts(len(batch), markers),
-                                    posterior=self.options.posterior, marginals=marginals)
+                                    posterior=self.options.posterior, marginals=marginals,
+                                    damping=self.options.bp_damping,
+                                    maxiter=self.options.bp_maxiter)
         token_ok = self.token_mask(batch, data)
         opts = self.options
         if opts.n == 1 and not (log_z or marginals or opts.posterior or opts.prefer_kernels) \

@@ -118,16 +118,19 @@ def batch_starts(n_seqs: int, markers: list[int] | None) -> list[int]:
 
 
 def decode_documents(model: Model, sequences: list[Sequence], data: Dataset,
-                     starts: list[int], *,
-                     posterior: bool, marginals: bool) -> Decoded:
+                     starts: list[int], *, posterior: bool, marginals: bool,
+                     damping: float | None = None, maxiter: int | None = None) -> Decoded:
     """Labels of a batch of whole documents (max-product, or sum-product beliefs for
-    ``posterior`` / ``marginals``); the paths are max-product's unless ``posterior``."""
+    ``posterior`` / ``marginals``); the paths are max-product's unless ``posterior``.
+    ``damping``/``maxiter``: belief propagation's, instead of those the model recorded
+    (its labelling damping and its training rounds)."""
     from crfkit.kernels.skipobjective import BeliefPropagation, skip_decode
 
     options = model_skip_options(model)
     built = build_graph(sequences, starts, model.patterns, options, model_conditions(model))
     graph, blocks = built.arrays(), built.blocks()
-    bp = BeliefPropagation(options.bp_maxiter, options.bp_tol, options.label_damping)
+    bp = BeliefPropagation(options.bp_maxiter if maxiter is None else maxiter, options.bp_tol,
+                           options.label_damping if damping is None else damping)
     s = model.space
     decoded, _, unsettled = skip_decode(s, model.weights, data, graph, s.skip_offset, bp,
                                         posterior=posterior or marginals, marginals=marginals,

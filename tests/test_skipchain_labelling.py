@@ -114,3 +114,43 @@ def test_label_says_when_belief_propagation_did_not_settle(files, tmp_path, monk
     n = len(calls)
     assert n >= 1
     assert f"belief propagation did not settle in {n} document{'s' * (n != 1)}:" in told.stderr
+
+
+def test_label_can_override_the_recorded_damping_and_rounds(files, tmp_path, monkeypatch):
+    data, pat = files
+    model = tmp_path / "m.model"
+    assert run("train", "-q", "-t", "1", "-i", "5", "-p", pat, data, model).exit_code == 0
+    recorded = Model.load(model).info["skip"]
+    seen: list[tuple[int, float]] = []
+    real = crfkit.kernels.skipobjective.BeliefPropagation
+
+    def spy(maxiter: int, tol: float, damping: float) -> BeliefPropagation:
+        seen.append((maxiter, damping))
+        return real(maxiter, tol, damping)
+
+    monkeypatch.setattr(crfkit.kernels.skipobjective, "BeliefPropagation", spy)
+    outputs = []
+    for options, wanted in (((), (recorded["bp_maxiter"], recorded["label_damping"])),
+                            (("--bp-damping", "0.2"), (recorded["bp_maxiter"], 0.2)),
+                            (("--bp-maxiter", "7"), (7, recorded["label_damping"])),
+                            (("--bp-damping", "0", "--bp-maxiter", "3"), (3, 0.0))):
+        seen.clear()
+        out = run("label", "-t", "1", "-m", model, *options, "-c", data)
+        assert out.exit_code == 0, out.stderr
+        assert seen and set(seen) == {wanted}
+        outputs.append(out.stdout)
+    assert outputs[1].count("B-PER B-PER") == 6  # this easy corpus labels alike throughout
+    one_error_line(run("label", "-m", model, "--bp-damping", "1", data), "--bp-damping")
+    one_error_line(run("label", "-m", model, "--bp-maxiter", "0", data), "--bp-maxiter")
+
+
+def test_bp_options_are_refused_for_models_without_belief_propagation(files, tmp_path):
+    data, pat = files
+    chain = tmp_path / "chain.model"
+    linear = tmp_path / "linear.pat"
+    linear.write_text("\n".join(line for line in pat.read_text().splitlines()
+                                if not line.lower().startswith("s")) + "\n")
+    assert run("train", "-q", "-i", "3", "-p", linear, data, chain).exit_code == 0
+    line = one_error_line(run("label", "-m", chain, "--bp-damping", "0.5", data),
+                          "--bp-damping", "skipchain")
+    assert "crf" in line
