@@ -444,6 +444,27 @@ def _buffers(seq_ptr, doc_ptr, d0, d1, L, per_token, exp_trans):
     return work, np.empty((Dmax, L)), np.empty((Dmax, L)), np.empty((Dmax, L)), scratch, marks, Tmax
 
 
+@njit(inline="always", **JIT)
+def _settle_document(W, space, data, graph, d, L, per_token, S, trans, exp_trans, trans_shift,
+                     expw, Wd, bp, max_product, msg, work, psi_doc, expu_doc, logb, scratch,
+                     marks):
+    """Document d's unigram scores (into ``psi_doc``) and its belief propagation (sum- or
+    max-product) until it settles: the start of every document in training and in
+    decoding. Returns (False, 0) for an empty document (nothing done), else (True, the
+    rounds :func:`_propagate` ran: negative if BP did not settle, 0 without edges)."""
+    seq_ptr, tok_ptr, tok_obs = data[0], data[1], data[2]
+    u_ptr, u_lab = space[0], space[1]
+    doc_ptr = graph[0]
+    g0 = seq_ptr[doc_ptr[d]]
+    D = seq_ptr[doc_ptr[d + 1]] - g0
+    if D == 0:
+        return False, 0
+    unigram_scores(W, tok_ptr, tok_obs, None, u_ptr, u_lab, g0, D, psi_doc, Wd)
+    return True, _propagate(W, space, data, graph, d, L, per_token, trans, exp_trans,
+                            trans_shift, expw, S, psi_doc, expu_doc, logb, msg, work, bp,
+                            max_product, scratch, marks)
+
+
 @njit(**JIT)
 def skip_loss_block(W, space, data, graph, L, per_token, S, d0, d1, trans, exp_trans,
                     trans_shift, expw, Wd, bp, msg, G, Bel, out):
@@ -472,18 +493,16 @@ def skip_loss_block(W, space, data, graph, L, per_token, S, d0, d1, trans, exp_t
     rounds = 0
     unconverged = 0
     for d in range(d0, d1):
-        s0 = doc_ptr[d]
-        s1 = doc_ptr[d + 1]
-        g0 = seq_ptr[s0]
-        D = seq_ptr[s1] - g0
-        if D == 0:
+        tokens, r = _settle_document(W, space, data, graph, d, L, per_token, S, trans,
+                                     exp_trans, trans_shift, expw, Wd, bp, False, msg, work,
+                                     psi_doc, expu_doc, logb, scratch, marks)
+        if not tokens:
             continue
-        unigram_scores(W, tok_ptr, tok_obs, None, u_ptr, u_lab, g0, D, psi_doc, Wd)
-        r = _propagate(W, space, data, graph, d, L, per_token, trans, exp_trans, trans_shift, expw,
-                       S, psi_doc, expu_doc, logb, msg, work, bp, False, scratch, marks)
         rounds += abs(r)
         if r < 0:
             unconverged += 1
+        s0, s1 = doc_ptr[d], doc_ptr[d + 1]
+        g0 = seq_ptr[s0]
         for s in range(s0, s1):
             t0 = seq_ptr[s]
             T = seq_ptr[s + 1] - t0
@@ -544,19 +563,16 @@ def skip_decode_block(W, space, data, graph, L, per_token, S, d0, d1, trans,
     rounds = 0
     unconverged = 0
     for d in range(d0, d1):
-        s0 = doc_ptr[d]
-        s1 = doc_ptr[d + 1]
-        g0 = seq_ptr[s0]
-        D = seq_ptr[s1] - g0
-        if D == 0:
+        tokens, r = _settle_document(W, space, data, graph, d, L, per_token, S, trans,
+                                     exp_trans, trans_shift, expw, Wd, bp, max_product, msg,
+                                     work, psi_doc, expu_doc, logb, scratch, marks)
+        if not tokens:
             continue
-        unigram_scores(W, tok_ptr, tok_obs, None, u_ptr, u_lab, g0, D, psi_doc, Wd)
-        r = _propagate(W, space, data, graph, d, L, per_token, trans, exp_trans, trans_shift, expw,
-                       S, psi_doc, expu_doc, logb, msg, work, bp, max_product, scratch,
-                       marks)
         rounds += abs(r)
         if r < 0:
             unconverged += 1
+        s0, s1 = doc_ptr[d], doc_ptr[d + 1]
+        g0 = seq_ptr[s0]
         for s in range(s0, s1):
             t0 = seq_ptr[s]
             T = seq_ptr[s + 1] - t0
