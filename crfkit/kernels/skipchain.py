@@ -447,22 +447,25 @@ def _buffers(seq_ptr, doc_ptr, d0, d1, L, per_token, exp_trans):
 @njit(inline="always", **JIT)
 def _settle_document(W, space, data, graph, d, L, per_token, S, trans, exp_trans, trans_shift,
                      expw, Wd, bp, max_product, msg, work, psi_doc, expu_doc, logb, scratch,
-                     marks):
+                     marks, bp_counts):
     """Document d's unigram scores (into ``psi_doc``) and its belief propagation (sum- or
     max-product) until it settles: the start of every document in training and in
-    decoding. Returns (False, 0) for an empty document (nothing done), else (True, the
-    rounds :func:`_propagate` ran: negative if BP did not settle, 0 without edges)."""
+    decoding. False for an empty document (nothing done). ``bp_counts`` += (the rounds
+    run, 1 if BP did not settle)."""
     seq_ptr, tok_ptr, tok_obs = data[0], data[1], data[2]
     u_ptr, u_lab = space[0], space[1]
     doc_ptr = graph[0]
     g0 = seq_ptr[doc_ptr[d]]
     D = seq_ptr[doc_ptr[d + 1]] - g0
     if D == 0:
-        return False, 0
+        return False
     unigram_scores(W, tok_ptr, tok_obs, None, u_ptr, u_lab, g0, D, psi_doc, Wd)
-    return True, _propagate(W, space, data, graph, d, L, per_token, trans, exp_trans,
-                            trans_shift, expw, S, psi_doc, expu_doc, logb, msg, work, bp,
-                            max_product, scratch, marks)
+    r = _propagate(W, space, data, graph, d, L, per_token, trans, exp_trans, trans_shift, expw,
+                   S, psi_doc, expu_doc, logb, msg, work, bp, max_product, scratch, marks)
+    bp_counts[0] += abs(r)
+    if r < 0:
+        bp_counts[1] += 1
+    return True
 
 
 @njit(**JIT)
@@ -490,17 +493,13 @@ def skip_loss_block(W, space, data, graph, L, per_token, S, d0, d1, trans, exp_t
     logz_sum = 0.0
     tok_err = 0
     seq_err = 0
-    rounds = 0
-    unconverged = 0
+    bp_counts = out[3:5]
+    bp_counts[:] = 0.0
     for d in range(d0, d1):
-        tokens, r = _settle_document(W, space, data, graph, d, L, per_token, S, trans,
-                                     exp_trans, trans_shift, expw, Wd, bp, False, msg, work,
-                                     psi_doc, expu_doc, logb, scratch, marks)
-        if not tokens:
+        if not _settle_document(W, space, data, graph, d, L, per_token, S, trans, exp_trans,
+                                trans_shift, expw, Wd, bp, False, msg, work, psi_doc, expu_doc,
+                                logb, scratch, marks, bp_counts):
             continue
-        rounds += abs(r)
-        if r < 0:
-            unconverged += 1
         s0, s1 = doc_ptr[d], doc_ptr[d + 1]
         g0 = seq_ptr[s0]
         for s in range(s0, s1):
@@ -533,8 +532,6 @@ def skip_loss_block(W, space, data, graph, L, per_token, S, d0, d1, trans, exp_t
     out[0] = logz_sum
     out[1] = tok_err
     out[2] = seq_err
-    out[3] = rounds
-    out[4] = unconverged
 
 
 @njit(**JIT)
@@ -560,17 +557,13 @@ def skip_decode_block(W, space, data, graph, L, per_token, S, d0, d1, trans,
     Wd = np.zeros((0, L))
     back = np.empty((Tmax, L), dtype=np.int32)
     path = np.empty(Tmax, dtype=np.int32)
-    rounds = 0
-    unconverged = 0
+    bp_counts = out[0:2]
+    bp_counts[:] = 0.0
     for d in range(d0, d1):
-        tokens, r = _settle_document(W, space, data, graph, d, L, per_token, S, trans,
-                                     exp_trans, trans_shift, expw, Wd, bp, max_product, msg,
-                                     work, psi_doc, expu_doc, logb, scratch, marks)
-        if not tokens:
+        if not _settle_document(W, space, data, graph, d, L, per_token, S, trans, exp_trans,
+                                trans_shift, expw, Wd, bp, max_product, msg, work, psi_doc,
+                                expu_doc, logb, scratch, marks, bp_counts):
             continue
-        rounds += abs(r)
-        if r < 0:
-            unconverged += 1
         s0, s1 = doc_ptr[d], doc_ptr[d + 1]
         g0 = seq_ptr[s0]
         for s in range(s0, s1):
@@ -597,5 +590,3 @@ def skip_decode_block(W, space, data, graph, L, per_token, S, d0, d1, trans,
                     if v > alpha[t, best] * beta[t, best]:
                         best = y
                 paths[t0 + t] = best
-    out[0] = rounds
-    out[1] = unconverged
