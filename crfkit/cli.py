@@ -616,15 +616,12 @@ def label_command(model_file, input_file, output_file, labels_only, check, nthre
                            separator="\t" if sep == "tab" else " ",
                            bp_damping=bp_damping, bp_maxiter=bp_maxiter)
     options.validate()
-    if options.needs_kernels:  # the plain best path is numpy only: no Numba to load
-        from crfkit.kernels.blocks import set_thread_count
-
-        set_thread_count(nthread)
     model = read_model(model_file, patterns=patterns_file, encoding=encoding or "utf-8")
     if not options.uses_kernels and kernel_decoding_pays(model, input_file):
+        options = replace(options, prefer_kernels=True)
+    if options.uses_kernels:  # the plain best path is numpy only: no Numba to load
         from crfkit.kernels.blocks import set_thread_count
 
-        options = replace(options, prefer_kernels=True)
         set_thread_count(nthread)
     if encoding is None:
         encoding = model.encoding

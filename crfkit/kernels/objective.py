@@ -75,6 +75,8 @@ class Objective:
         self.max_obs = (np.inf if data.tok_val is not None
                         else float(np.diff(data.tok_ptr).max()) if data.n_tokens else 0.0)
         self.factor_tables: tuple[np.ndarray, np.ndarray] | None = None
+        # each thread's share of the weights to exponentiate
+        self.factor_cuts = np.linspace(0, space.n_u, self.wave + 1).astype(np.int64)
         self.dense_scratch: dict[int, np.ndarray] = {}  # per thread (dense_expectations)
 
     def shared(self, w: np.ndarray) -> tuple:
@@ -98,7 +100,7 @@ class Objective:
         if self.factor_tables is None:  # allocated once: no page faults per evaluation
             self.factor_tables = np.empty(s.n_u), np.empty((self.n_dense, s.n_labels))
         expW, expWd = self.factor_tables
-        cuts = np.linspace(0, s.n_u, self.wave + 1).astype(np.int64)
+        cuts = self.factor_cuts
         run_blocks(lambda i: exp_range(w, expW, cuts[i], cuts[i + 1]), self.wave)
         dense_factors(expW, s.u_ptr, s.u_lab, expWd)
         return expW, expWd
