@@ -135,6 +135,10 @@ ALGORITHM_NAMES = ("l-bfgs", "sgd-l1", "ap", "l2sgd", "pa", "arow")
 @click.option("--all-features", is_flag=True,
               help="Weights for every observation x label (pair), as Wapiti and CRF++, "
                    "not only the combinations seen in training.")
+@click.option("--all-labels", is_flag=True,
+              help="Weights for every observation x label, the label pairs those seen in "
+                   "training (CRFsuite's possible states): most of --all-features' "
+                   "accuracy at a fraction of its cost with bigram patterns.")
 @click.option("--max-memory", default=None, metavar="SIZE",
               help="Refuse to train if the estimated memory exceeds SIZE (512M, 8G)  "
                    "[default: the memory available]")
@@ -188,7 +192,8 @@ def train_command(pattern_file, input_file, model_file, model_type, algo, order,
                   likely_after, rho1, rho2, cost,
                   maxiter, stopeps, stopwin, l1_gtol, devel_file, keep_best_devel, devel_patience,
                   cutoff, compact,
-                  init_file, eta0, alpha, seed, nthread, history, all_features, max_memory, sep,
+                  init_file, eta0, alpha, seed, nthread, history, all_features, all_labels,
+                  max_memory, sep,
                   encoding, report_dir, skip_mode, skip_cap, bp_maxiter, bp_tol, bp_damping,
                   bp_label_damping, doc_sep, data_format, pa_type, pa_c, variance, gamma, quiet,
                   dask_address) -> None:
@@ -221,7 +226,7 @@ def train_command(pattern_file, input_file, model_file, model_type, algo, order,
              "nthread": nthread, "history": history, "eta0": eta0, "alpha": alpha,
              "seed": seed, "devel_patience": devel_patience,
              "keep_best_devel": keep_best_devel or None, "compact": compact or None,
-             "all_features": all_features or None,
+             "all_features": all_features or None, "all_labels": all_labels or None,
              "max_memory": None if max_memory is None else parse_size(max_memory),
              "skip": SkipOptions(skip_mode, skip_cap, bp_maxiter, bp_tol, bp_damping,
                                  doc_sep, bp_label_damping),
@@ -303,7 +308,8 @@ def _train_crfsuite(given: dict, input_file: str, model_file: str, *, encoding: 
         if value is not None:
             raise UsageError(f"{option} does not apply to --format crfsuite (the data file "
                              f"holds the attributes)")
-    all_states = bool(given.pop("all_features", None))
+    # every attribute x label, with either option: the data file has no label-pair features
+    all_states = bool(given.pop("all_features", None)) | bool(given.pop("all_labels", None))
     options = TrainOptions(**{k: v for k, v in given.items() if v is not None})
     options.validate()
     settings = AttributeTraining(all_states=all_states, all_transitions=True,
@@ -403,6 +409,8 @@ def _existing_file(path: str | None, option: str, numeric_hint: str | None) -> N
               help="Ignore observations seen fewer than N times  [default: 1]")
 @click.option("--all-features", is_flag=True,
               help="Weights for every observation x label (pair), as train.")
+@click.option("--all-labels", is_flag=True,
+              help="Weights for every observation x label, the pairs seen, as train.")
 @click.option("--likely", "likely_list", default=None, metavar="LIST",
               help="Likely-feature thresholds scored at the best strength (as train "
                    "--likely-features), 'none' for the observed features only  "
@@ -425,8 +433,8 @@ def _existing_file(path: str | None, option: str, numeric_hint: str | None) -> N
 @click.option("-q", "--quiet", is_flag=True, help="No table or progress output.")
 def tune_command(pattern_file, input_file, model_file, devel_file, folds, seed, rho1_list,
                  rho2_list, model_type, maxiter, stopeps, path_stopeps, stopwin, history,
-                 cutoff, all_features, likely_list, no_warm_start, jobs, nthread, report_dir,
-                 as_json, sep, encoding, quiet) -> None:
+                 cutoff, all_features, all_labels, likely_list, no_warm_start, jobs, nthread,
+                 report_dir, as_json, sep, encoding, quiet) -> None:
     """Train over a path of regularisation strengths and keep the best model.
 
     Each strength is scored by the chunk F1 (conlleval) of the -d file or,
@@ -450,7 +458,7 @@ def tune_command(pattern_file, input_file, model_file, devel_file, folds, seed, 
         _existing_file(path, option, None)
     given = {"model_type": model_type, "maxiter": maxiter, "stopeps": stopeps,
              "stopwin": stopwin, "history": history, "cutoff": cutoff, "nthread": nthread,
-             "all_features": all_features or None}
+             "all_features": all_features or None, "all_labels": all_labels or None}
     path = strength_path(None if rho1_list is None else parse_strengths(rho1_list, "--rho1"),
                          None if rho2_list is None else parse_strengths(rho2_list, "--rho2"))
     t = TuneOptions(folds=folds, seed=seed, jobs=jobs, warm_start=not no_warm_start,

@@ -79,7 +79,8 @@ def model_patterns(patterns: list[Pattern], model_type: str, order: int = 1) -> 
 def encode_training(patterns: list[Pattern], sequences: list[Sequence] | TokenColumns, *,
                     cutoff: int = 1, source: str = "<input>", model_type: str = "crf",
                     init: Model | None = None, all_features: bool = False,
-                    budget: MemoryBudget | None = None, order: int = 1) -> Corpus:
+                    all_labels: bool = False, budget: MemoryBudget | None = None,
+                    order: int = 1) -> Corpus:
     """Build the vocabulary, feature space and arrays of a training corpus.
 
     ``sequences``: a list, or the corpus already interned by column
@@ -88,9 +89,11 @@ def encode_training(patterns: list[Pattern], sequences: list[Sequence] | TokenCo
     ``patterns`` must already be :func:`model_patterns` of the type. With
     ``init`` the corpus extends that model (module docstring); observations
     of the new corpus below ``cutoff`` are dropped, the model's are kept.
-    ``all_features``: every observation x label (pair), not only those seen.
+    ``all_features``: every observation x label (pair), not only those seen;
+    ``all_labels``: every observation x label, the label pairs those seen
+    (CRFsuite's possible states).
     ``order`` 2: a second-order space (:mod:`crfkit.space2`) with the ``t`` patterns.
-    ``budget``: with ``all_features``, refuse (:mod:`crfkit.memory`) before the
+    ``budget``: with ``all_features`` or ``all_labels``, refuse (:mod:`crfkit.memory`) before the
     dense feature space is built if training would not fit. (Without it the
     space is linear in the corpus; :func:`crfkit.train.train` checks the
     exact space before the optimiser allocates its vectors.)
@@ -111,13 +114,14 @@ def encode_training(patterns: list[Pattern], sequences: list[Sequence] | TokenCo
         obs = _merge_vocab(featurizer, init.featurizer.vocab, obs)
     unigram, bigram, has_trans = feature_kinds(patterns, featurizer.listed, model_type)
     per_obs = None
-    if all_features:
-        vocab_pattern = featurizer.vocab.pattern
+    if all_features or all_labels:
+        dense_bigram = bigram if all_features else np.zeros_like(bigram)
         if budget is not None:  # refuse before the dense space is built
-            _check_dense(featurizer, unigram, bigram, len(labels), has_trans, budget, order)
+            _check_dense(featurizer, unigram, dense_bigram, len(labels), has_trans, budget,
+                         order if all_features else 1)
         flags = np.zeros((2, len(patterns)), dtype=bool)
-        flags[0, featurizer.listed], flags[1, featurizer.listed] = unigram, bigram
-        per_obs = flags[:, vocab_pattern]
+        flags[0, featurizer.listed], flags[1, featurizer.listed] = unigram, dense_bigram
+        per_obs = flags[:, featurizer.vocab.pattern]
     space, empirical = FeatureSpace.from_training(
         obs, unigram, bigram, pos.index == 0, y, len(featurizer.vocab), len(labels), has_trans,
         all_features=per_obs)
@@ -222,11 +226,13 @@ def feature_kinds(patterns: list[Pattern], listed: list[int], model_type: str
 
 def _check_dense(featurizer: Featurizer, unigram: np.ndarray, bigram: np.ndarray, L: int,
                  has_trans: bool, budget: MemoryBudget, order: int) -> None:
-    """Refuse ``--all-features`` if its dense space would not fit (crfkit.memory)."""
+    """Refuse ``--all-features`` (``--all-labels``: ``bigram`` all False, ``order`` 1) if
+    its dense space would not fit (crfkit.memory)."""
     patterns = featurizer.patterns
     listed = [patterns[p] for p in featurizer.listed]
     counts = np.bincount(featurizer.vocab.pattern, minlength=len(patterns))[featurizer.listed]
-    costs = dense_costs(listed, counts, unigram, bigram, L, _trigram_flags(listed))
+    trigram = _trigram_flags(listed) if order == 2 else None
+    costs = dense_costs(listed, counts, unigram, bigram, L, trigram)
     if order == 2:  # the label-trigram block: every trigram a state
         costs.append(PatternCost(patterns[-1], 1, L**3))
     estimate = estimate_training(costs, L, has_trans, budget,

@@ -220,7 +220,7 @@ def check(estimate: Estimate, limit: int, *, all_features: bool, n_labels: int) 
         advice.append(f"make the bigram patterns u: patterns ({n_labels} instead of "
                       f"{n_labels ** 2} weights per observation)")
     if all_features:
-        advice.append("drop --all-features")
+        advice.append("drop --all-features (--all-labels)")
     advice.append("or raise --max-memory if the machine really has the memory")
     raise UsageError(
         f"training would need about {format_size(estimate.total_bytes)} for "

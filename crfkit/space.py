@@ -195,7 +195,9 @@ class FeatureSpace:
             b_code, b_count = np.zeros(0, dtype=np.int32), np.zeros(0, dtype=np.int32)
         if all_features is not None:
             u_ptr, u_lab, u_count = _every_code(u_ptr, u_lab, u_count, all_features[0], L)
-            b_ptr, b_code, b_count = _every_code(b_ptr, b_code, b_count, all_features[1], L * L)
+            if all_features[1].any():  # not with --all-labels: the pairs seen
+                b_ptr, b_code, b_count = _every_code(b_ptr, b_code, b_count, all_features[1],
+                                                     L * L)
         space = cls(n_labels=L, u_ptr=u_ptr, u_lab=u_lab, b_ptr=b_ptr,
                     b_prev=(b_code // L).astype(np.int32), b_cur=(b_code % L).astype(np.int32),
                     has_trans=has_trans)

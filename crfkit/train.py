@@ -127,6 +127,7 @@ class TrainOptions:
     keep_best_devel: bool = False  # the weights of the best devel F1, not the last ones
     compact: bool = False
     all_features: bool = False
+    all_labels: bool = False  # every observation x label; label pairs as seen
     max_memory: int | None = None  # bytes; None: what the machine has available
     skip: SkipOptions = field(default_factory=SkipOptions)  # skip-chain models only
     pa_type: int = 1  # pa: 0 PA, 1 PA-I, 2 PA-II
@@ -211,9 +212,11 @@ class TrainOptions:
             if self.likely_after < 1:
                 raise UsageError(f"--likely-after must be >= 1, got {self.likely_after}")
             if self.order == 2 or self.algo != "l-bfgs" or self.all_features \
-                    or self.model_type not in (None, "crf"):
+                    or self.all_labels or self.model_type not in (None, "crf"):
                 raise UsageError("--likely-features trains a first-order crf with -a l-bfgs, "
-                                 "without --all-features or --order 2")
+                                 "without --all-features, --all-labels or --order 2")
+        if self.all_features and self.all_labels:
+            raise UsageError("--all-labels is part of --all-features: give one of them")
 
 
 @dataclass
@@ -493,7 +496,7 @@ def train(patterns: list[Pattern] | None, sequences: Iterable[Sequence],
     if dev_set is not None:
         for warning in dev_set.warnings:
             progress.message(f"* warning: {warning}")
-    estimate = _check_memory(corpus, budget, options.all_features)
+    estimate = _check_memory(corpus, budget, options.all_features or options.all_labels)
     progress.message(
         f"* {model_type}, {options.algo}: {data.n_seqs} sequences, {data.n_tokens} tokens, "
         f"{len(corpus.labels)} labels, {len(corpus.featurizer.vocab)} observations, "
@@ -580,13 +583,15 @@ def _encode(patterns: list[Pattern], sequences: Iterable[Sequence], options: Tra
                                   training_columns(patterns), source=source)
         return encode_training(patterns, columns, cutoff=options.cutoff, source=source,
                                order=options.order, model_type=model_type, init=init,
-                               all_features=options.all_features, budget=budget)
+                               all_features=options.all_features,
+                               all_labels=options.all_labels, budget=budget)
     training, starts = split_documents(sequences)  # -DOCSTART- items mark documents
     progress.status(f"* extracting and counting features of {len(training):,} sequences")
     corpus = encode_training(patterns, training, cutoff=options.cutoff, source=source,
                              order=options.order,
                              model_type=model_type, init=init,
-                             all_features=options.all_features, budget=budget)
+                             all_features=options.all_features,
+                             all_labels=options.all_labels, budget=budget)
     if MODEL_TYPES[model_type].skip_edges:
         graph = attach_skip_edges(corpus, training, starts, patterns, options.skip, init)
         progress.message(f"* skip edges: {graph.n_edges} in {graph.n_docs} documents "
@@ -642,6 +647,7 @@ def recorded_options(options: TrainOptions, model_type: str, *, devel: bool) -> 
     # recorded only when used, so first-order files stay what they were before these options
     unused += ("order",) if (options.order or 1) == 1 else ()
     unused += ("likely", "likely_after") if options.likely is None else ()
+    unused += ("all_labels",) if not options.all_labels else ()
     # read by OWL-QN only (L2 and other algorithms' files stay what they were)
     unused += ("l1_gtol",) if options.rho1 == 0 or options.algo != "l-bfgs" else ()
     for key in ("nthread", "max_memory", *unused):

@@ -299,7 +299,8 @@ def _encode_fold(patterns: list[Pattern], train: list[Sentence], heldout: list[S
                  options: TrainOptions, model_type: str, source: str,
                  heldout_source: str) -> _Fold:
     corpus = encode_training(patterns, train, cutoff=options.cutoff, source=source,
-                             model_type=model_type, all_features=options.all_features)
+                             model_type=model_type, all_features=options.all_features,
+                             all_labels=options.all_labels)
     dev = encode_devel(corpus, heldout, heldout_source)
     names = np.array(dev.label_names, dtype=object)
     return _Fold(corpus, dev, _split(names[dev.data.labels], dev.data.seq_ptr))
@@ -515,8 +516,8 @@ def tune(patterns: list[Pattern], sequences: list[Sentence], options: TrainOptio
 
 def likely_thresholds(t: TuneOptions, options: TrainOptions) -> tuple[float, ...]:
     """The likely-feature thresholds to score: none with ``--all-features`` (every
-    unsupported feature is in already)."""
-    return () if options.all_features else tuple(t.likely)
+    unsupported feature is in already) or ``--all-labels`` (train refuses the mix)."""
+    return () if options.all_features or options.all_labels else tuple(t.likely)
 
 
 def _likely_phase(folds: list[_Fold], state: _PathState, thresholds: Sequence[float],

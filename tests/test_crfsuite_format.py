@@ -88,3 +88,20 @@ def test_cli_trains_the_python_paths_model_and_labels_for_eval(tmp_path):
     assert result.exit_code == 0 and "accuracy" in result.output
     result = CliRunner().invoke(cli, ["label", "-m", str(model_path), str(path)])
     assert result.exit_code != 0 and "--format crfsuite" in result.output
+
+
+def test_all_labels_and_all_features_are_possible_states(tmp_path):
+    """A data file has no label-pair attributes: both options give every attribute
+    every label, the same model, and more weights than the default."""
+    path = tmp_path / "train.txt"
+    path.write_text(DATA * 3)
+    sizes = {}
+    for name, flags in (("seen", []), ("labels", ["--all-labels"]),
+                        ("features", ["--all-features"])):
+        model_path = tmp_path / f"{name}.model"
+        result = CliRunner().invoke(cli, ["train", "--format", "crfsuite", "-q", "-i", "5",
+                                          *flags, str(path), str(model_path)])
+        assert result.exit_code == 0, result.output
+        sizes[name] = AttributeModel.load(model_path).weights.size
+    assert (tmp_path / "labels.model").read_bytes() == (tmp_path / "features.model").read_bytes()
+    assert sizes["labels"] > sizes["seen"]

@@ -120,6 +120,67 @@ def test_all_features_is_dense_and_keeps_the_counts():
     assert dense.empirical.sum() == sparse.empirical.sum()
 
 
+def test_all_labels_is_dense_in_labels_and_keeps_the_pairs_seen():
+    """--all-labels: every (observation, label), the observation bigrams those seen."""
+    seqs = _sequences(ROOT / "data/address-train.txt", 120)
+    patterns = parse_patterns("u:w=%x[0,0]\n*:s=%x[-1,1]/%x[0,1]\nB\n")
+    sparse = encode_training(patterns, seqs)
+    labels = encode_training(patterns, seqs, all_labels=True)
+    L = sparse.space.n_labels
+    s, d = sparse.space, labels.space
+    assert (np.diff(d.u_ptr) == L).all() and d.n_u == s.n_obs * L > s.n_u
+    u_owner = np.repeat(np.arange(s.n_obs), np.diff(s.u_ptr))
+    assert (labels.empirical[d.u_ptr[u_owner] + s.u_lab] == sparse.empirical[:s.n_u]).all()
+    assert labels.empirical[:d.n_u].sum() == sparse.empirical[:s.n_u].sum()
+    # the observation bigrams and transitions are the sparse model's, counts included
+    assert (d.b_ptr == s.b_ptr).all() and (d.b_prev == s.b_prev).all()
+    assert (d.b_cur == s.b_cur).all()
+    assert (labels.empirical[d.n_u:] == sparse.empirical[s.n_u:]).all()
+
+
+def test_all_labels_budget_counts_the_labels_only():
+    """The guard before building counts every label of each unigram observation, and
+    not the L x L pairs --all-features would add (those stay as seen)."""
+    seqs = _sequences(ROOT / "data/address-train.txt", 1500)
+    patterns = parse_patterns("u:w=%x[0,0]\nb:wide=%x[-1,0]/%x[0,0]/%x[1,0]\nB\n")
+    # --all-features: ~1.6M weights (290 MB at 176 bytes each), --all-labels: ~50k (9 MB)
+    now, peak = memory.process_memory()
+    limit = now + memory.RUNTIME_BYTES + memory.THREAD_BYTES + (100 << 20)
+    with pytest.raises(UsageError, match="drop --all-features"):
+        encode_training(patterns, seqs, all_features=True,
+                        budget=MemoryBudget(limit, 20, 0, peak))
+    corpus = encode_training(patterns, seqs, all_labels=True,
+                             budget=MemoryBudget(limit, 20, 0, peak))
+    unigram_obs = int((corpus.featurizer.vocab.pattern == 0).sum())  # u:w's observations
+    assert corpus.space.n_u == unigram_obs * corpus.space.n_labels
+
+
+@pytest.mark.parametrize("other", [["--all-features"], ["--likely-features", "0.1"]])
+def test_all_labels_refuses_what_it_cannot_combine_with(tmp_path, other):
+    result = run("train", "-q", "-i", "1", "--all-labels", *other, "-p", PAT,
+                 str(ROOT / "data/address-train.txt"), str(tmp_path / "m.model"))
+    assert result.exit_code != 0
+    assert "--all-labels" in one_error_line(result)
+    assert not (tmp_path / "m.model").exists()
+
+
+def test_cli_all_labels_trains_labels_and_is_recorded(tmp_path):
+    train, test = ROOT / "data/address-train.txt", ROOT / "data/address-test.txt"
+    for name, flags in (("plain", []), ("labels", ["--all-labels"])):
+        result = run("train", "-q", "-i", "5", *flags, "-p", PAT, str(train),
+                     str(tmp_path / f"{name}.model"))
+        assert result.exit_code == 0, result.stderr
+    result = run("label", "-m", str(tmp_path / "labels.model"), "-c", str(test),
+                 str(tmp_path / "out.txt"))
+    assert result.exit_code == 0, result.stderr
+    from crfkit.model import Model
+    plain, labels = Model.load(tmp_path / "plain.model"), Model.load(tmp_path / "labels.model")
+    assert labels.info["options"]["all_labels"] is True
+    assert "all_labels" not in plain.info["options"]  # default files stay what they were
+    assert (np.diff(labels.space.u_ptr) == len(labels.labels)).all()
+    assert labels.space.n_u > plain.space.n_u
+
+
 def test_cli_all_features_trains_and_labels(tmp_path):
     model = tmp_path / "m.model"
     train = ROOT / "data/address-train.txt"

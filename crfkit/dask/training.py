@@ -226,8 +226,8 @@ def train(client: Any, patterns: list[Pattern], sources: list[Shard] | list,
     in corpus order); the model is the one :func:`crfkit.train.train` gives (L-BFGS)."""
     options = options or TrainOptions()
     options.validate()
-    if options.all_features:
-        raise UsageError("--all-features is not available with --dask")
+    if options.all_features or options.all_labels:
+        raise UsageError("--all-features and --all-labels are not available with --dask")
     model_type = options.model_type or DEFAULT_TYPE
     patterns = model_patterns(patterns, model_type)
     progress = progress or Progress(quiet=True)
