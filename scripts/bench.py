@@ -8,7 +8,8 @@ Usage::
                             [--rho1 R] [--stopeps E] [--stopwin W] [--history M]
                             [--threads N] [--maxiter N] [--label-tokens N] [--all-labels]
                             [--scale K] [--limit N] [--label-column K] [--cold-cache]
-                            [--skip-crfkit] [--skip-crfsuite] [--skip-peers] [--peers-build SCRIPT]
+                            [--skip-crfkit] [--skip-crfsuite] [--skip-peers] [--skip-crfpp]
+                            [--skip-wapiti] [--peers-build SCRIPT]
                             [--json PATH] [--workdir DIR]
 
 CRF++ 0.59 and Wapiti 1.5.0 are built by ``shared/peers/build.sh`` (found
@@ -922,6 +923,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--skip-crfkit", action="store_true")
     parser.add_argument("--skip-peers", action="store_true",
                         help="no CRF++ and Wapiti columns")
+    parser.add_argument("--skip-crfpp", action="store_true",
+                        help="no CRF++ column (a converged * run takes it half an hour)")
+    parser.add_argument("--skip-wapiti", action="store_true", help="no Wapiti column")
     parser.add_argument("--peers-build", type=Path, metavar="SCRIPT",
                         help="the script that builds CRF++ and Wapiti and prints NAME=PATH "
                              f"lines [default: {PEERS_BUILD} beside the repository]")
@@ -1015,6 +1019,10 @@ def find_peers(args, log) -> tuple[dict, dict[str, str]]:
         skipped["crf++"] = f"{script} printed no crf_learn/crf_test"
     if "wapiti" not in paths:
         skipped["wapiti"] = f"{script} printed no wapiti"
+    if args.skip_crfpp:
+        skipped["crf++"] = "--skip-crfpp"
+    if args.skip_wapiti:
+        skipped["wapiti"] = "--skip-wapiti"
     return paths, skipped
 
 
