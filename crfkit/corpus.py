@@ -118,7 +118,8 @@ def encode_training(patterns: list[Pattern], sequences: list[Sequence] | TokenCo
         dense_bigram = bigram if all_features else np.zeros_like(bigram)
         if budget is not None:  # refuse before the dense space is built
             _check_dense(featurizer, unigram, dense_bigram, len(labels), has_trans, budget,
-                         order if all_features else 1)
+                         order if all_features else 1,
+                         "--all-features" if all_features else "--all-labels")
         flags = np.zeros((2, len(patterns)), dtype=bool)
         flags[0, featurizer.listed], flags[1, featurizer.listed] = unigram, dense_bigram
         per_obs = flags[:, featurizer.vocab.pattern]
@@ -225,9 +226,9 @@ def feature_kinds(patterns: list[Pattern], listed: list[int], model_type: str
 
 
 def _check_dense(featurizer: Featurizer, unigram: np.ndarray, bigram: np.ndarray, L: int,
-                 has_trans: bool, budget: MemoryBudget, order: int) -> None:
-    """Refuse ``--all-features`` (``--all-labels``: ``bigram`` all False, ``order`` 1) if
-    its dense space would not fit (crfkit.memory)."""
+                 has_trans: bool, budget: MemoryBudget, order: int, option: str) -> None:
+    """Refuse ``option`` (``--all-features``; ``--all-labels``: ``bigram`` all False,
+    ``order`` 1) if its dense space would not fit (crfkit.memory)."""
     patterns = featurizer.patterns
     listed = [patterns[p] for p in featurizer.listed]
     counts = np.bincount(featurizer.vocab.pattern, minlength=len(patterns))[featurizer.listed]
@@ -237,7 +238,7 @@ def _check_dense(featurizer: Featurizer, unigram: np.ndarray, bigram: np.ndarray
         costs.append(PatternCost(patterns[-1], 1, L**3))
     estimate = estimate_training(costs, L, has_trans, budget,
                                  unbuilt_bytes_per_weight=8 + INDEX_BYTES)
-    check(estimate, budget.limit, all_features=True, n_labels=L)
+    check(estimate, budget.limit, dense_option=option, n_labels=L)
 
 
 def _check_order(patterns: list[Pattern], order: int) -> None:

@@ -207,8 +207,10 @@ def estimate_training(costs: list[PatternCost], n_labels: int, has_trans: bool,
     return Estimate(max(peak, now + coming), n_features, costs)
 
 
-def check(estimate: Estimate, limit: int, *, all_features: bool, n_labels: int) -> None:
-    """Raise a :class:`UsageError` naming the costliest patterns when over ``limit``."""
+def check(estimate: Estimate, limit: int, *, dense_option: str | None,
+          n_labels: int) -> None:
+    """Raise a :class:`UsageError` naming the costliest patterns when over ``limit``;
+    ``dense_option``: the option that asked for unseen features (advised to drop)."""
     if estimate.total_bytes <= limit:
         return
     worst = sorted(estimate.patterns, key=lambda c: -c.features)[:3]
@@ -219,8 +221,8 @@ def check(estimate: Estimate, limit: int, *, all_features: bool, n_labels: int) 
     if any(c.pattern.has_bigram and not c.pattern.is_constant for c in worst):
         advice.append(f"make the bigram patterns u: patterns ({n_labels} instead of "
                       f"{n_labels ** 2} weights per observation)")
-    if all_features:
-        advice.append("drop --all-features (--all-labels)")
+    if dense_option:
+        advice.append(f"drop {dense_option}")
     advice.append("or raise --max-memory if the machine really has the memory")
     raise UsageError(
         f"training would need about {format_size(estimate.total_bytes)} for "

@@ -496,7 +496,9 @@ def train(patterns: list[Pattern] | None, sequences: Iterable[Sequence],
     if dev_set is not None:
         for warning in dev_set.warnings:
             progress.message(f"* warning: {warning}")
-    estimate = _check_memory(corpus, budget, options.all_features or options.all_labels)
+    dense_option = ("--all-features" if options.all_features
+                    else "--all-labels" if options.all_labels else None)
+    estimate = _check_memory(corpus, budget, dense_option)
     progress.message(
         f"* {model_type}, {options.algo}: {data.n_seqs} sequences, {data.n_tokens} tokens, "
         f"{len(corpus.labels)} labels, {len(corpus.featurizer.vocab)} observations, "
@@ -678,11 +680,11 @@ def _budget(options: TrainOptions, *, devel: bool = False) -> MemoryBudget:
     return MemoryBudget(limit, vectors + (2 if devel else 0), rows, process_memory()[1])
 
 
-def _check_memory(corpus: Corpus, budget: MemoryBudget, all_features: bool) -> Estimate:
+def _check_memory(corpus: Corpus, budget: MemoryBudget, dense_option: str | None) -> Estimate:
     """Refuse, before the optimiser allocates, if training would exceed the limit.
 
-    Runs on the exact feature space (the combinations seen, or all of them
-    with ``all_features``), once the corpus rows are freed.
+    Runs on the exact feature space (the combinations seen, or those
+    ``dense_option`` asked for), once the corpus rows are freed.
     """
     f = corpus.featurizer
     costs = seen_costs(f.patterns, f.listed, f.vocab.pattern, corpus.space)
@@ -695,7 +697,7 @@ def _check_memory(corpus: Corpus, budget: MemoryBudget, all_features: bool) -> E
                                  * (corpus.space.n_weights - corpus.space.skip_offset)
                                  + skip_bytes(corpus.graph, corpus.data.seq_ptr,
                                               len(corpus.labels), max(1, budget.gradient_rows)))
-    check(estimate, budget.limit, all_features=all_features, n_labels=len(corpus.labels))
+    check(estimate, budget.limit, dense_option=dense_option, n_labels=len(corpus.labels))
     return estimate
 
 

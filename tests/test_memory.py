@@ -151,6 +151,9 @@ def test_all_labels_budget_counts_the_labels_only():
                         budget=MemoryBudget(limit, 20, 0, peak))
     corpus = encode_training(patterns, seqs, all_labels=True,
                              budget=MemoryBudget(limit, 20, 0, peak))
+    with pytest.raises(UsageError, match="drop --all-labels"):  # the option given is named
+        encode_training(patterns, seqs, all_labels=True,
+                        budget=MemoryBudget(now + (1 << 20), 20, 0, peak))
     unigram_obs = int((corpus.featurizer.vocab.pattern == 0).sum())  # u:w's observations
     assert corpus.space.n_u == unigram_obs * corpus.space.n_labels
 
