@@ -97,11 +97,16 @@ def test_encode_refuses_over_budget_and_names_the_pattern():
     assert corpus.space.n_weights > 1000
 
 
-def test_all_features_is_dense_and_keeps_the_counts():
+def _seen_and_dense(**dense_option: bool):
+    """The same corpus (a unigram and a ``*`` pattern) encoded with the features seen
+    and with ``dense_option`` (all_features or all_labels)."""
     seqs = _sequences(ROOT / "data/address-train.txt", 120)
     patterns = parse_patterns("u:w=%x[0,0]\n*:s=%x[-1,1]/%x[0,1]\nB\n")
-    sparse = encode_training(patterns, seqs)
-    dense = encode_training(patterns, seqs, all_features=True)
+    return encode_training(patterns, seqs), encode_training(patterns, seqs, **dense_option)
+
+
+def test_all_features_is_dense_and_keeps_the_counts():
+    sparse, dense = _seen_and_dense(all_features=True)
     L = sparse.space.n_labels
     s, d = sparse.space, dense.space
     assert (dense.featurizer.vocab.keys == sparse.featurizer.vocab.keys).all()
@@ -122,10 +127,7 @@ def test_all_features_is_dense_and_keeps_the_counts():
 
 def test_all_labels_is_dense_in_labels_and_keeps_the_pairs_seen():
     """--all-labels: every (observation, label), the observation bigrams those seen."""
-    seqs = _sequences(ROOT / "data/address-train.txt", 120)
-    patterns = parse_patterns("u:w=%x[0,0]\n*:s=%x[-1,1]/%x[0,1]\nB\n")
-    sparse = encode_training(patterns, seqs)
-    labels = encode_training(patterns, seqs, all_labels=True)
+    sparse, labels = _seen_and_dense(all_labels=True)
     L = sparse.space.n_labels
     s, d = sparse.space, labels.space
     assert (np.diff(d.u_ptr) == L).all() and d.n_u == s.n_obs * L > s.n_u
