@@ -195,9 +195,7 @@ class FeatureSpace:
             b_code, b_count = np.zeros(0, dtype=np.int32), np.zeros(0, dtype=np.int32)
         if all_features is not None:
             u_ptr, u_lab, u_count = _every_code(u_ptr, u_lab, u_count, all_features[0], L)
-            if all_features[1].any():  # not with --all-labels: the pairs seen
-                b_ptr, b_code, b_count = _every_code(b_ptr, b_code, b_count, all_features[1],
-                                                     L * L)
+            b_ptr, b_code, b_count = _every_code(b_ptr, b_code, b_count, all_features[1], L * L)
         space = cls(n_labels=L, u_ptr=u_ptr, u_lab=u_lab, b_ptr=b_ptr,
                     b_prev=(b_code // L).astype(np.int32), b_cur=(b_code % L).astype(np.int32),
                     has_trans=has_trans)
@@ -225,7 +223,13 @@ def pointer(owner: np.ndarray, n: int) -> np.ndarray:
 
 def _every_code(ptr: np.ndarray, codes: np.ndarray, counts: np.ndarray, flagged: np.ndarray,
                 n_codes: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """CSR with all ``n_codes`` codes for each flagged observation, seen counts kept."""
+    """CSR with all ``n_codes`` codes for each flagged observation, seen counts kept.
+
+    Every observation with a seen code must be flagged (its pattern's kind is), or none
+    is (``--all-labels``' label pairs: the seen CSR is returned as it is).
+    """
+    if not flagged.any():
+        return ptr, codes, counts
     sizes = np.where(flagged, n_codes, 0).astype(np.int64)
     dense_ptr = np.zeros(len(sizes) + 1, dtype=np.int64)
     np.cumsum(sizes, out=dense_ptr[1:])
