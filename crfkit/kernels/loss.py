@@ -35,6 +35,7 @@ from crfkit.kernels.lattice import (
     longest_sequence,
     max_of,
     occurrence_value,
+    transition_buffer,
 )
 
 
@@ -46,7 +47,7 @@ def shared_scores(W, u_ptr, u_lab, n_u, n_b, trans_offset, has_trans, L, n_dense
     the dense rows of the ``n_dense`` most frequent observations
     (:func:`crfkit.kernels.lattice.dense_rows`)."""
     trans = np.empty((L, L))
-    exp_trans = np.empty((1, L, L))
+    exp_trans = transition_buffer(L)
     trans_shift = load_transitions(W, trans_offset, has_trans, L, trans, exp_trans)
     expw = np.empty(n_b)
     exp_bigram_weights(W, n_u, n_b, expw)
