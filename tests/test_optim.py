@@ -59,6 +59,37 @@ def test_plain_lbfgs_still_minimises():
     np.testing.assert_allclose(result.x, np.linalg.solve(H, b), rtol=1e-6, atol=1e-8)
 
 
+def test_cubic_step_finds_a_quadratics_minimum_after_one_refused_step():
+    """On a quadratic the cubic through F and its slope at 0 and at a refused step is
+    the quadratic itself: the second trial is its minimiser, and is accepted."""
+    trials = []
+
+    def fun(x, g):
+        trials.append(float(x[0]))
+        g[0] = 10.0 * (x[0] - 0.8)
+        return float(5.0 * (x[0] - 0.8) ** 2)
+
+    # from x = 1 the first step (1/|g| along -g) reaches 0, where F is 3.2 > 0.2: refused
+    result = lbfgs.minimize(fun, np.array([1.0]), stop_eps=0, maxiter=1)
+    assert trials[0] == 1.0 and trials[1] == pytest.approx(0.0, abs=1e-12)
+    assert trials[2] == pytest.approx(0.8, abs=1e-12)
+    assert len(trials) == 3 and result.x[0] == trials[2]
+
+
+@pytest.mark.parametrize("fa,ga,want", [
+    (2.0, 3.0, 0.25),            # F = 1 - a + 2 a^2: the minimiser of that quadratic
+    (1.0 / 3.0, -1.0, 0.5),      # a cubic without a local minimum: halve
+    (np.inf, 1.0, 0.5),          # an overflowing trial: halve
+    (1.0, np.nan, 0.5),
+    (2.0, -1.0, 0.1),            # the minimiser lies below a tenth of the step: a tenth
+    (100.0, 1000.0, 0.5),        # ... above its half: a half
+])
+def test_cubic_step_falls_back_and_is_clamped(fa, ga, want):
+    """From F(0) = 1 and slope -1, a refused step of 1 with F = fa and slope ga there:
+    the cubic's minimiser, halving where it has none, within [0.1, 0.5] of the step."""
+    assert lbfgs._cubic_step(1.0, 1.0, -1.0, fa, ga) == pytest.approx(want)
+
+
 def test_line_search_gives_up_early_where_the_objective_jumps():
     """A function that is not continuous at the start point (every other point is 1
     higher, as a Bethe objective whose BP found another fixed point): no step can
@@ -81,14 +112,16 @@ def test_line_search_gives_up_early_where_the_objective_jumps():
 def test_line_search_still_backtracks_through_a_rising_stretch():
     """Halvings whose value rises while the step shrinks are allowed, fewer than
     MAX_STALLED in a row: from x = 2 the trials at 1, 1.5 and 1.75 climb a ramp
-    (5.5, 11.1, 14.0 against F(2) = 2) and 1.875, past its cliff, is accepted."""
+    (5.5, 11.1, 14.0 against F(2) = 2) and 1.875, past its cliff, is accepted.
+    (OWL-QN halves; without L1 the cubic step would jump from 1 to 1.9 at once, so
+    a negligible L1 term keeps the halvings this test is about.)"""
     def fun(x, g):
         u = (1.8 - x[0]) / 0.005
         sig = 0.5 * (1.0 + np.tanh(0.5 * u))  # the logistic function, without overflow
         g[0] = x[0] + 10.0 * sig - 10.0 * (x[0] - 0.5) * sig * (1.0 - sig) / 0.005
         return float(0.5 * x[0] ** 2 + 10.0 * (x[0] - 0.5) * sig)
 
-    result = lbfgs.minimize(fun, np.array([2.0]), stop_eps=0, maxiter=1)
+    result = lbfgs.minimize(fun, np.array([2.0]), l1=1e-12, stop_eps=0, maxiter=1)
     assert result.iterations == 1
     assert result.x[0] == pytest.approx(1.875)
 
