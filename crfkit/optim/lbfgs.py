@@ -60,7 +60,7 @@ from crfkit.vectors import dot, l1_norm
 
 ARMIJO = 1e-4
 MAX_LINESEARCH = 30
-# Give up once this many halvings in a row left F above F(x) without bringing it closer: a
+# Give up once this many shorter trials in a row left F above F(x) without bringing it closer: a
 # continuous F comes back to F(x) as the step shrinks, so F is not continuous at x (a
 # skip-chain's Bethe objective whose BP found another fixed point) and no step will do.
 MAX_STALLED = 5
@@ -156,7 +156,8 @@ def _line_search(fun: Function, x: np.ndarray, f: float, d: np.ndarray, step: fl
 
     Fills ``x_new``/``g_new`` with the accepted point and its smooth gradient
     and returns its objective (L1 term included), or None if ``MAX_LINESEARCH``
-    halvings did not decrease F enough. With L1 each trial point is projected
+    trials, each shorter than the last (:func:`_cubic_step`; halved with L1), did not
+    decrease F enough. With L1 each trial point is projected
     onto the orthant (module docstring) and the predicted decrease is
     ``pg . (x_new - x)``; without it, ``step * gd``.
     """
