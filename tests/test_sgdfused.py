@@ -93,3 +93,30 @@ def test_fused_epoch_reports_overflow(corpus):
     out = SgdEpochs(c.space, c.data)(W, np.arange(c.data.n_seqs, dtype=np.int64), 0, 0.1, 0.9,
                                      0.0, np.zeros(W.size), np.zeros(1))
     assert out[3]
+
+
+@pytest.mark.parametrize("rho1", [0.0, 0.2])
+def test_dense_rows_give_the_same_bits_whatever_their_number(corpus, rho1):
+    """The fused epoch keeps the most frequent observations' weights in dense rows; each
+    weight receives the same additions in the same order, so the weights, penalties and
+    losses are the same bits with no dense row, some, or every observation's."""
+    c = corpus
+    n_obs = c.space.n_obs
+    runs = []
+    for n_dense in (0, n_obs // 3, n_obs):
+        epochs = SgdEpochs(c.space, c.data, n_dense=n_dense)
+        W, q, s = _state(c, 5)
+        rng = np.random.default_rng(6)
+        losses = [epochs(W, rng.permutation(c.data.n_seqs).astype(np.int64), e * c.data.n_seqs,
+                         0.3, 0.9, rho1, q, s) for e in range(3)]
+        assert not epochs.G.any()
+        runs.append((W, q, s, losses))
+    W0, q0, s0, losses0 = runs[0]
+    assert np.any(W0 != _state(c, 5)[0])
+    if rho1:
+        assert np.sum(W0 == 0.0) > 0  # the penalty clipped weights at zero: compared too
+    for W, q, s, losses in runs[1:]:
+        np.testing.assert_array_equal(W, W0)
+        np.testing.assert_array_equal(q, q0)
+        np.testing.assert_array_equal(s, s0)
+        assert losses == losses0

@@ -32,6 +32,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from crfkit import config
 from crfkit.config import JIT
 from crfkit.kernels.gradient import (
     add_path_counts,
@@ -265,16 +266,21 @@ class SgdEpochs(_Epochs):
 
     n_out = 4
 
-    def __init__(self, space: FeatureSpace, data: Dataset, *, fused: bool = True) -> None:
+    def __init__(self, space: FeatureSpace, data: Dataset, *, fused: bool = True,
+                 n_dense: int | None = None) -> None:
+        """``n_dense``: observations whose weights the fused epoch keeps in dense rows
+        (default: as many as the batch objective, :data:`crfkit.config.DENSE_ROW_CELLS`)."""
         super().__init__(space, data)
         self.fused = fused and self.tok_val is None
+        self.n_dense = (min(space.n_obs, config.DENSE_ROW_CELLS // max(1, space.n_labels))
+                        if n_dense is None else n_dense)
 
     def __call__(self, W: np.ndarray, order: np.ndarray, seen: int, eta0: float, alpha: float,
                  rho1: float, q: np.ndarray, state: np.ndarray) -> tuple[float, int, int, bool]:
         if self.fused:
             sgd_epoch_fused(W, order, self.space, self.data, self.per_token, self.L,
                             float(eta0), float(alpha), float(rho1), seen, q, self.G, self.expw,
-                            state, self.out)
+                            state, self.out, self.n_dense)
         else:
             sgd_epoch(W, order, self.space, self.data, self.per_token, self.L, float(eta0),
                       float(alpha), float(rho1), seen, q, self.G, self.touched, self.expw,

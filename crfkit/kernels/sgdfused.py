@@ -15,6 +15,13 @@ sequence costs
    weights at a time (no list of touched ids: a weight met twice finds
    ``G == 0`` the second time, as in the reference).
 
+The most frequent observations (as many as the batch objective's dense rows) keep
+their weights, gradient and penalties in dense rows of L for the epoch, so the
+three walks handle three quarters of CoNLL-2000's feature occurrences a row at a
+time (labels without a feature: a zero weight that never moves), and the update
+loops are written with selects instead of branches, so they vectorise: an epoch
+took ~15-20% less time (the model is the same bits).
+
 The arithmetic is the reference's (the same rate, penalty and lazy updates;
 a weight still moves once per sequence, by the gradient summed over the
 sequence); only the order in which a feature's occurrences are added to
@@ -36,6 +43,7 @@ from crfkit.kernels.gradient import (
 )
 from crfkit.kernels.lattice import (
     argmax,
+    dense_rows,
     exp_bigram_weights,
     exp_transitions_factors,
     forward_backward,
@@ -77,7 +85,7 @@ def step(W, G, q, k, eta, u, l1):
 
 @njit(**JIT)
 def _accumulate(G, space, tok_ptr, tok_obs, labels, t0, T, L, per_token, psi, alpha, beta,
-                expu, expb, scale, pair, tmp, marg, trans, W):
+                expu, expb, scale, pair, tmp, marg, trans, W, Gd):
     """Walk 2: G += marginal - gold indicator for every feature occurrence of the sequence.
 
     ``marg`` (L,) holds one token's marginals at a time (alpha[t-1] is still
@@ -85,6 +93,7 @@ def _accumulate(G, space, tok_ptr, tok_obs, labels, t0, T, L, per_token, psi, al
     score, as the reference sums it; tokens whose most probable label is wrong).
     """
     u_ptr, u_lab, b_ptr, b_prev, b_cur, n_u, trans_offset, has_trans = space
+    K = Gd.shape[0]
     if not per_token and has_trans and T > 1:
         shared_pair_expectations(G, trans_offset, T, L, alpha, beta, expu, expb, scale, pair,
                                  tmp)
@@ -104,6 +113,10 @@ def _accumulate(G, space, tok_ptr, tok_obs, labels, t0, T, L, per_token, psi, al
             G[trans_offset + yp * L + y] -= 1.0
         for j in range(tok_ptr[t0 + t], tok_ptr[t0 + t + 1]):
             o = tok_obs[j]
+            if o < K:  # a whole row: labels without a feature are reset unused by walk 3
+                for c in range(L):
+                    Gd[o, c] += marg[c] - 1.0 if c == y else marg[c]
+                continue
             for k in range(u_ptr[o], u_ptr[o + 1]):
                 c = u_lab[k]
                 if c == y:
@@ -131,32 +144,54 @@ def step_range(W, G, q, k0, k1, eta, u, l1):
     """:func:`step` for weights k0 .. k1-1, as a loop: one call per observation, not per
     weight (measured on CoNLL-2000: the update walk took 3.5 s an epoch through the
     per-weight helper, 0.4 s so)."""
-    for k in range(k0, k1):
+    for k in range(k0, k1):  # selects, not branches: the loop vectorises
         g = G[k]
-        if g == 0.0:
-            continue
+        moved = g != 0.0
         G[k] = 0.0
         z = W[k] - eta * g
         if l1:
+            qk = q[k]
             w = z
-            if z > 0.0:
-                w = max(0.0, z - (u + q[k]))
-            elif z < 0.0:
-                w = min(0.0, z + (u - q[k]))
-            q[k] += w - z
+            w = max(0.0, z - (u + qk)) if z > 0.0 else w
+            w = min(0.0, z + (u - qk)) if z < 0.0 else w
+            q[k] = qk + (w - z) if moved else qk
             z = w
-        W[k] = z
+        W[k] = z if moved else W[k]
 
 
 @njit(**JIT)
-def _apply(W, G, q, space, tok_ptr, tok_obs, t0, T, L, per_token, eta, u, l1, expw):
+def step_row(Wd, Gd, qd, present, o, eta, u, l1):
+    """:func:`step_range` for dense row o (see :func:`sgd_epoch_fused`): the labels that
+    have a feature step as theirs would, the others only have their gradient reset."""
+    for c in range(Wd.shape[1]):  # selects, not branches: the loop vectorises
+        g = Gd[o, c]
+        moved = (g != 0.0) & present[o, c]
+        Gd[o, c] = 0.0
+        z = Wd[o, c] - eta * g
+        if l1:
+            qc = qd[o, c]
+            w = z
+            w = max(0.0, z - (u + qc)) if z > 0.0 else w
+            w = min(0.0, z + (u - qc)) if z < 0.0 else w
+            qd[o, c] = qc + (w - z) if moved else qc
+            z = w
+        Wd[o, c] = z if moved else Wd[o, c]
+
+
+@njit(**JIT)
+def _apply(W, G, q, space, tok_ptr, tok_obs, t0, T, L, per_token, eta, u, l1, expw, dense):
     """Walk 3: step every weight the sequence touched (G back to zero); with observation
     bigrams, keep ``expw`` = exp(bigram weights) current."""
     u_ptr, u_lab, b_ptr, b_prev, b_cur, n_u, trans_offset, has_trans = space
+    Wd, Gd, qd, present = dense
+    K = Wd.shape[0]
     for t in range(T):
         for j in range(tok_ptr[t0 + t], tok_ptr[t0 + t + 1]):
             o = tok_obs[j]
-            step_range(W, G, q, u_ptr[o], u_ptr[o + 1], eta, u, l1)
+            if o < K:
+                step_row(Wd, Gd, qd, present, o, eta, u, l1)
+            else:
+                step_range(W, G, q, u_ptr[o], u_ptr[o + 1], eta, u, l1)
             if t and per_token:
                 step_range(W, G, q, n_u + b_ptr[o], n_u + b_ptr[o + 1], eta, u, l1)
                 for k in range(b_ptr[o], b_ptr[o + 1]):
@@ -166,19 +201,50 @@ def _apply(W, G, q, space, tok_ptr, tok_obs, t0, T, L, per_token, eta, u, l1, ex
 
 
 @njit(**JIT)
+def dense_tables(W, q, u_ptr, u_lab, K, L):
+    """The weights and penalties of observations 0..K-1 as dense (K, L) rows, a zero
+    gradient table and which labels have a feature (:func:`sgd_epoch_fused`)."""
+    present = np.zeros((K, L), dtype=np.bool_)
+    for o in range(K):
+        for k in range(u_ptr[o], u_ptr[o + 1]):
+            present[o, u_lab[k]] = True
+    return (dense_rows(W, u_ptr, u_lab, K, L), np.zeros((K, L)), dense_rows(q, u_ptr, u_lab, K, L),
+            present)
+
+
+@njit(**JIT)
+def store_dense(W, q, u_ptr, u_lab, dense):
+    """W and q of observations 0..K-1 back from their dense rows."""
+    Wd, Gd, qd, present = dense
+    for o in range(Wd.shape[0]):
+        for k in range(u_ptr[o], u_ptr[o + 1]):
+            W[k] = Wd[o, u_lab[k]]
+            q[k] = qd[o, u_lab[k]]
+
+
+@njit(**JIT)
 def sgd_epoch_fused(W, order, space, data, per_token, L, eta0, alpha, rho1, seen, q, G, expw,
-                    state, out):
+                    state, out, n_dense):
     """One pass of SGD-L1 over ``order``; the contract of
-    :func:`crfkit.kernels.epochs.sgd_epoch` (binary features, no ``touched`` buffer)."""
+    :func:`crfkit.kernels.epochs.sgd_epoch` (binary features, no ``touched`` buffer).
+
+    The weights, gradients and penalties of the ``n_dense`` most frequent
+    observations live in dense rows of L for the epoch (as the batch objective's
+    :func:`crfkit.kernels.lattice.dense_rows`): the three walks read and write them
+    a row at a time instead of feature by feature through ``u_lab``. Every weight
+    still receives the same additions in the same order, so the model is the same
+    bits as with ``n_dense=0``.
+    """
     seq_ptr, tok_ptr, tok_obs, labels = data
     u_ptr, u_lab, b_ptr, b_prev, b_cur, n_u, trans_offset, has_trans = space
+    dense = dense_tables(W, q, u_ptr, u_lab, n_dense, L)
+    Wd, Gd = dense[0], dense[1]
     exp_bigram_weights(W, n_u, len(b_prev), expw)
     N = len(order)
     trans = np.empty((L, L))
     exp_trans = np.empty((1, L, L))
     work = work_buffers(longest_sequence(seq_ptr, 0, len(seq_ptr) - 1), L, per_token, exp_trans)
     psi, phi, expu, expb, alpha_, beta, scale, pair, tmp = work
-    no_dense = np.empty((0, L))
     marg = np.empty(L)
     u = state[0]
     loss = 0.0
@@ -195,7 +261,7 @@ def sgd_epoch_fused(W, order, space, data, per_token, L, eta0, alpha, rho1, seen
         if T == 0:
             continue
         trans_shift = load_transitions(W, trans_offset, has_trans, L, trans, exp_trans)
-        unigram_scores(W, tok_ptr, tok_obs, None, u_ptr, u_lab, t0, T, psi, no_dense)
+        unigram_scores(W, tok_ptr, tok_obs, None, u_ptr, u_lab, t0, T, psi, Wd)
         shift = 0.0
         if per_token:
             shift = exp_transitions_factors(W, b_ptr, b_prev, b_cur, n_u, tok_ptr, tok_obs, t0,
@@ -206,12 +272,14 @@ def sgd_epoch_fused(W, order, space, data, per_token, L, eta0, alpha, rho1, seen
             out[3] = 1.0
             break
         gold, wrong = _accumulate(G, space, tok_ptr, tok_obs, labels, t0, T, L, per_token, psi,
-                                  alpha_, beta, expu, expb, scale, pair, tmp, marg, trans, W)
+                                  alpha_, beta, expu, expb, scale, pair, tmp, marg, trans, W,
+                                  Gd)
         loss += logz - gold
         tok_err += wrong
         if wrong:
             seq_err += 1
-        _apply(W, G, q, space, tok_ptr, tok_obs, t0, T, L, per_token, eta, u, l1, expw)
+        _apply(W, G, q, space, tok_ptr, tok_obs, t0, T, L, per_token, eta, u, l1, expw, dense)
+    store_dense(W, q, u_ptr, u_lab, dense)
     state[0] = u
     out[0] = loss
     out[1] = tok_err
