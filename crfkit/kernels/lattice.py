@@ -388,13 +388,7 @@ def scaled_forward(expu, expb, per_token, T, L, alpha, scale, tmp):
 
     False if a scale underflows or overflows (the caller's log Z is then NaN).
     """
-    s = 0.0
-    for y in range(L):
-        alpha[0, y] = expu[0, y]
-        s += alpha[0, y]
-    scale[0] = s
-    for y in range(L):
-        alpha[0, y] /= s
+    forward_start(expu, L, alpha, scale)
     for t in range(1, T):
         M = expb[t] if per_token else expb[0]
         for b in range(L):
@@ -408,12 +402,33 @@ def scaled_forward(expu, expb, per_token, T, L, alpha, scale, tmp):
             v = tmp[b] * expu[t, b]
             alpha[t, b] = v
             s += v
-        scale[t] = s
-        if not (s > 0.0 and s < np.inf):
+        if not rescale(alpha, t, L, scale, s):
             return False
-        inv = 1.0 / s
-        for b in range(L):
-            alpha[t, b] *= inv
+    return True
+
+
+@njit(inline="always", **JIT)
+def forward_start(expu, L, alpha, scale):
+    """alpha[0] = expu[0] normalised to sum 1; scale[0] its sum."""
+    s = 0.0
+    for y in range(L):
+        alpha[0, y] = expu[0, y]
+        s += alpha[0, y]
+    scale[0] = s
+    for y in range(L):
+        alpha[0, y] /= s
+
+
+@njit(inline="always", **JIT)
+def rescale(alpha, t, L, scale, s):
+    """scale[t] = s (the sum of alpha[t]) and alpha[t] divided by it; False if s
+    underflowed to 0 or overflowed (or is NaN)."""
+    scale[t] = s
+    if not (s > 0.0 and s < np.inf):
+        return False
+    inv = 1.0 / s
+    for b in range(L):
+        alpha[t, b] *= inv
     return True
 
 
@@ -487,13 +502,7 @@ def shared_logz(expu, M, MT, T, L, alpha, beta, scale, tmp, pair, pairs, logz):
 def shared_forward(expu, MT, T, L, alpha, scale):
     """:func:`scaled_forward` with one transition matrix for every token, given as its
     transpose ``MT``: alpha[t, b] is then a dot product of two contiguous rows."""
-    s = 0.0
-    for y in range(L):
-        alpha[0, y] = expu[0, y]
-        s += alpha[0, y]
-    scale[0] = s
-    for y in range(L):
-        alpha[0, y] /= s
+    forward_start(expu, L, alpha, scale)
     for t in range(1, T):
         s = 0.0
         for b in range(L):
@@ -503,12 +512,8 @@ def shared_forward(expu, MT, T, L, alpha, scale):
             v = acc * expu[t, b]
             alpha[t, b] = v
             s += v
-        scale[t] = s
-        if not (s > 0.0 and s < np.inf):
+        if not rescale(alpha, t, L, scale, s):
             return False
-        inv = 1.0 / s
-        for b in range(L):
-            alpha[t, b] *= inv
     return True
 
 
