@@ -90,6 +90,18 @@ def test_cubic_step_falls_back_and_is_clamped(fa, ga, want):
     assert lbfgs._cubic_step(1.0, 1.0, -1.0, fa, ga) == pytest.approx(want)
 
 
+@pytest.mark.parametrize("a,f0,g0,fa,ga", [
+    (1e-300, 1.0, -1.0, 1e308, 1e308),   # (fa - f0) / a overflows
+    (1.0, 1.0, -1e300, 1e308, 1e308),    # d1 * d1 overflows
+    (1.0, 1.0, -1.0, 1e308, -1e308),     # inf - inf in the cubic's terms
+    (0.0, 1.0, -1.0, 2.0, 1.0),          # a step that underflowed to zero
+])
+def test_cubic_step_halves_where_its_arithmetic_overflows(a, f0, g0, fa, ga):
+    """Extreme values give half the step, never NaN (a NaN step would make every later
+    trial NaN) and never a warning (the suite turns warnings into errors)."""
+    assert lbfgs._cubic_step(a, f0, g0, fa, ga) == 0.5 * a
+
+
 def test_line_search_gives_up_early_where_the_objective_jumps():
     """A function that is not continuous at the start point (every other point is 1
     higher, as a Bethe objective whose BP found another fixed point): no step can

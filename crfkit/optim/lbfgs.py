@@ -47,6 +47,7 @@ Armijo condition). A Ctrl-C returns the last accepted point.
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Callable
 
@@ -190,19 +191,20 @@ def _cubic_step(a: float, f0: float, g0: float, fa: float, ga: float) -> float:
     ``chunking.pat``; the interpolated steps (0.15-0.49 of the failed one) took 218
     for 194. Halving where the cubic has no minimiser or a value is not finite.
     """
+    a, f0, g0, fa, ga = float(a), float(f0), float(g0), float(fa), float(ga)
     half = 0.5 * a
-    if not (np.isfinite(fa) and np.isfinite(ga)):
+    if not (a > 0.0 and math.isfinite(fa) and math.isfinite(ga)):
         return half
     d1 = g0 + ga - 3.0 * (fa - f0) / a
     disc = d1 * d1 - g0 * ga
-    if disc < 0.0:
+    if not (disc >= 0.0 and math.isfinite(disc)):  # no minimiser (or an overflow)
         return half
-    d2 = np.sqrt(disc)
+    d2 = math.sqrt(disc)
     denom = ga - g0 + 2.0 * d2
-    if denom == 0.0:
+    if not (denom != 0.0 and math.isfinite(denom)):
         return half
     t = a - a * (ga + d2 - d1) / denom
-    return min(max(t, 0.1 * a), half)
+    return min(max(t, 0.1 * a), half) if math.isfinite(t) else half
 
 
 class _History:
