@@ -28,6 +28,11 @@ N_BLOCKS = 16
 # of L floats: this many floats (1 MB) per block in flight.
 DENSE_ROW_CELLS = 1 << 17
 
+
+def dense_observations(n_obs: int, n_labels: int) -> int:
+    """How many of the most frequent observations get dense rows of ``n_labels``."""
+    return min(n_obs, DENSE_ROW_CELLS // max(1, n_labels))
+
 # Gradient buffers are per block; cap their total size by using fewer blocks.
 MAX_BLOCK_BUFFER_BYTES = 1 << 30
 

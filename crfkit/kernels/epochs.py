@@ -269,10 +269,10 @@ class SgdEpochs(_Epochs):
     def __init__(self, space: FeatureSpace, data: Dataset, *, fused: bool = True,
                  n_dense: int | None = None) -> None:
         """``n_dense``: observations whose weights the fused epoch keeps in dense rows
-        (default: as many as the batch objective, :data:`crfkit.config.DENSE_ROW_CELLS`)."""
+        (default: as many as the batch objective, :func:`crfkit.config.dense_observations`)."""
         super().__init__(space, data)
         self.fused = fused and self.tok_val is None
-        self.n_dense = (min(space.n_obs, config.DENSE_ROW_CELLS // max(1, space.n_labels))
+        self.n_dense = (config.dense_observations(space.n_obs, space.n_labels)
                         if n_dense is None else n_dense)
 
     def __call__(self, W: np.ndarray, order: np.ndarray, seen: int, eta0: float, alpha: float,

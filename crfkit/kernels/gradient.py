@@ -31,9 +31,9 @@ from crfkit.config import JIT
 from crfkit.kernels.lattice import (
     argmax,
     bigram_scores,
-    exp_shifted,
     exp_transitions,
     exp_transitions_factors,
+    exp_unigrams,
     forward_backward,
     occurrence_value,
     scaled_logz,
@@ -98,10 +98,7 @@ def sequence_gradient(W, space, tok_ptr, tok_obs, tok_val, t0, T, L, per_token, 
                                 trans_offset, has_trans, t0, T, L, alpha, beta, expu, expb,
                                 scale, pair, tmp)
     else:
-        logz = 0.0
-        if not factored:
-            for t in range(T):
-                logz += exp_shifted(psi[t], expu[t])
+        logz = 0.0 if factored else exp_unigrams(psi, T, expu)
         pairs = has_trans and T > 1
         logz = shared_logz(expu, expb[0], expb[1], T, L, alpha, beta, scale, tmp, pair, pairs,
                            logz)

@@ -364,10 +364,17 @@ def forward_backward(psi, expb, per_token, T, L, expu, alpha, beta, scale, tmp):
     Returns log Z minus the transition maxima (see :func:`exp_transitions`;
     the caller adds them), or NaN if a scale underflows.
     """
-    logz = 0.0
-    for t in range(T):
-        logz += exp_shifted(psi[t], expu[t])
+    logz = exp_unigrams(psi, T, expu)
     return scaled_logz(expu, expb, per_token, T, L, alpha, beta, scale, tmp, logz)
+
+
+@njit(inline="always", **JIT)
+def exp_unigrams(psi, T, expu):
+    """expu[t] = exp(psi[t] - max psi[t]) for t < T; returns the sum of the maxima."""
+    shift = 0.0
+    for t in range(T):
+        shift += exp_shifted(psi[t], expu[t])
+    return shift
 
 
 @njit(**JIT)

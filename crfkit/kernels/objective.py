@@ -62,7 +62,7 @@ class Objective:
         n_blocks = len(self.block_ptr) - 1
         self.wave = max(1, min(thread_count(), n_blocks))
         # The most frequent observations get dense rows (kernels.lattice.dense_rows).
-        self.n_dense = min(space.n_obs, config.DENSE_ROW_CELLS // max(1, space.n_labels))
+        self.n_dense = config.dense_observations(space.n_obs, space.n_labels)
         self.G_blocks = np.empty((self.wave, space.n_weights))
         self.out = np.empty((n_blocks, 3))
         self.token_errors = 0

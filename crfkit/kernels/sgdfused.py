@@ -59,14 +59,21 @@ INLINE_JIT = {**JIT, "inline": "always"}
 
 
 @njit(**INLINE_JIT)
+def clipped(z, owed, u):
+    """Tsuruoka's cumulative L1 step for a weight z: pulled towards zero by what it is owed
+    (``u`` minus what it received, ``owed``), never across zero. Written with selects so
+    the loops that call it vectorise."""
+    w = z
+    w = max(0.0, z - (u + owed)) if z > 0.0 else w
+    w = min(0.0, z + (u - owed)) if z < 0.0 else w
+    return w
+
+
+@njit(**INLINE_JIT)
 def penalise(W, q, k, u):
-    """Tsuruoka's cumulative L1 step for weight k: pull it towards zero by what it is owed
-    (``u`` minus what it received, ``q[k]``), never across zero."""
+    """:func:`clipped` for weight k, its penalty record ``q[k]`` updated."""
     z = W[k]
-    if z > 0.0:
-        W[k] = max(0.0, z - (u + q[k]))
-    elif z < 0.0:
-        W[k] = min(0.0, z + (u - q[k]))
+    W[k] = clipped(z, q[k], u)
     q[k] += W[k] - z
 
 
@@ -151,9 +158,7 @@ def step_range(W, G, q, k0, k1, eta, u, l1):
         z = W[k] - eta * g
         if l1:
             qk = q[k]
-            w = z
-            w = max(0.0, z - (u + qk)) if z > 0.0 else w
-            w = min(0.0, z + (u - qk)) if z < 0.0 else w
+            w = clipped(z, qk, u)
             q[k] = qk + (w - z) if moved else qk
             z = w
         W[k] = z if moved else W[k]
@@ -170,9 +175,7 @@ def step_row(Wd, Gd, qd, present, o, eta, u, l1):
         z = Wd[o, c] - eta * g
         if l1:
             qc = qd[o, c]
-            w = z
-            w = max(0.0, z - (u + qc)) if z > 0.0 else w
-            w = min(0.0, z + (u - qc)) if z < 0.0 else w
+            w = clipped(z, qc, u)
             qd[o, c] = qc + (w - z) if moved else qc
             z = w
         Wd[o, c] = z if moved else Wd[o, c]

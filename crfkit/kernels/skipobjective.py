@@ -103,7 +103,7 @@ class SkipObjective:
         self.block_ptr = partition_blocks(lengths, min(config.N_BLOCKS, max_blocks))
         n_blocks = len(self.block_ptr) - 1
         self.wave = max(1, min(thread_count(), n_blocks))
-        self.n_dense = min(space.n_obs, config.DENSE_ROW_CELLS // max(1, space.n_labels))
+        self.n_dense = config.dense_observations(space.n_obs, space.n_labels)
         self.G_blocks = np.empty((self.wave, space.n_weights))
         self.out = np.empty((n_blocks, 5))
         self.msg = np.empty((len(graph[2]), 2, space.n_labels))
