@@ -72,8 +72,8 @@ def _groups(algo: str, model_type: str, devel: bool, order: int = 1
     called is never cached, and would announce a compilation on every run.
     """
     yield COUNTING, _counting
-    if order == 2:  # l-bfgs only (train refuses the others)
-        yield ORDER2, _order2
+    if order == 2:  # l-bfgs or sgd-l1 (train refuses the others)
+        yield (SGD, _sgd2) if algo == "sgd-l1" else (ORDER2, _order2)
         if devel:
             yield DEVEL, _devel2
         return
@@ -122,6 +122,12 @@ def _sgd() -> list[tuple[object, ...]]:
 
     # the fused epoch for plain corpora, the reference one for valued corpora
     return [(sgdfused.sgd_epoch_fused, epochs.sgd_epoch)]
+
+
+def _sgd2() -> list[tuple[object, ...]]:
+    from crfkit.kernels import epochs2
+
+    return [(epochs2.sgd_epoch2,)]
 
 
 def _perceptron() -> list[tuple[object, ...]]:

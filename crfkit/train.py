@@ -203,9 +203,9 @@ class TrainOptions:
             if 2 not in MODEL_TYPES[self.model_type or DEFAULT_TYPE].orders:
                 raise UsageError(f"a {self.model_type} model has no second order: --order 2 "
                                  f"trains a crf (drop -T/--type)")
-            if self.algo != "l-bfgs":
+            if self.algo not in ("l-bfgs", "sgd-l1"):
                 raise UsageError(f"-a {self.algo} cannot train a second-order model; "
-                                 f"use -a l-bfgs (with -1 for L1)")
+                                 f"use -a l-bfgs (with -1 for L1) or -a sgd-l1")
         if self.likely is not None:
             if not 0 < self.likely <= 1:
                 raise UsageError(f"--likely-features must be in (0, 1], got {self.likely}")
@@ -282,7 +282,12 @@ def _run_lbfgs(problem: Problem, hook: IterationHook) -> Result:
 
 def _run_sgd(problem: Problem, hook: IterationHook) -> Result:
     o, c = problem.options, problem.corpus
-    epochs = SgdEpochs(c.space, c.data)
+    if c.space.order == 2:
+        from crfkit.kernels.epochs2 import SgdEpochs2
+
+        epochs = SgdEpochs2(c.space, c.data)
+    else:
+        epochs = SgdEpochs(c.space, c.data)
     if o.eta0 is None:  # calibrated here, so that the model records the rate it trained with
         o.eta0 = sgd.calibrate(epochs, c.x0, c.data.n_seqs, o.rho1, o.alpha, o.seed)
     return sgd.minimize(epochs, c.x0, c.data.n_seqs, rho1=o.rho1,

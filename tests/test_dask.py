@@ -202,13 +202,13 @@ def test_shard_paths_must_exist():
     assert isinstance(Shard("x"), Shard)
 
 
-@pytest.mark.parametrize("dense", ["all_features", "all_labels"])
+@pytest.mark.parametrize("dense", ["all_features", "all_labels", "order"])
 def test_dense_feature_sets_are_refused_before_the_cluster_is_used(dense):
     from crfkit.dask.training import train as dask_train
     from crfkit.errors import UsageError
 
     with pytest.raises(UsageError, match="not available with --dask"):
-        dask_train(None, [], [], TrainOptions(**{dense: True}))
+        dask_train(None, [], [], TrainOptions(**{dense: 2 if dense == "order" else True}))
 
 
 def test_no_worker_left_keeps_the_last_finished_iteration(address_sample, monkeypatch):

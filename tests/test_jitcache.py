@@ -82,3 +82,15 @@ def test_second_order_training_checks_the_order2_kernels(monkeypatch):
     monkeypatch.setattr(jitcache, "is_cached", lambda dispatcher: False)
     assert jitcache.compile_seconds("l-bfgs", "crf", True, order=2) == \
         jitcache.COUNTING + jitcache.ORDER2 + jitcache.DEVEL
+
+
+def test_second_order_sgd_checks_its_epoch_kernel(monkeypatch):
+    checked = []
+
+    def cached(dispatcher):
+        checked.append(dispatcher.__name__)
+        return dispatcher.__name__ != "sgd_epoch2"
+
+    monkeypatch.setattr(jitcache, "is_cached", cached)
+    assert jitcache.compile_seconds("sgd-l1", "crf", False, order=2) == jitcache.SGD
+    assert "sgd_epoch2" in checked and "loss_block_lanes" not in checked

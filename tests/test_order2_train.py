@@ -160,7 +160,7 @@ def test_cli_train_label_dump_info(tmp_path, corpus):
 
 @pytest.mark.parametrize("args,needle", [
     (["--order", "3"], "--order must be 1 or 2"),
-    (["--order", "2", "-a", "sgd-l1"], "cannot train a second-order model"),
+    (["--order", "2", "-a", "l2sgd"], "cannot train a second-order model"),
     (["--order", "2", "-a", "ap"], "cannot train a second-order model"),
     (["--order", "2", "-T", "memm"], "has no second order"),
     (["--order", "2", "--likely-features", "0.5"], "--likely-features trains a first-order"),

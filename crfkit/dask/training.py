@@ -228,6 +228,8 @@ def train(client: Any, patterns: list[Pattern], sources: list[Shard] | list,
     options.validate()
     if options.all_features or options.all_labels:
         raise UsageError("--all-features and --all-labels are not available with --dask")
+    if (options.order or 1) != 1:  # the workers encode first-order corpora only
+        raise UsageError("--order 2 is not available with --dask")
     model_type = options.model_type or DEFAULT_TYPE
     patterns = model_patterns(patterns, model_type)
     progress = progress or Progress(quiet=True)
