@@ -395,6 +395,8 @@ def _existing_file(path: str | None, option: str, numeric_hint: str | None) -> N
               help="L2 strengths, as --rho1  [default: 0.5,0.25,0.125; 1 with --rho1]")
 @click.option("-T", "--type", "model_type", default=None, metavar="|".join(MODEL_TYPE_NAMES),
               help="Model type  [default: crf]")
+@click.option("--order", type=int, default=None, metavar="1|2",
+              help="Label order of a crf, as train (2: no likely features)  [default: 1]")
 @click.option("-i", "--maxiter", type=int, default=None,
               help="Maximum iterations of each training, 0 for no limit  [default: 0]")
 @click.option("-e", "--stopeps", type=float, default=None,
@@ -432,7 +434,7 @@ def _existing_file(path: str | None, option: str, numeric_hint: str | None) -> N
               help="Text encoding of TRAIN, the -d file and the pattern file.")
 @click.option("-q", "--quiet", is_flag=True, help="No table or progress output.")
 def tune_command(pattern_file, input_file, model_file, devel_file, folds, seed, rho1_list,
-                 rho2_list, model_type, maxiter, stopeps, path_stopeps, stopwin, history,
+                 rho2_list, model_type, order, maxiter, stopeps, path_stopeps, stopwin, history,
                  cutoff, all_features, all_labels, likely_list, no_warm_start, jobs, nthread,
                  report_dir, as_json, sep, encoding, quiet) -> None:
     """Train over a path of regularisation strengths and keep the best model.
@@ -456,7 +458,12 @@ def tune_command(pattern_file, input_file, model_file, devel_file, folds, seed, 
     for path, option in ((pattern_file, "-p/--pattern"), (devel_file, "-d/--devel"),
                          (None if input_file == "-" else input_file, "TRAIN")):
         _existing_file(path, option, None)
-    given = {"model_type": model_type, "maxiter": maxiter, "stopeps": stopeps,
+    from crfkit.errors import UsageError
+
+    if order == 2 and likely_list not in (None, "none"):
+        raise UsageError("--likely scores likely features of first-order models: "
+                         "not with --order 2")
+    given = {"model_type": model_type, "order": order, "maxiter": maxiter, "stopeps": stopeps,
              "stopwin": stopwin, "history": history, "cutoff": cutoff, "nthread": nthread,
              "all_features": all_features or None, "all_labels": all_labels or None}
     path = strength_path(None if rho1_list is None else parse_strengths(rho1_list, "--rho1"),

@@ -65,7 +65,7 @@ from crfkit.evaluate import evaluate
 from crfkit.features.patterns import Pattern
 from crfkit.kernels.bestpath import Weights
 from crfkit.kernels.blocks import set_thread_count
-from crfkit.kernels.decoder import decode
+from crfkit.kernels.decoder2 import decode_any
 from crfkit.model import Model
 from crfkit.modeltypes import MODEL_TYPES
 from crfkit.optim import INTERRUPTED, Iteration
@@ -300,7 +300,7 @@ def _encode_fold(patterns: list[Pattern], train: list[Sentence], heldout: list[S
                  heldout_source: str) -> _Fold:
     corpus = encode_training(patterns, train, cutoff=options.cutoff, source=source,
                              model_type=model_type, all_features=options.all_features,
-                             all_labels=options.all_labels)
+                             all_labels=options.all_labels, order=options.order or 1)
     dev = encode_devel(corpus, heldout, heldout_source)
     names = np.array(dev.label_names, dtype=object)
     return _Fold(corpus, dev, _split(names[dev.data.labels], dev.data.seq_ptr))
@@ -334,7 +334,7 @@ def _train_point(fold: _Fold, strength: Strength, start: np.ndarray | None,
     seconds = time.perf_counter() - began
     heldout = fold.heldout
     weights = Weights(corpus.space, result.x, MODEL_TYPES[model_type].normalisation)
-    ids = decode(weights, heldout.data).paths[:, 0]
+    ids = decode_any(weights, heldout.data).paths[:, 0]
     names = np.array(heldout.label_names, dtype=object)
     return FoldPoint(result.x, result.f, result.iterations, seconds, result.reason,
                      fold.gold, _split(names[ids], heldout.data.seq_ptr), log)
@@ -465,7 +465,7 @@ def tune(patterns: list[Pattern], sequences: list[Sentence], options: TrainOptio
     if model_type == "skipchain" or any(p.kind == "s" for p in patterns):
         raise UsageError("crfkit tune does not train skip-chain models (s: patterns) yet: "
                          "train them with crfkit train -2 X")
-    patterns = model_patterns(patterns, model_type)
+    patterns = model_patterns(patterns, model_type, options.order or 1)
     folds, mode = _encode(patterns, sequences, options, t, model_type, devel, source,
                           devel_source, progress)
     cores = options.nthread or _cores()
@@ -516,8 +516,11 @@ def tune(patterns: list[Pattern], sequences: list[Sentence], options: TrainOptio
 
 def likely_thresholds(t: TuneOptions, options: TrainOptions) -> tuple[float, ...]:
     """The likely-feature thresholds to score: none with ``--all-features`` (every
-    unsupported feature is in already) or ``--all-labels`` (train refuses the mix)."""
-    return () if options.all_features or options.all_labels else tuple(t.likely)
+    unsupported feature is in already), ``--all-labels`` or ``--order 2`` (train
+    refuses those mixes)."""
+    if options.all_features or options.all_labels or (options.order or 1) == 2:
+        return ()
+    return tuple(t.likely)
 
 
 def _likely_phase(folds: list[_Fold], state: _PathState, thresholds: Sequence[float],

@@ -149,6 +149,28 @@ def test_chosen_likely_point_makes_the_final_model(address_sample) -> None:
     assert model.space.n_weights > plain.space.n_weights
 
 
+def test_tune_trains_second_order_models(address_sample) -> None:
+    """--order 2: the folds are second-order corpora, the held-out part is decoded with
+    the second-order decoder (the point's F1 is the model's own labelling's) and no
+    likely point is scored (train refuses likely features with --order 2)."""
+    from crfkit.evaluate import evaluate
+    from crfkit.label import label
+
+    patterns, train_seqs, devel = _sample(address_sample)
+    options = TrainOptions(order=2, maxiter=12, nthread=1)
+    result = tune(patterns, train_seqs, options, [Strength(0.0, 1.0)],
+                  TuneOptions(path_stopeps=None), devel=devel)
+    model = result.model
+    assert model.space.order == 2 and model.info["options"]["order"] == 2
+    assert [p.strength.likely for p in result.points] == [0.0]
+    direct = train(patterns, train_seqs, replace(options, rho2=1.0))
+    np.testing.assert_array_equal(model.weights, direct.weights)
+    pred = [r.labels for r in label(model, [[row[:-1] for row in s.rows] for s in devel])]
+    gold = [[row[-1] for row in s.rows] for s in devel]
+    assert result.best.f1 == pytest.approx(evaluate(gold, pred).f1, abs=1e-12)
+    assert 50 < result.best.f1 < 100  # a real score, not a degenerate one
+
+
 class _Interrupting(Progress):
     """Presses Ctrl-C (SIGINT to this process) right after the first table row."""
 
@@ -208,7 +230,9 @@ def test_tune_command_folds_json_report_and_model(address_sample, tmp_path) -> N
 
 def test_tune_refuses_bad_options(address_sample, tmp_path) -> None:
     for args, needle in ((["--rho2", "1,x"], "--rho2"), (["--folds", "1"], "--folds"),
-                         (["-j", "-1"], "--jobs"), (["--likely", "2"], "--likely")):
+                         (["-j", "-1"], "--jobs"), (["--likely", "2"], "--likely"),
+                         (["--order", "2", "--likely", "0.1"], "not with --order 2"),
+                         (["--order", "3"], "--order must be 1 or 2")):
         result = run("tune", "-p", ADDRESS_PATTERNS, *args, address_sample["train"],
                      tmp_path / "m.model")
         assert result.exit_code == 1, result.output
