@@ -50,7 +50,7 @@ from crfkit.kernels.lattice import (
     transition_buffer,
     viterbi,
 )
-from crfkit.kernels.sgdfused import sgd_epoch_fused, step
+from crfkit.kernels.sgdfused import rate, sgd_epoch_fused, step
 from crfkit.space import Dataset, FeatureSpace
 
 
@@ -141,8 +141,7 @@ def sgd_epoch(W, order, space, data, per_token, L, eta0, alpha, rho1, seen, q, G
     l1 = rho1 > 0.0
     for i in range(N):
         s = order[i]
-        eta = eta0 * alpha ** ((seen + i) / N)
-        u += eta * rho1 / N
+        eta, u = rate(eta0, alpha, rho1, seen, i, N, u)
         t0 = seq_ptr[s]
         T = seq_ptr[s + 1] - t0
         if T == 0:

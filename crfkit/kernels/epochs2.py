@@ -20,7 +20,7 @@ from crfkit.config import JIT
 from crfkit.kernels import order2
 from crfkit.kernels.gradient import posterior_errors
 from crfkit.kernels.lattice import longest_sequence
-from crfkit.kernels.sgdfused import step_range
+from crfkit.kernels.sgdfused import rate, step_range
 from crfkit.space import Dataset
 from crfkit.space2 import Order2Space
 
@@ -113,8 +113,7 @@ def sgd_epoch2(W, order, space, lat2, data, L, per_edge, eta0, alpha, rho1, seen
     l1 = rho1 > 0.0
     for i in range(N):
         s = order[i]
-        eta = eta0 * alpha ** ((seen + i) / N)
-        u += eta * rho1 / N
+        eta, u = rate(eta0, alpha, rho1, seen, i, N, u)
         t0 = seq_ptr[s]
         T = seq_ptr[s + 1] - t0
         if T == 0:

@@ -70,6 +70,14 @@ def clipped(z, owed, u):
 
 
 @njit(**INLINE_JIT)
+def rate(eta0, alpha, rho1, seen, i, N, u):
+    """The learning rate of the i-th sequence of an epoch (``seen`` before it) and the
+    cumulative L1 penalty ``u`` it brings: (eta, new u)."""
+    eta = eta0 * alpha ** ((seen + i) / N)
+    return eta, u + eta * rho1 / N
+
+
+@njit(**INLINE_JIT)
 def penalise(W, q, k, u):
     """:func:`clipped` for weight k, its penalty record ``q[k]`` updated."""
     z = W[k]
@@ -257,8 +265,7 @@ def sgd_epoch_fused(W, order, space, data, per_token, L, eta0, alpha, rho1, seen
     l1 = rho1 > 0.0
     for i in range(N):
         s = order[i]
-        eta = eta0 * alpha ** ((seen + i) / N)
-        u += eta * rho1 / N
+        eta, u = rate(eta0, alpha, rho1, seen, i, N, u)
         t0 = seq_ptr[s]
         T = seq_ptr[s + 1] - t0
         if T == 0:
