@@ -21,8 +21,7 @@ from crfkit.kernels import order2
 from crfkit.kernels.gradient import posterior_errors
 from crfkit.kernels.lattice import longest_sequence
 from crfkit.kernels.sgdfused import rate, step_range
-from crfkit.space import Dataset
-from crfkit.space2 import Order2Space
+from crfkit.space import Dataset, FeatureSpace
 
 
 @njit(**JIT)
@@ -151,7 +150,9 @@ class SgdEpochs2:
     errors, overflowed)``: one SGD-L1 epoch of a second-order dataset (the interface of
     :class:`crfkit.kernels.epochs.SgdEpochs`)."""
 
-    def __init__(self, space: Order2Space, data: Dataset) -> None:
+    def __init__(self, space: FeatureSpace, data: Dataset) -> None:
+        """``space``: a :class:`crfkit.space2.Order2Space` (its ``lattice`` and trigram
+        blocks)."""
         if data.tok_val is not None:
             raise ValueError("second-order models have binary features")
         self.space, self.lattice, self.data = space.arrays(), space.lattice, data.arrays()
