@@ -282,3 +282,21 @@ def test_a_bag_trains_and_labels_as_one_process(client, address_sample, address_
     test = list(read_sequences(address_sample["test"]))
     labels = crfkit.dask.label(address_model, dask.bag.from_sequence(test, npartitions=3))
     assert labels.compute() == label_sequences(address_model, test)
+
+
+@pytest.mark.parametrize("workers", [0, 1])
+def test_a_refused_scatter_says_whether_any_worker_is_left(workers):
+    """The scheduler refuses data when its last worker has just left: the stop reason then
+    reads as gather's (the retiring-worker test above met this race in CI)."""
+    from crfkit.dask.cluster import NoWorkers, Watch
+
+    class Refusing:
+        def scatter(self, data, hash=False):
+            raise OSError("No valid workers found")
+
+        def scheduler_info(self, n_workers=-1):
+            return {"workers": {f"w{i}": {} for i in range(workers)}}
+
+    with pytest.raises(NoWorkers) as caught:
+        Watch(Refusing(), grace=0.0).scatter([1])
+    assert str(caught.value).startswith("cannot send data" if workers else "no Dask worker left")

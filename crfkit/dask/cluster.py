@@ -102,6 +102,9 @@ class Watch:
                 return self.client.scatter(data, hash=False)
             except OSError as err:  # distributed's CommClosedError is one
                 if time.monotonic() > deadline:
+                    if not n_workers(self.client):  # the same end as gather's, same words
+                        raise NoWorkers(f"no Dask worker left (cannot send data: {err})") \
+                            from None
                     raise NoWorkers(f"cannot send data to any Dask worker ({err})") from None
                 time.sleep(_POLL)
 
