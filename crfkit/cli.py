@@ -447,6 +447,7 @@ def tune_command(pattern_file, input_file, model_file, devel_file, folds, seed, 
     on all of TRAIN. Ctrl-C stops the search and keeps the best strength so far.
     """
     from crfkit.atomic import check_writable
+    from crfkit.errors import UsageError
     from crfkit.tune import (
         DEFAULT_LIKELY,
         TuneOptions,
@@ -458,8 +459,6 @@ def tune_command(pattern_file, input_file, model_file, devel_file, folds, seed, 
     for path, option in ((pattern_file, "-p/--pattern"), (devel_file, "-d/--devel"),
                          (None if input_file == "-" else input_file, "TRAIN")):
         _existing_file(path, option, None)
-    from crfkit.errors import UsageError
-
     if order == 2 and likely_list not in (None, "none"):
         raise UsageError("--likely scores likely features of first-order models: "
                          "not with --order 2")
