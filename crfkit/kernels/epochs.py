@@ -50,7 +50,7 @@ from crfkit.kernels.lattice import (
     transition_buffer,
     viterbi,
 )
-from crfkit.kernels.sgdfused import rate, sgd_epoch_fused, step
+from crfkit.kernels.sgdfused import next_sequence, sgd_epoch_fused, step
 from crfkit.space import Dataset, FeatureSpace
 
 
@@ -140,10 +140,7 @@ def sgd_epoch(W, order, space, data, per_token, L, eta0, alpha, rho1, seen, q, G
     eta = eta0
     l1 = rho1 > 0.0
     for i in range(N):
-        s = order[i]
-        eta, u = rate(eta0, alpha, rho1, seen, i, N, u)
-        t0 = seq_ptr[s]
-        T = seq_ptr[s + 1] - t0
+        t0, T, eta, u = next_sequence(order, i, seq_ptr, eta0, alpha, rho1, seen, u)
         if T == 0:
             continue
         trans_shift = load_transitions(W, space[6], space[7], L, trans, exp_trans)

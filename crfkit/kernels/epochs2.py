@@ -20,7 +20,7 @@ from crfkit.config import JIT
 from crfkit.kernels import order2
 from crfkit.kernels.gradient import posterior_errors
 from crfkit.kernels.lattice import longest_sequence
-from crfkit.kernels.sgdfused import rate, step_range
+from crfkit.kernels.sgdfused import next_sequence, step_range
 from crfkit.space import Dataset, FeatureSpace
 
 
@@ -111,10 +111,7 @@ def sgd_epoch2(W, order, space, lat2, data, L, per_edge, eta0, alpha, rho1, seen
     loss, tok_err, seq_err, eta = 0.0, 0, 0, eta0
     l1 = rho1 > 0.0
     for i in range(N):
-        s = order[i]
-        eta, u = rate(eta0, alpha, rho1, seen, i, N, u)
-        t0 = seq_ptr[s]
-        T = seq_ptr[s + 1] - t0
+        t0, T, eta, u = next_sequence(order, i, seq_ptr, eta0, alpha, rho1, seen, u)
         if T == 0:
             continue
         shared = order2.shared_rows(W, space, lat2, L, no_penalty)

@@ -70,11 +70,14 @@ def clipped(z, owed, u):
 
 
 @njit(**INLINE_JIT)
-def rate(eta0, alpha, rho1, seen, i, N, u):
-    """The learning rate of the i-th sequence of an epoch (``seen`` before it) and the
-    cumulative L1 penalty ``u`` it brings: (eta, new u)."""
+def next_sequence(order, i, seq_ptr, eta0, alpha, rho1, seen, u):
+    """The i-th sequence of an epoch visiting ``order`` (``seen`` sequences before the
+    epoch): its first token and length, its learning rate, and the cumulative L1 penalty
+    ``u`` once it has brought its share: (t0, T, eta, new u)."""
+    N = len(order)
+    s = order[i]
     eta = eta0 * alpha ** ((seen + i) / N)
-    return eta, u + eta * rho1 / N
+    return seq_ptr[s], seq_ptr[s + 1] - seq_ptr[s], eta, u + eta * rho1 / N
 
 
 @njit(**INLINE_JIT)
@@ -264,10 +267,7 @@ def sgd_epoch_fused(W, order, space, data, per_token, L, eta0, alpha, rho1, seen
     eta = eta0
     l1 = rho1 > 0.0
     for i in range(N):
-        s = order[i]
-        eta, u = rate(eta0, alpha, rho1, seen, i, N, u)
-        t0 = seq_ptr[s]
-        T = seq_ptr[s + 1] - t0
+        t0, T, eta, u = next_sequence(order, i, seq_ptr, eta0, alpha, rho1, seen, u)
         if T == 0:
             continue
         trans_shift = load_transitions(W, trans_offset, has_trans, L, trans, exp_trans)
