@@ -21,11 +21,16 @@ Decisions:
   existing target is refused, as :func:`open` would refuse it.
 * A name ending in ``.gz`` is written gzip-compressed with a zero timestamp,
   so the same content always gives the same bytes.
+* A write that fails for want of space (or quota, or file size limit) inside
+  the ``with`` body is reported like a failed commit, as one
+  :class:`CrfkitError` naming the path (``<stdout>`` for standard output):
+  those errors can only come from writing, so they never hide a read error.
 """
 
 from __future__ import annotations
 
 import codecs
+import errno
 import gzip
 import io
 import os
@@ -36,9 +41,14 @@ from collections.abc import Iterator
 from contextlib import contextmanager, suppress
 from typing import IO
 
-from crfkit.errors import CrfkitError, UsageError
+from crfkit.errors import OutputError, UsageError
 
-__all__ = ["atomic_output", "check_writable"]
+__all__ = ["WRITE_ERRNOS", "atomic_output", "check_writable"]
+
+WRITE_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EFBIG})
+"""OS errors only a write can raise: no space, quota exceeded, file too large."""
+
+STDOUT_NAME = "<stdout>"
 
 
 @contextmanager
@@ -70,6 +80,10 @@ def atomic_output(
         try:
             yield stream
             stream.flush()
+        except OSError as err:
+            if err.errno not in WRITE_ERRNOS:
+                raise
+            raise _write_error(STDOUT_NAME, err) from None
         finally:
             if isinstance(stream, io.TextIOWrapper) and stream is not sys.stdout:
                 stream.detach()
@@ -98,8 +112,10 @@ def atomic_output(
     layers = [raw, gz, stream]
     try:
         yield stream
-    except BaseException:
+    except BaseException as err:
         _discard(layers, temp)
+        if isinstance(err, OSError) and err.errno in WRITE_ERRNOS:
+            raise _write_error(display, err) from None
         raise
     try:
         stream.flush()
@@ -120,23 +136,27 @@ def atomic_output(
 
 
 def check_writable(path: str | os.PathLike | None) -> None:
-    """Fail now, naming ``path``, if :func:`atomic_output` could not create it later.
+    """Fail now, naming ``path``, if :func:`atomic_output` could not write it later.
 
     Training for an hour and then failing to write the model loses the hour:
     the commands call this for every output before any work starts. It makes
-    (and removes) a temporary file where :func:`atomic_output` would, so
-    a missing directory, a read-only one or a read-only target all show up;
-    nothing is left behind.
+    a temporary file where :func:`atomic_output` would, writes a few bytes to
+    it, fsyncs and removes it, so a missing or read-only directory, a
+    read-only target and a full file system all show up; nothing is left
+    behind. A character device (``/dev/full``) gets an empty write, which
+    fails where any write would; a FIFO is not opened (that would wait for a
+    reader).
     """
     if path is None or path == "-":
         return
     target = os.path.realpath(os.fsdecode(path))
     display = os.fsdecode(path)
     if os.path.isdir(target):
-        raise CrfkitError("cannot write: Is a directory", path=display)
+        raise OutputError("cannot write: Is a directory", path=display)
     if _is_special(target):
         if not os.access(target, os.W_OK):
-            raise CrfkitError("cannot write: Permission denied", path=display)
+            raise OutputError("cannot write: Permission denied", path=display)
+        _probe_device(target, display)
         return
     _new_file_mode(target, display)  # refuses a read-only target
     directory, base = os.path.split(target)
@@ -144,9 +164,32 @@ def check_writable(path: str | os.PathLike | None) -> None:
         fd, temp = tempfile.mkstemp(dir=directory, prefix=f".{base}.", suffix=".tmp")
     except OSError as err:
         raise _write_error(display, err) from None
-    os.close(fd)
-    with suppress(OSError):
-        os.unlink(temp)
+    try:
+        os.write(fd, b"crfkit\n" * 512)  # a few kilobytes: more than a full disk's slack
+        os.fsync(fd)
+    except OSError as err:
+        raise _write_error(display, err) from None
+    finally:
+        os.close(fd)
+        with suppress(OSError):
+            os.unlink(temp)
+
+
+def _probe_device(target: str, display: str) -> None:
+    """An empty write to a character device: ``/dev/full`` refuses it, ``/dev/null`` takes it."""
+    if not stat.S_ISCHR(os.stat(target).st_mode):
+        return
+    try:
+        fd = os.open(target, os.O_WRONLY | os.O_NONBLOCK)
+    except OSError as err:
+        raise _write_error(display, err) from None
+    try:
+        os.write(fd, b"")
+    except OSError as err:
+        if err.errno in WRITE_ERRNOS:
+            raise _write_error(display, err) from None
+    finally:
+        os.close(fd)
 
 
 def _discard(layers: list[IO | None], temp: str) -> None:
@@ -183,8 +226,13 @@ def _direct_output(target: str, display: str, binary: bool, encoding: str) -> It
         stream = open(target, "wb" if binary else "w", encoding=None if binary else encoding)
     except OSError as err:
         raise _write_error(display, err) from None
-    with stream:
-        yield stream
+    try:
+        with stream:
+            yield stream
+    except OSError as err:  # /dev/full, a full pipe's file system...
+        if err.errno not in WRITE_ERRNOS:
+            raise
+        raise _write_error(display, err) from None
 
 
 def _is_special(target: str) -> bool:
@@ -206,7 +254,7 @@ def _new_file_mode(target: str, display: str) -> int:
     except OSError as err:
         raise _write_error(display, err) from None
     if not os.access(target, os.W_OK):
-        raise CrfkitError("cannot write: Permission denied", path=display)
+        raise OutputError("cannot write: Permission denied", path=display)
     return stat.S_IMODE(old.st_mode)
 
 
@@ -218,9 +266,9 @@ def _check_encoding(encoding: str) -> None:
         raise UsageError(f"unknown encoding {encoding!r}") from None
 
 
-def _write_error(display: str, err: OSError) -> CrfkitError:
+def _write_error(display: str, err: OSError) -> OutputError:
     """The user-facing error for an OS failure while creating or committing a file."""
-    return CrfkitError(f"cannot write: {err.strerror or err}", path=display)
+    return OutputError(f"cannot write: {err.strerror or err}", path=display)
 
 
 def _sync_directory(directory: str) -> None:

@@ -44,3 +44,7 @@ class ModelFormatError(CrfkitError):
 
 class UsageError(CrfkitError):
     """Options or arguments that contradict each other or are out of range."""
+
+
+class OutputError(CrfkitError):
+    """An output file (or standard output) cannot be written: full disk, read-only..."""

@@ -195,3 +195,45 @@ def test_unknown_encoding_is_refused_before_creating_anything(tmp_path):
         with atomic_output(tmp_path / "x.txt", encoding="no-such-codec"):
             pass
     assert os.listdir(tmp_path) == []
+
+
+def _no_space(*args):
+    raise OSError(errno.ENOSPC, "No space left on device")
+
+
+def test_a_full_disk_at_write_time_is_a_crfkit_error_and_keeps_the_old_file(tmp_path):
+    target = tmp_path / "out.txt"
+    target.write_text("old")
+    with pytest.raises(CrfkitError) as info:
+        with atomic_output(target) as out:
+            out.write("new")
+            _no_space()  # what a write that reaches a full disk raises
+    assert str(info.value) == f"{target}: cannot write: No space left on device"
+    assert target.read_text() == "old"
+    assert leftovers(tmp_path) == []
+
+
+@pytest.mark.skipif(not os.path.exists("/dev/full"), reason="no /dev/full here")
+def test_a_device_that_refuses_writes_is_a_crfkit_error_and_is_refused_up_front():
+    from crfkit.atomic import check_writable
+
+    with pytest.raises(CrfkitError, match="/dev/full: cannot write: No space left on device"):
+        with atomic_output("/dev/full") as out:
+            out.write("x" * 100_000)
+    with pytest.raises(CrfkitError, match="/dev/full: cannot write: No space left on device"):
+        check_writable("/dev/full")
+    check_writable(os.devnull)  # takes every write
+
+
+def test_a_full_standard_output_is_named_as_such():
+    with pytest.raises(CrfkitError, match="^<stdout>: cannot write: No space left on device$"):
+        with atomic_output("-"):
+            _no_space()
+
+
+def test_the_writability_probe_does_not_open_a_fifo(tmp_path):
+    from crfkit.atomic import check_writable
+
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    check_writable(fifo)  # opening it would wait for a reader: the test would hang
