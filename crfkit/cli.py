@@ -27,7 +27,15 @@ if TYPE_CHECKING:
 
 
 class _Group(click.Group):
-    """A click group that reports library errors as one line and exit status 1."""
+    """A click group that reports library errors as one line and exit status 1
+    (usage and write errors too: crfkit.clierrors)."""
+
+    def main(self, *args, standalone_mode: bool = True, **kwargs):
+        if not standalone_mode:
+            return super().main(*args, standalone_mode=False, **kwargs)
+        from crfkit.clierrors import run_standalone
+
+        run_standalone(lambda: super(_Group, self).main(*args, standalone_mode=False, **kwargs))
 
     def invoke(self, ctx: click.Context):
         try:
@@ -180,7 +188,8 @@ ALGORITHM_NAMES = ("l-bfgs", "sgd-l1", "ap", "l2sgd", "pa", "arow")
               help="-a arow: initial variance of every weight  [default: 1]")
 @click.option("--gamma", type=float, default=None,
               help="-a arow: trade-off between loss and change  [default: 1]")
-@click.option("-q", "--quiet", is_flag=True, help="No progress output.")
+@click.option("-q", "--quiet", is_flag=True,
+              help="No progress or summary lines; warnings and errors are still shown.")
 @click.option("--dask", "dask_address", default=None, metavar="ADDRESS",
               help="Train on a Dask cluster: a scheduler's address (tcp://host:8786) or "
                    "local:N (N worker processes here). INPUT: files the workers can read "
@@ -204,6 +213,7 @@ def train_command(pattern_file, input_file, model_file, model_type, algo, order,
     iteration, writes the model trained so far and exits with status 130.
     """
     from crfkit.atomic import check_writable
+    from crfkit.clierrors import save_trained
     from crfkit.errors import UsageError
     from crfkit.memory import parse_size, return_large_frees_to_the_os
     from crfkit.skipgraph import SkipOptions
@@ -250,7 +260,7 @@ def train_command(pattern_file, input_file, model_file, model_type, algo, order,
     else:
         model = _train(given, pattern_file, input_file, devel_file, init_file, sep=sep,
                        encoding=encoding, quiet=quiet, log=log)
-    model.save(model_file)
+    save_trained(model, model_file)
     if dask_address is not None and model.info["stop_reason"].startswith("no Dask worker"):
         raise CrfkitError(f"{model.info['stop_reason']}: the model of the last finished "
                           f"iteration ({model.info['iterations']}) is written to {model_file}")
@@ -299,6 +309,7 @@ def _train_crfsuite(given: dict, input_file: str, model_file: str, *, encoding: 
     """train --format crfsuite: a CRFsuite data file, no patterns (crfkit.crfsuitedata)."""
     from crfkit.atomic import check_writable
     from crfkit.attributes import AttributeTraining
+    from crfkit.clierrors import save_trained
     from crfkit.crfsuitedata import train_file
     from crfkit.errors import UsageError
     from crfkit.progress import Progress
@@ -317,7 +328,7 @@ def _train_crfsuite(given: dict, input_file: str, model_file: str, *, encoding: 
     check_writable(model_file)
     model = train_file(input_file, options, settings, encoding=encoding,
                        progress=Progress(quiet=quiet))
-    model.save(model_file)
+    save_trained(model, model_file)
     if not quiet:
         click.echo(f"* model written to {model_file}", err=True)
 
@@ -432,7 +443,8 @@ def _existing_file(path: str | None, option: str, numeric_hint: str | None) -> N
               help="Column separator of TRAIN and the -d file.")
 @click.option("--encoding", default="utf-8", show_default=True,
               help="Text encoding of TRAIN, the -d file and the pattern file.")
-@click.option("-q", "--quiet", is_flag=True, help="No table or progress output.")
+@click.option("-q", "--quiet", is_flag=True,
+              help="No table, progress or summary lines; warnings and errors are still shown.")
 def tune_command(pattern_file, input_file, model_file, devel_file, folds, seed, rho1_list,
                  rho2_list, model_type, order, maxiter, stopeps, path_stopeps, stopwin, history,
                  cutoff, all_features, all_labels, likely_list, no_warm_start, jobs, nthread,
@@ -482,6 +494,7 @@ def _run_tune(given: dict, t, path: list, pattern_file: str, input_file: str,
     """Read, tune, write the model, the JSON summary and the report."""
     import json
 
+    from crfkit.clierrors import save_trained
     from crfkit.features.patterns import read_patterns
     from crfkit.progress import Progress
     from crfkit.reader import canonical_encoding, read_sequences
@@ -504,7 +517,7 @@ def _run_tune(given: dict, t, path: list, pattern_file: str, input_file: str,
                                  encoding=canonical_encoding(encoding))
         if devel_file is not None:
             result.model.info["devel_file"] = devel_file
-        result.model.save(model_file)
+        save_trained(result.model, model_file)
     summary = tune_summary(result, t, model_file if result.model is not None else None)
     if as_json:
         click.echo(json.dumps(summary, indent=1))
@@ -559,7 +572,7 @@ def _run_tune(given: dict, t, path: list, pattern_file: str, input_file: str,
                    "or at the start).")
 @click.option("-q", "--quiet", is_flag=True,
               help="No progress line (shown only when stderr is a terminal and OUTPUT "
-                   "is not).")
+                   "is not) and no -c summary; warnings and errors are still shown.")
 @click.option("--patterns", "patterns_file", default=None,
               type=click.Path(exists=True, dir_okay=False),
               help="With a CRFsuite model: the pattern file that generates its attributes.")
@@ -617,7 +630,8 @@ def label_command(model_file, input_file, output_file, labels_only, check, nthre
         raise click.BadParameter("must be >= 0", param_hint="-t/--nthread")
     if data_format == "crfsuite":
         _label_crfsuite(model_file, input_file, output_file, nthread=nthread,
-                        labels_only=labels_only, check=check, encoding=encoding or "utf-8",
+                        labels_only=labels_only, check=check and not quiet,
+                        encoding=encoding or "utf-8",
                         refused={"-n/--nbest": nbest, "--nbest-columns": nbest_columns or None,
                                  "-s/--score": score or None, "--marginals": marginals or None,
                                  "-p/--post": post or None, "--constraints": constraints,
@@ -666,7 +680,7 @@ def label_command(model_file, input_file, output_file, labels_only, check, nthre
                                pauses=is_live(input_file), doc_sep=doc_sep)
             stats = label_stream(model, items, out, options, source=source, threads=threads,
                                  progress=meter.add if meter is not None else None)
-    if check and stats.tokens:
+    if check and stats.tokens and not quiet:
         click.echo(f"* {stats.sequences} sequences, {stats.tokens} tokens, token accuracy "
                    f"{100.0 * stats.correct / stats.tokens:.2f}%", err=True)
     if stats.unsettled:
@@ -762,7 +776,8 @@ def _cores() -> int:
               help="CRFsuite only: the pattern file that generates the model's attributes.")
 @click.option("--encoding", default="utf-8", show_default=True,
               help="Text encoding of IN's strings (and of the pattern file).")
-@click.option("-q", "--quiet", is_flag=True, help="No summary line on stderr.")
+@click.option("-q", "--quiet", is_flag=True,
+              help="No summary line on stderr; errors are still shown.")
 def convert_command(input_file, output_file, fmt, patterns_file, encoding, quiet) -> None:
     """Convert another tool's model file IN into a crfkit model OUT.
 
@@ -779,7 +794,8 @@ def convert_command(input_file, output_file, fmt, patterns_file, encoding, quiet
 
     check_writable(output_file)
     start = time.perf_counter()
-    model = read_model(input_file, fmt=fmt, patterns=patterns_file, encoding=encoding)
+    model = read_model(input_file, fmt=fmt, patterns=patterns_file, encoding=encoding,
+                       foreign_only=True)
     model.save(output_file)
     if not quiet:
         source = model.info.get("converted_from", {}).get("format", FORMAT_NAMES["crfkit"])
@@ -799,7 +815,7 @@ def convert_command(input_file, output_file, fmt, patterns_file, encoding, quiet
               help="Text encoding of OUTPUT  [default: the model's training encoding]")
 def dump_command(model_file, output_file, top, threshold, encoding) -> None:
     """Write a model as text: patterns, labels, then one line per non-zero weight
-    (observation TAB label-or-prev→label TAB weight). OUTPUT defaults to stdout."""
+    (observation TAB label-or-prev->label TAB weight). OUTPUT defaults to stdout."""
     from crfkit.atomic import atomic_output
     from crfkit.describe import dump
     from crfkit.model import Model

@@ -39,19 +39,24 @@ def detect(data: bytes) -> str | None:
 
 
 def read_model(path: str | os.PathLike, *, fmt: str = "auto", patterns: str | None = None,
-               encoding: str = "utf-8") -> Model:
+               encoding: str = "utf-8", foreign_only: bool = False) -> Model:
     """Any model crfkit reads: its own, or a CRF++ / Wapiti / CRFsuite file converted.
 
     ``fmt`` is ``auto`` (recognise by content) or one of :data:`FORMATS`;
     ``patterns`` names the pattern file that generates a CRFsuite model's
     attributes (needed for CRFsuite, refused for the others); ``encoding``
     is the foreign file's text encoding, recorded as the model's.
+    ``foreign_only`` (``crfkit convert``): an unrecognised file is told as not
+    one of the three foreign formats, the ones the caller expects.
     """
     name = os.fspath(path)
     if fmt != "auto" and fmt not in FORMATS:
         raise UsageError(f"unknown model format {fmt!r} (known: auto, {', '.join(FORMATS)})")
     data = _read_bytes(name)
     found = detect(data)
+    if found is None and fmt == "auto" and foreign_only:
+        raise ModelFormatError("not a CRF++, Wapiti or CRFsuite model (the formats convert "
+                               "reads)", path=name)
     if found is None and fmt == "auto":
         try:  # a damaged crfkit model is told as such (checksum, truncation, magic)
             return Model.from_bytes(data, name=name)
