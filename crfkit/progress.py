@@ -38,6 +38,12 @@ class Progress:
             self.stream.write(text + "\n")
             self.stream.flush()
 
+    def warning(self, text: str) -> None:
+        """A ``* warning:`` line, shown even when quiet: -q silences progress, not problems."""
+        self.clear_status()
+        self.stream.write(f"* warning: {text}\n")
+        self.stream.flush()
+
     def status(self, text: str) -> None:
         """Show ``text`` on the status line (terminals only), replacing what was there."""
         if self.live:
@@ -58,16 +64,18 @@ class Progress:
             return
         start = last = time.perf_counter()
         n_seqs = n_tokens = 0
-        for seq in sequences:
-            n_seqs += 1
-            n_tokens += len(getattr(seq, "rows", ()))
-            now = time.perf_counter()
-            if now - last >= STATUS_INTERVAL:
-                last = now
-                self.status(f"* {what}: {n_seqs:,} sequences, {n_tokens:,} tokens "
-                            f"({n_tokens / (now - start):,.0f} tokens/s)")
-            yield seq
-        self.clear_status()
+        try:  # erased however reading ends: Ctrl-C's message must start a line of its own
+            for seq in sequences:
+                n_seqs += 1
+                n_tokens += len(getattr(seq, "rows", ()))
+                now = time.perf_counter()
+                if now - last >= STATUS_INTERVAL:
+                    last = now
+                    self.status(f"* {what}: {n_seqs:,} sequences, {n_tokens:,} tokens "
+                                f"({n_tokens / (now - start):,.0f} tokens/s)")
+                yield seq
+        finally:
+            self.clear_status()
 
     def iteration(self, it: int, objective: float, token_error: float, sequence_error: float,
                   seconds: float, extra: str = "") -> None:

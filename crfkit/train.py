@@ -500,12 +500,13 @@ def train(patterns: list[Pattern] | None, sequences: Iterable[Sequence],
     dev_set = None if devel is None else encode_devel(corpus, list(devel), devel_source)
     if dev_set is not None:
         for warning in dev_set.warnings:
-            progress.message(f"* warning: {warning}")
+            progress.warning(warning)
     dense_option = ("--all-features" if options.all_features
                     else "--all-labels" if options.all_labels else None)
     estimate = _check_memory(corpus, budget, dense_option)
     progress.message(
-        f"* {model_type}, {options.algo}: {data.n_seqs} sequences, {data.n_tokens} tokens, "
+        f"* {structure_name(model_type, space.order)}, {options.algo}: {data.n_seqs} sequences, "
+        f"{data.n_tokens} tokens, "
         f"{len(corpus.labels)} labels, {len(corpus.featurizer.vocab)} observations, "
         f"{space.n_weights} features ({time.perf_counter() - started:.2f}s to encode), "
         f"about {format_size(estimate.total_bytes)} of memory at the peak")
@@ -528,7 +529,7 @@ def fit(problem: Problem, patterns: list[Pattern], *, progress: Progress,
     result = _optimise(problem, monitor, progress, run)
     space = corpus.space  # likely features enlarge it
     for note in problem.notes:
-        progress.message(f"* warning: {note}")
+        progress.warning(note)
     weights = result.x
     elapsed = time.perf_counter() - started
     if result.reason == INTERRUPTED:
@@ -727,6 +728,11 @@ def _resolve_type(options: TrainOptions, init: Model | None,
         raise UsageError(f"-a {options.algo} cannot train the initial model's type "
                          f"({init.model_type}); use -a l-bfgs")
     return init.model_type
+
+
+def structure_name(model_type: str, order: int) -> str:
+    """The model type for the progress header, with the label order where it has a choice."""
+    return f"{model_type} order {order}" if len(MODEL_TYPES[model_type].orders) > 1 else model_type
 
 
 def _resolve_order(options: TrainOptions, init: Model | None) -> int:

@@ -601,7 +601,7 @@ def _encode(patterns: list[Pattern], sequences: list[Sentence], options: TrainOp
         fold = _encode_fold(patterns, sequences, devel, options, model_type, source,
                             devel_source)
         for warning in fold.heldout.warnings:
-            progress.message(f"* warning: {warning}")
+            progress.warning(warning)
         return [fold], "devel"
     folds = []
     for held in make_folds(len(sequences), t.folds, t.seed):

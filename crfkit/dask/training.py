@@ -55,7 +55,7 @@ from crfkit.optim import Stop
 from crfkit.progress import Progress
 from crfkit.reader import Sequence
 from crfkit.space import Dataset
-from crfkit.train import Problem, TrainOptions, fit
+from crfkit.train import Problem, TrainOptions, fit, structure_name
 
 
 @dataclass
@@ -240,9 +240,10 @@ def train(client: Any, patterns: list[Pattern], sources: list[Shard] | list,
     corpus = dist.corpus
     dev_set = None if devel is None else encode_devel(corpus, list(devel), devel_source)
     for warning in dev_set.warnings if dev_set is not None else ():
-        progress.message(f"* warning: {warning}")
+        progress.warning(warning)
     progress.message(
-        f"* {model_type}, {options.algo} on {dist.n_workers} Dask worker(s), "
+        f"* {structure_name(model_type, corpus.space.order)}, {options.algo} on "
+        f"{dist.n_workers} Dask worker(s), "
         f"{len(dist.parts)} part(s): {corpus.data.n_seqs} sequences, "
         f"{corpus.data.n_tokens} tokens, {len(corpus.labels)} labels, "
         f"{len(corpus.featurizer.vocab)} observations, {corpus.space.n_weights} features "
