@@ -5,14 +5,15 @@ observation pushes towards which label, how hard". :func:`features` turns
 the layout back into (observation, label or transition, weight) triples:
 
 * a unigram feature prints as ``OBSERVATION<TAB>LABEL<TAB>WEIGHT``;
-* an observation bigram as ``OBSERVATION<TAB>PREV→LABEL<TAB>WEIGHT``;
-* the dense transition block as ``B<TAB>PREV→LABEL<TAB>WEIGHT``, ``B``
+* an observation bigram as ``OBSERVATION<TAB>PREV->LABEL<TAB>WEIGHT``;
+* the dense transition block as ``B<TAB>PREV->LABEL<TAB>WEIGHT``, ``B``
   being the text of the model's (first) constant bigram pattern;
 * in a second-order model, an observation trigram as
-  ``OBSERVATION<TAB>PREV2→PREV→LABEL<TAB>WEIGHT`` and the label-trigram block
+  ``OBSERVATION<TAB>PREV2->PREV->LABEL<TAB>WEIGHT`` and the label-trigram block
   under the text of its constant pattern (``t`` or ``B``).
 
-The arrow is written ``->`` where the output encoding has no ``→``.
+The arrow is ASCII, so the dump is the same in every output encoding and greps
+the same in every terminal.
 Observations are in id order (most frequent in training first), then the
 transitions. Weights print with six significant digits. Zero weights (a
 feature the optimiser never moved) are left out.
@@ -29,8 +30,7 @@ from crfkit.errors import UsageError
 from crfkit.model import Model
 from crfkit.modeltypes import MODEL_TYPES
 
-ARROW = "→"
-ASCII_ARROW = "->"  # for output encodings without "→" (Latin-1, EUC-JP, ...)
+ARROW = "->"
 
 
 @dataclass
@@ -109,35 +109,26 @@ def dump(model: Model, out: TextIO, *, top: int | None = None, threshold: float 
     out.write("".join(p.text + "\n" for p in model.patterns))
     out.write("# labels\n")
     out.write("".join(name + "\n" for name in model.labels))
-    arrow = ARROW if _can_encode(ARROW, getattr(out, "encoding", None)) else ASCII_ARROW
-    out.write(f"# features: observation<TAB>label or previous{arrow}label<TAB>weight\n")
+    out.write(f"# features: observation<TAB>label or previous{ARROW}label<TAB>weight\n")
     names = np.array(model.labels, dtype=object)
     if top is None:
-        out.write(_lines(f, np.flatnonzero(keep), names, arrow))
+        out.write(_lines(f, np.flatnonzero(keep), names))
         return
     for y, name in enumerate(model.labels):
         mine = np.flatnonzero(keep & (f.label == y))
         # stable sort: equal strengths keep the dump order
         best = mine[np.argsort(-np.abs(f.weight[mine]), kind="stable")[:top]]
         out.write(f"# {name}\n")
-        out.write(_lines(f, best, names, arrow))
+        out.write(_lines(f, best, names))
 
 
-def _can_encode(text: str, encoding: str | None) -> bool:
-    try:
-        text.encode(encoding or "utf-8")
-    except (UnicodeEncodeError, LookupError):
-        return False
-    return True
-
-
-def _lines(f: Features, rows: np.ndarray, names: np.ndarray, arrow: str) -> str:
+def _lines(f: Features, rows: np.ndarray, names: np.ndarray) -> str:
     prev = f.prev[rows]
     label = names[f.label[rows]]
-    target = np.where(prev >= 0, names[np.maximum(prev, 0)] + arrow + label, label)
+    target = np.where(prev >= 0, names[np.maximum(prev, 0)] + ARROW + label, label)
     if f.prev2 is not None:
         prev2 = f.prev2[rows]
-        target = np.where(prev2 >= 0, names[np.maximum(prev2, 0)] + arrow + target, target)
+        target = np.where(prev2 >= 0, names[np.maximum(prev2, 0)] + ARROW + target, target)
     return "".join(f"{o}\t{t}\t{w:.6g}\n" for o, t, w in zip(
         f.observation[rows].tolist(), target.tolist(), f.weight[rows].tolist(), strict=True))
 

@@ -24,7 +24,7 @@ from tests.helpers import run
 PATTERNS = "U00:%x[0,0]\nU01:%x[-1,0]/%x[0,0]\n*:pos=%x[0,1]\nb:w=%X[0,0]\nB\n"
 TRAIN = ("the DT B-NP\ncat NN I-NP\nsat VBD B-VP\non IN O\nthe DT B-NP\nmat NN I-NP\n\n"
          "a DT B-NP\ndog NN I-NP\nran VBD B-VP\n\nBig JJ B-NP\ndogs NNS I-NP\nbark VBP B-VP\n")
-ARROW = "→"
+ARROW = "->"
 
 
 @pytest.fixture(scope="module")

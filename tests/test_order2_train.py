@@ -148,7 +148,7 @@ def test_cli_train_label_dump_info(tmp_path, corpus):
     info = run("info", model).output
     assert "order:" in info and "label trigrams" in info
     dump = run("dump", model).output
-    assert any(line.startswith("t:s0=") and line.count("→") == 2 for line in dump.splitlines())
+    assert any(line.startswith("t:s0=") and line.count("->") == 2 for line in dump.splitlines())
     plain = run("label", "-m", model, data).output
     best = run("label", "-n", "1", "-m", model, data).output
     header = re.compile(r"# 0 -?[0-9.]+$")  # '# RANK LOGPROB' (tokens may start with '#')
