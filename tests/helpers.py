@@ -6,6 +6,7 @@ the slow references (oracles) in ``tests/naive.py``.
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import numpy as np
@@ -19,6 +20,17 @@ from crfkit.skipgraph import graph_from_edges
 from crfkit.space import Dataset, FeatureSpace
 
 ROOT = Path(__file__).resolve().parents[1]
+SHARED = Path(os.environ.get("CRFKIT_SHARED") or ROOT.parent / "shared")
+"""The shared data folder (CoNLL-2000, the peer tools' models) a few tests read: beside
+the repository, or where ``CRFKIT_SHARED`` says; without it those tests skip."""
+
+
+def missing_shared(*paths: Path) -> str:
+    """The skip reason naming the first of ``paths`` that does not exist ("" if all do)."""
+    for path in paths:
+        if not path.exists():
+            return f"needs {path} (the shared data folder: set CRFKIT_SHARED=DIR)"
+    return ""
 
 # Every kind of weight: unigrams, observation bigrams, both (*), the transition block.
 PATTERNS = parse_patterns("""

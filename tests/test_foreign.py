@@ -25,12 +25,12 @@ from crfkit.foreign.build import splits
 from crfkit.label import label, label_sequences
 from crfkit.model import Model
 from crfkit.reader import read_sequences
-from tests.helpers import ROOT, one_error_line, run
+from tests.helpers import SHARED, missing_shared, one_error_line, run
 
-PEERS = ROOT.parent / "shared" / "data" / "peer-models"
-TEST = ROOT.parent / "shared" / "data" / "conll2000" / "test.txt"
-needs_peers = pytest.mark.skipif(not (PEERS / "SOURCE.md").exists() or not TEST.exists(),
-                                 reason="../shared/data/peer-models not present")
+PEERS = SHARED / "data" / "peer-models"
+TEST = SHARED / "data" / "conll2000" / "test.txt"
+needs_peers = pytest.mark.skipif(bool(missing_shared(PEERS / "SOURCE.md", TEST)),
+                                 reason=missing_shared(PEERS / "SOURCE.md", TEST))
 
 
 # --- small hand-made models against a brute-force scorer of feature strings -----------------
@@ -185,8 +185,8 @@ def _seq(rows):
 # --- the real files the real tools wrote ------------------------------------------------
 @pytest.fixture(scope="module")
 def peer_models():
-    if not (PEERS / "SOURCE.md").exists():
-        pytest.skip("../shared/data/peer-models not present")
+    if missing_shared(PEERS / "SOURCE.md"):
+        pytest.skip(missing_shared(PEERS / "SOURCE.md"))
     return {
         "crfpp": read_model(PEERS / "crfpp.model"),
         "crfpp-text": read_model(PEERS / "crfpp.model.txt.gz"),

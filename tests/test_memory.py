@@ -24,9 +24,9 @@ from crfkit.memory import (
 )
 from crfkit.reader import Sequence, read_sequences
 from crfkit.train import TrainOptions, _budget
-from tests.helpers import ROOT, one_error_line, run
+from tests.helpers import ROOT, SHARED, missing_shared, one_error_line, run
 
-CONLL_TRAIN = ROOT.parent / "shared/data/conll2000/train.txt"
+CONLL_TRAIN = SHARED / "data/conll2000/train.txt"
 PAT = str(ROOT / "patterns/address.pat")
 
 
@@ -213,7 +213,7 @@ def test_cli_refuses_with_one_line_and_writes_nothing(tmp_path):
                        str(ROOT / "data/address-train.txt"), str(model)), "--max-memory")
 
 
-@pytest.mark.skipif(not CONLL_TRAIN.exists(), reason="needs ../shared/data/conll2000")
+@pytest.mark.skipif(bool(missing_shared(CONLL_TRAIN)), reason=missing_shared(CONLL_TRAIN))
 def test_explosive_pattern_file_is_refused_within_seconds(tmp_path):
     """Bar: bigram patterns over word trigrams on CoNLL-2000, Wapiti-style dense features."""
     pat = tmp_path / "explosive.pat"
@@ -309,8 +309,8 @@ def warm(tmp_path_factory):
 @pytest.fixture(scope="module")
 def conll_part(tmp_path_factory) -> Path:
     """The first 2,000 sentences of CoNLL-2000 (47k tokens)."""
-    if not CONLL_TRAIN.exists():
-        pytest.skip("needs ../shared/data/conll2000")
+    if missing_shared(CONLL_TRAIN):
+        pytest.skip(missing_shared(CONLL_TRAIN))
     text = CONLL_TRAIN.read_text(encoding="utf-8")
     path = tmp_path_factory.mktemp("conll") / "part.txt"
     path.write_text("\n\n".join(text.split("\n\n")[:2000]) + "\n", encoding="utf-8")
