@@ -44,7 +44,9 @@ class _Group(click.Group):
             click.echo(f"crfkit: error: {err}", err=True)
             ctx.exit(1)
         except KeyboardInterrupt:
-            click.echo("crfkit: interrupted", err=True)
+            from crfkit.clierrors import interrupted_line
+
+            click.echo(interrupted_line(sys.stderr), err=True)
             ctx.exit(130)
         except BrokenPipeError:
             sys.stderr.close()

@@ -19,7 +19,7 @@ import os
 import sys
 import tempfile
 from collections.abc import Callable
-from typing import TYPE_CHECKING, NoReturn
+from typing import TYPE_CHECKING, NoReturn, TextIO
 
 import click
 
@@ -45,7 +45,7 @@ def run_standalone(main: Callable[[], object]) -> NoReturn:
         _error_line(err.format_message())
         status = err.exit_code
     except click.Abort:
-        click.echo("crfkit: interrupted", err=True)
+        click.echo(interrupted_line(sys.stderr), err=True)
         status = 130
     except OSError as err:
         if err.errno not in WRITE_ERRNOS:
@@ -85,6 +85,13 @@ def _keep_elsewhere(model: Model) -> str | None:
         except OutputError:
             os.unlink(name)
     return None
+
+
+def interrupted_line(stream: TextIO) -> str:
+    """``crfkit: interrupted``, first erasing a live status line a terminal may show
+    (reading, encoding): Ctrl-C can come while one is half written."""
+    isatty = getattr(stream, "isatty", None)
+    return ("\r\x1b[K" if isatty and isatty() else "") + "crfkit: interrupted"
 
 
 def _usage_error(err: click.UsageError) -> int:

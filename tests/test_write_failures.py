@@ -202,3 +202,14 @@ def test_eval_exits_1_only_for_unreadable_input_or_a_broken_scheme(tmp_path):
     assert run("eval", tagged).exit_code == 0  # bad scores are no error
     one_error_line(run("eval", "--scheme", "iob2", tagged), f"{tagged}:1:", "scheme iob2")
     assert run("eval", "--scheme", "iob2", tagged).exit_code == 1
+
+
+def test_the_interrupted_line_erases_a_terminal_status_line_first():
+    from crfkit.clierrors import interrupted_line
+
+    class Terminal(StringIO):
+        def isatty(self) -> bool:
+            return True
+
+    assert interrupted_line(Terminal()) == "\r\x1b[Kcrfkit: interrupted"
+    assert interrupted_line(StringIO()) == "crfkit: interrupted"  # a log file: no escapes
