@@ -27,10 +27,16 @@ if TYPE_CHECKING:
 
 
 class _Group(click.Group):
-    """A click group that reports library errors as one line and exit status 1."""
+    """A click group that reports library errors as one line and exit status 1, and the
+    option habits of CRF++, Wapiti and CRFsuite as one line naming crfkit's spelling."""
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        ctx.meta["crfkit.argv"] = list(args)
+        return super().parse_args(ctx, args)
 
     def invoke(self, ctx: click.Context):
         try:
+            _refuse_habits(self, ctx)
             return super().invoke(ctx)
         except CrfkitError as err:
             click.echo(f"crfkit: error: {err}", err=True)
@@ -41,6 +47,20 @@ class _Group(click.Group):
         except BrokenPipeError:
             sys.stderr.close()
             ctx.exit(141)
+
+
+def _refuse_habits(group: click.Group, ctx: click.Context) -> None:
+    """Another tool's option spelling (crfkit.habits) stops here, before click's parser
+    rejects it generically or reads it with crfkit's meaning."""
+    from crfkit.errors import UsageError
+    from crfkit.habits import habit_hint
+
+    argv = ctx.meta.get("crfkit.argv") or []
+    if not argv or argv[0].startswith("-"):
+        return
+    hint = habit_hint(group.get_command(ctx, argv[0]), argv[0], argv[1:])
+    if hint is not None:
+        raise UsageError(hint)
 
 
 @click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})
@@ -96,8 +116,9 @@ ALGORITHM_NAMES = ("l-bfgs", "sgd-l1", "ap", "l2sgd", "pa", "arow")
               help="Stop when the objective improves by less than this (relative) over the "
                    "window; sgd-l1: by less than this share of its fall since the first "
                    "epoch  [default: 1e-5; sgd-l1: 0.02]")
-@click.option("-w", "--stopwin", type=int, default=None,
-              help="Window (iterations) of the stopping rule  [default: 10; sgd-l1: 3]")
+@click.option("-o", "--stopwin", "--objwin", "stopwin", type=int, default=None,
+              help="Window (iterations) of the stopping rule (Wapiti's -o/--objwin)  "
+                   "[default: 10; sgd-l1: 3]")
 @click.option("--l1-gtol", type=float, default=None, metavar="X",
               help="With -1 (OWL-QN): also stop once the pseudo-gradient's norm has stayed "
                    "below X times its start for the window; 0: the objective rule alone  "
@@ -404,8 +425,8 @@ def _existing_file(path: str | None, option: str, numeric_hint: str | None) -> N
 @click.option("--path-stopeps", type=float, default=5e-4, show_default=True, metavar="X",
               help="Stopping rule of the strengths scored (F1 settles long before the "
                    "objective: a looser rule makes the search cheaper).")
-@click.option("-w", "--stopwin", type=int, default=None,
-              help="Window of the stopping rule  [default: 10]")
+@click.option("-o", "--stopwin", "--objwin", "stopwin", type=int, default=None,
+              help="Window of the stopping rule (Wapiti's -o)  [default: 10]")
 @click.option("--history", type=int, default=None, help="L-BFGS history size  [default: 6]")
 @click.option("-f", "--cutoff", "--freq", type=int, default=None,
               help="Ignore observations seen fewer than N times  [default: 1]")

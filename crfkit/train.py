@@ -159,7 +159,7 @@ class TrainOptions:
         if not self.stopeps >= 0:
             raise UsageError(f"-e/--stopeps must be >= 0, got {self.stopeps}")
         if self.stopwin < 1:
-            raise UsageError(f"-w/--stopwin must be >= 1, got {self.stopwin}")
+            raise UsageError(f"-o/--stopwin must be >= 1, got {self.stopwin}")
         if not self.l1_gtol >= 0:
             raise UsageError(f"--l1-gtol must be >= 0, got {self.l1_gtol}")
         if self.devel_patience < 0:
@@ -356,7 +356,7 @@ ALGORITHMS: dict[str, Algorithm] = {
                         "stochastic gradient, one sequence at a time, with Tsuruoka's "
                         "cumulative L1 penalty (-1 0.3 by default); --eta0/--alpha set the "
                         "decaying rate (eta0 calibrated on a sample unless given), --seed "
-                        "the order; stops when the last -w epochs lowered the objective by "
+                        "the order; stops when the last -o epochs lowered the objective by "
                         "less than -e of its fall since the first; -i counts epochs"),
     "ap": Algorithm(_run_perceptron, _ONLINE_TYPES, False, False,
                     "averaged perceptron: Viterbi on each sequence, update when wrong, "
