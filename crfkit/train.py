@@ -56,6 +56,7 @@ from crfkit.memory import (
     Estimate,
     MemoryBudget,
     PatternCost,
+    array_bytes,
     available_memory,
     check,
     estimate_training,
@@ -696,7 +697,9 @@ def _check_memory(corpus: Corpus, budget: MemoryBudget, dense_option: str | None
     if corpus.space.order == 2 and corpus.space.has_tri:  # the label-trigram block
         owner = next(p for p in f.patterns if p.is_constant and (p.has_trigram or p.has_bigram))
         costs.append(PatternCost(owner, 1, len(corpus.space.tri)))
-    estimate = estimate_training(costs, len(corpus.labels), corpus.space.has_trans, budget)
+    held = array_bytes(corpus.data, corpus.space, f.vocab, corpus)
+    estimate = estimate_training(costs, len(corpus.labels), corpus.space.has_trans, budget,
+                                 data_bytes=held)
     if corpus.graph is not None:  # skip weights (a few) and BP's messages and buffers
         estimate.total_bytes += (8 * (budget.vectors + budget.gradient_rows + 1)
                                  * (corpus.space.n_weights - corpus.space.skip_offset)
