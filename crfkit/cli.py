@@ -598,10 +598,13 @@ def _run_tune(given: dict, t, path: list, pattern_file: str, input_file: str,
 @click.option("--bp-maxiter", "bp_maxiter", type=int, default=None, metavar="N",
               help="Skip-chain models: at most N rounds of belief propagation a document "
                    "[default: the model's --bp-maxiter].")
+@click.option("--doc-sep", "doc_sep", default=None, metavar="REGEX",
+              help="Skip-chain models: lines matching REGEX separate documents, as "
+                   "-DOCSTART- lines do  [default: the --doc-sep the model was trained with]")
 def label_command(model_file, input_file, output_file, labels_only, check, nthread, sep,
                   encoding, nbest, nbest_columns, score, marginals, post, force,
                   constraints, quiet, patterns_file, data_format, dask_address,
-                  bp_damping, bp_maxiter) -> None:
+                  bp_damping, bp_maxiter, doc_sep) -> None:
     """Label a column file with a trained model; the prediction becomes the last column.
 
     INPUT and OUTPUT default to standard input and output ('-').
@@ -643,7 +646,8 @@ def label_command(model_file, input_file, output_file, labels_only, check, nthre
                                  "-s/--score": score or None, "--marginals": marginals or None,
                                  "-p/--post": post or None, "--constraints": constraints,
                                  "--patterns": patterns_file, "--force": force or None,
-                                 "--bp-damping": bp_damping, "--bp-maxiter": bp_maxiter})
+                                 "--bp-damping": bp_damping, "--bp-maxiter": bp_maxiter,
+                                 "--doc-sep": doc_sep})
         return
     options = LabelOptions(nbest=nbest, marginals=marginals, posterior=post, force=force,
                            constraints=constraints, scores=score, nbest_columns=nbest_columns,
@@ -665,10 +669,10 @@ def label_command(model_file, input_file, output_file, labels_only, check, nthre
     source = "<stdin>" if input_file == "-" else input_file
     threads = nthread or _cores()
     meter = _label_meter(quiet, output_file)
+    whole_documents, doc_sep = _documents_of(model, doc_sep)
     with atomic_output(output_file, encoding=encoding) as out, _without_cycle_collection(), \
             _erased_at_exit(meter):
         stats = None
-        whole_documents, doc_sep = _documents_of(model)
         if dask_address is not None:
             from crfkit.dask.command import label_on_dask
 
@@ -690,6 +694,12 @@ def label_command(model_file, input_file, output_file, labels_only, check, nthre
     if check and stats.tokens:
         click.echo(f"* {stats.sequences} sequences, {stats.tokens} tokens, token accuracy "
                    f"{100.0 * stats.correct / stats.tokens:.2f}%", err=True)
+    if whole_documents and dask_address is None:
+        from crfkit.skipchain import unmarked_input_warning
+
+        warning = unmarked_input_warning(stats.sequences, stats.markers, doc_sep)
+        if warning:
+            click.echo(warning, err=True)
     if stats.unsettled:
         n = stats.unsettled
         click.echo(f"* belief propagation did not settle in {n} document{'s' * (n != 1)}: "
@@ -697,14 +707,19 @@ def label_command(model_file, input_file, output_file, labels_only, check, nthre
                    f"--bp-damping or --bp-maxiter)", err=True)
 
 
-def _documents_of(model) -> tuple[bool, str | None]:
+def _documents_of(model, doc_sep: str | None = None) -> tuple[bool, str | None]:
     """Whether labelling must keep documents whole (a skip-chain model: never cut a file in
-    two), and the document separator the model was trained with."""
+    two), and the document separator: ``doc_sep`` if given, else the model's training one."""
     if model.model_type != "skipchain":
+        if doc_sep is not None:
+            from crfkit.errors import UsageError
+
+            raise UsageError("--doc-sep separates the documents of skip-chain models; this "
+                             f"is a {model.model_type} model")
         return False, None
     from crfkit.skipchain import model_skip_options
 
-    return True, model_skip_options(model).doc_sep
+    return True, doc_sep if doc_sep is not None else model_skip_options(model).doc_sep
 
 
 def _label_crfsuite(model_file: str, input_file: str, output_file: str, *, nthread: int,
