@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 
 import click
 
-from crfkit import __version__
+from crfkit import __version__, shipped
 from crfkit.errors import CrfkitError
 from crfkit.modeltypes import MODEL_TYPES
 
@@ -85,7 +85,8 @@ ALGORITHM_NAMES = ("l-bfgs", "sgd-l1", "ap", "l2sgd", "pa", "arow")
 
 @cli.command("train", short_help="Train a model on a labelled column file.")
 @click.option("-p", "--pattern", "pattern_file", default=None, metavar="FILE",
-              help="Pattern (template) file, CRF++ or Wapiti syntax (optional with -m).")
+              help="Pattern (template) file, CRF++ or Wapiti syntax (optional with -m), or "
+                   "the name of a shipped one ('crfkit patterns --list').")
 @click.argument("input_file", metavar="[INPUT]", default="-", type=click.Path(allow_dash=True))
 @click.argument("model_file", metavar="[MODEL]", default="crfkit.model", type=click.Path())
 @click.option("-T", "--type", "model_type", default=None, metavar="|".join(MODEL_TYPE_NAMES),
@@ -239,6 +240,7 @@ def train_command(pattern_file, input_file, model_file, model_type, algo, order,
         if not cost > 0:
             raise UsageError(f"--cost must be > 0, got {cost}")
         rho2 = 1.0 / cost
+    pattern_file = shipped.pattern_file(pattern_file)
     _check_train_inputs(pattern_file, init_file, devel_file, input_file, dask_address)
     given = {"algo": algo, "model_type": model_type, "order": order, "likely": likely,
              "likely_after": likely_after, "rho1": rho1, "rho2": rho2,
@@ -401,7 +403,8 @@ def _existing_file(path: str | None, option: str, numeric_hint: str | None) -> N
 
 @cli.command("tune", short_help="Choose the regularisation strength (devel set or folds).")
 @click.option("-p", "--pattern", "pattern_file", required=True, metavar="FILE",
-              help="Pattern (template) file, CRF++ or Wapiti syntax.")
+              help="Pattern (template) file, CRF++ or Wapiti syntax, or the name of a "
+                   "shipped one ('crfkit patterns --list').")
 @click.argument("input_file", metavar="TRAIN", type=click.Path(allow_dash=True))
 @click.argument("model_file", metavar="[MODEL]", default="crfkit.model", type=click.Path())
 @click.option("-d", "--devel", "devel_file", default=None, metavar="FILE",
@@ -477,6 +480,7 @@ def tune_command(pattern_file, input_file, model_file, devel_file, folds, seed, 
         strength_path,
     )
 
+    pattern_file = shipped.pattern_file(pattern_file)
     for path, option in ((pattern_file, "-p/--pattern"), (devel_file, "-d/--devel"),
                          (None if input_file == "-" else input_file, "TRAIN")):
         _existing_file(path, option, None)
@@ -908,22 +912,26 @@ def eval_command(input_file, delimiter, outside, raw, latex, fmt, tokens, scheme
 
 
 @cli.command("patterns", short_help="Show how a pattern file compiles and what it generates.")
-@click.argument("pattern_file", metavar="PATFILE", type=click.Path(exists=True, dir_okay=False))
+@click.argument("pattern_file", metavar="PATFILE", required=False)
 @click.argument("data_file", metavar="[DATA]", required=False, type=click.Path(allow_dash=True))
+@click.option("--list", "list_shipped", is_flag=True,
+              help="List the pattern files shipped with crfkit (usable by name: -p chunking).")
 @click.option("-s", "--sequence", "sequence_number", type=click.IntRange(min=1), default=1,
               show_default=True, help="Which sequence of DATA to show (1 = the first).")
 @click.option("--sep", type=SEPARATORS, default="auto", show_default=True,
               help="Column separator of DATA (auto: tabs or runs of spaces).")
 @click.option("--encoding", default="utf-8", show_default=True,
               help="Text encoding of PATFILE and DATA.")
-def patterns_command(pattern_file, data_file, sequence_number, sep, encoding) -> None:
+def patterns_command(pattern_file, data_file, list_shipped, sequence_number, sep,
+                     encoding) -> None:
     """Show how PATFILE compiled and, with DATA, what it generates.
 
     Prints each pattern's kind, name, literal text and commands; with DATA
     (a column file, labelled or not), also the observation string every
     pattern generates at every position of one sequence -- the tool to
     debug feature engineering. Patterns may read any column of DATA here;
-    training refuses the last one (the label).
+    training refuses the last one (the label). PATFILE may name a shipped
+    pattern file (--list shows them).
     """
     from itertools import islice
 
@@ -932,6 +940,15 @@ def patterns_command(pattern_file, data_file, sequence_number, sep, encoding) ->
     from crfkit.features.patterns import check_columns, read_patterns
     from crfkit.reader import read_sequences
 
+    if list_shipped:
+        for name, path, about in shipped.shipped_patterns():
+            click.echo(f"{name:<16} {about}  ({path})")
+        click.echo(f"sample data: {shipped.SAMPLES_DIR}")
+        return
+    pattern_file = shipped.pattern_file(pattern_file)
+    if pattern_file is None or not os.path.isfile(pattern_file):
+        raise click.BadParameter(f"{pattern_file!r} is not a file" if pattern_file else
+                                 "give a pattern file (or --list)", param_hint="PATFILE")
     patterns = read_patterns(pattern_file, encoding=encoding)
     for line in describe_patterns(patterns):
         click.echo(line)
