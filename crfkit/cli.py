@@ -666,6 +666,11 @@ def label_command(model_file, input_file, output_file, labels_only, check, nthre
         from crfkit.kernels.blocks import set_thread_count
 
         set_thread_count(nthread)
+    if (options.uses_kernels or model.model_type == "skipchain") and not quiet:
+        from crfkit.jitcache import announce_label_compile
+
+        announce_label_compile(lambda line: click.echo(line, err=True), model.space.order,
+                               model.model_type == "skipchain")
     if encoding is None:
         encoding = model.encoding
     canonical_encoding(encoding)  # one error line for an unknown one, before any output

@@ -65,6 +65,7 @@ from crfkit.corpus import Corpus, DevelSet, encode_devel, encode_training, model
 from crfkit.errors import UsageError
 from crfkit.evaluate import evaluate
 from crfkit.features.patterns import Pattern
+from crfkit.jitcache import announce_compile
 from crfkit.kernels.bestpath import Weights
 from crfkit.kernels.blocks import set_thread_count
 from crfkit.kernels.decoder2 import decode_any
@@ -471,6 +472,7 @@ def tune(patterns: list[Pattern], sequences: list[Sentence], options: TrainOptio
         raise UsageError("crfkit tune does not train skip-chain models (s: patterns) yet: "
                          "train them with crfkit train -2 X")
     patterns = model_patterns(patterns, model_type, options.order or 1)
+    announce_compile(progress, "l-bfgs", model_type, True, options.order or 1)
     folds, mode = _encode(patterns, sequences, options, t, model_type, devel, source,
                           devel_source, progress)
     cores = options.nthread or _cores()
