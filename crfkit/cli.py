@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 
 import click
 
-from crfkit import __version__
+from crfkit import __version__, shipped
 from crfkit.errors import CrfkitError
 from crfkit.modeltypes import MODEL_TYPES
 
@@ -27,8 +27,9 @@ if TYPE_CHECKING:
 
 
 class _Group(click.Group):
-    """A click group that reports library errors as one line and exit status 1
-    (usage and write errors too: crfkit.clierrors)."""
+    """A click group that reports library errors as one line and exit status 1 (usage and
+    write errors too: crfkit.clierrors), and the option habits of CRF++, Wapiti and
+    CRFsuite as one line naming crfkit's spelling."""
 
     def main(self, *args, standalone_mode: bool = True, **kwargs):
         if not standalone_mode:
@@ -37,8 +38,13 @@ class _Group(click.Group):
 
         run_standalone(lambda: super(_Group, self).main(*args, standalone_mode=False, **kwargs))
 
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        ctx.meta["crfkit.argv"] = list(args)
+        return super().parse_args(ctx, args)
+
     def invoke(self, ctx: click.Context):
         try:
+            _refuse_habits(self, ctx)
             return super().invoke(ctx)
         except CrfkitError as err:
             click.echo(f"crfkit: error: {err}", err=True)
@@ -51,6 +57,20 @@ class _Group(click.Group):
         except BrokenPipeError:
             sys.stderr.close()
             ctx.exit(141)
+
+
+def _refuse_habits(group: click.Group, ctx: click.Context) -> None:
+    """Another tool's option spelling (crfkit.habits) stops here, before click's parser
+    rejects it generically or reads it with crfkit's meaning."""
+    from crfkit.errors import UsageError
+    from crfkit.habits import habit_hint
+
+    argv = ctx.meta.get("crfkit.argv") or []
+    if not argv or argv[0].startswith("-"):
+        return
+    hint = habit_hint(group.get_command(ctx, argv[0]), argv[0], argv[1:])
+    if hint is not None:
+        raise UsageError(hint)
 
 
 @click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})
@@ -75,7 +95,8 @@ ALGORITHM_NAMES = ("l-bfgs", "sgd-l1", "ap", "l2sgd", "pa", "arow")
 
 @cli.command("train", short_help="Train a model on a labelled column file.")
 @click.option("-p", "--pattern", "pattern_file", default=None, metavar="FILE",
-              help="Pattern (template) file, CRF++ or Wapiti syntax (optional with -m).")
+              help="Pattern (template) file, CRF++ or Wapiti syntax (optional with -m), or "
+                   "the name of a shipped one ('crfkit patterns --list').")
 @click.argument("input_file", metavar="[INPUT]", default="-", type=click.Path(allow_dash=True))
 @click.argument("model_file", metavar="[MODEL]", default="crfkit.model", type=click.Path())
 @click.option("-T", "--type", "model_type", default=None, metavar="|".join(MODEL_TYPE_NAMES),
@@ -106,8 +127,9 @@ ALGORITHM_NAMES = ("l-bfgs", "sgd-l1", "ap", "l2sgd", "pa", "arow")
               help="Stop when the objective improves by less than this (relative) over the "
                    "window; sgd-l1: by less than this share of its fall since the first "
                    "epoch  [default: 1e-5; sgd-l1: 0.02]")
-@click.option("-w", "--stopwin", type=int, default=None,
-              help="Window (iterations) of the stopping rule  [default: 10; sgd-l1: 3]")
+@click.option("-o", "--stopwin", "--objwin", "stopwin", type=int, default=None,
+              help="Window (iterations) of the stopping rule (Wapiti's -o/--objwin)  "
+                   "[default: 10; sgd-l1: 3]")
 @click.option("--l1-gtol", type=float, default=None, metavar="X",
               help="With -1 (OWL-QN): also stop once the pseudo-gradient's norm has stayed "
                    "below X times its start for the window; 0: the objective rule alone  "
@@ -230,6 +252,7 @@ def train_command(pattern_file, input_file, model_file, model_type, algo, order,
         if not cost > 0:
             raise UsageError(f"--cost must be > 0, got {cost}")
         rho2 = 1.0 / cost
+    pattern_file = shipped.pattern_file(pattern_file)
     _check_train_inputs(pattern_file, init_file, devel_file, input_file, dask_address)
     given = {"algo": algo, "model_type": model_type, "order": order, "likely": likely,
              "likely_after": likely_after, "rho1": rho1, "rho2": rho2,
@@ -393,7 +416,8 @@ def _existing_file(path: str | None, option: str, numeric_hint: str | None) -> N
 
 @cli.command("tune", short_help="Choose the regularisation strength (devel set or folds).")
 @click.option("-p", "--pattern", "pattern_file", required=True, metavar="FILE",
-              help="Pattern (template) file, CRF++ or Wapiti syntax.")
+              help="Pattern (template) file, CRF++ or Wapiti syntax, or the name of a "
+                   "shipped one ('crfkit patterns --list').")
 @click.argument("input_file", metavar="TRAIN", type=click.Path(allow_dash=True))
 @click.argument("model_file", metavar="[MODEL]", default="crfkit.model", type=click.Path())
 @click.option("-d", "--devel", "devel_file", default=None, metavar="FILE",
@@ -417,8 +441,8 @@ def _existing_file(path: str | None, option: str, numeric_hint: str | None) -> N
 @click.option("--path-stopeps", type=float, default=5e-4, show_default=True, metavar="X",
               help="Stopping rule of the strengths scored (F1 settles long before the "
                    "objective: a looser rule makes the search cheaper).")
-@click.option("-w", "--stopwin", type=int, default=None,
-              help="Window of the stopping rule  [default: 10]")
+@click.option("-o", "--stopwin", "--objwin", "stopwin", type=int, default=None,
+              help="Window of the stopping rule (Wapiti's -o)  [default: 10]")
 @click.option("--history", type=int, default=None, help="L-BFGS history size  [default: 6]")
 @click.option("-f", "--cutoff", "--freq", type=int, default=None,
               help="Ignore observations seen fewer than N times  [default: 1]")
@@ -470,6 +494,7 @@ def tune_command(pattern_file, input_file, model_file, devel_file, folds, seed, 
         strength_path,
     )
 
+    pattern_file = shipped.pattern_file(pattern_file)
     for path, option in ((pattern_file, "-p/--pattern"), (devel_file, "-d/--devel"),
                          (None if input_file == "-" else input_file, "TRAIN")):
         _existing_file(path, option, None)
@@ -592,10 +617,13 @@ def _run_tune(given: dict, t, path: list, pattern_file: str, input_file: str,
 @click.option("--bp-maxiter", "bp_maxiter", type=int, default=None, metavar="N",
               help="Skip-chain models: at most N rounds of belief propagation a document "
                    "[default: the model's --bp-maxiter].")
+@click.option("--doc-sep", "doc_sep", default=None, metavar="REGEX",
+              help="Skip-chain models: lines matching REGEX separate documents, as "
+                   "-DOCSTART- lines do  [default: the --doc-sep the model was trained with]")
 def label_command(model_file, input_file, output_file, labels_only, check, nthread, sep,
                   encoding, nbest, nbest_columns, score, marginals, post, force,
                   constraints, quiet, patterns_file, data_format, dask_address,
-                  bp_damping, bp_maxiter) -> None:
+                  bp_damping, bp_maxiter, doc_sep) -> None:
     """Label a column file with a trained model; the prediction becomes the last column.
 
     INPUT and OUTPUT default to standard input and output ('-').
@@ -638,7 +666,8 @@ def label_command(model_file, input_file, output_file, labels_only, check, nthre
                                  "-s/--score": score or None, "--marginals": marginals or None,
                                  "-p/--post": post or None, "--constraints": constraints,
                                  "--patterns": patterns_file, "--force": force or None,
-                                 "--bp-damping": bp_damping, "--bp-maxiter": bp_maxiter})
+                                 "--bp-damping": bp_damping, "--bp-maxiter": bp_maxiter,
+                                 "--doc-sep": doc_sep})
         return
     options = LabelOptions(nbest=nbest, marginals=marginals, posterior=post, force=force,
                            constraints=constraints, scores=score, nbest_columns=nbest_columns,
@@ -653,6 +682,11 @@ def label_command(model_file, input_file, output_file, labels_only, check, nthre
         from crfkit.kernels.blocks import set_thread_count
 
         set_thread_count(nthread)
+    if (options.uses_kernels or model.model_type == "skipchain") and not quiet:
+        from crfkit.jitcache import announce_label_compile
+
+        announce_label_compile(lambda line: click.echo(line, err=True), model.space.order,
+                               model.model_type == "skipchain")
     if encoding is None:
         encoding = model.encoding
     canonical_encoding(encoding)  # one error line for an unknown one, before any output
@@ -660,10 +694,10 @@ def label_command(model_file, input_file, output_file, labels_only, check, nthre
     source = "<stdin>" if input_file == "-" else input_file
     threads = nthread or _cores()
     meter = _label_meter(quiet, output_file)
+    whole_documents, doc_sep = _documents_of(model, doc_sep)
     with atomic_output(output_file, encoding=encoding) as out, _without_cycle_collection(), \
             _erased_at_exit(meter):
         stats = None
-        whole_documents, doc_sep = _documents_of(model)
         if dask_address is not None:
             from crfkit.dask.command import label_on_dask
 
@@ -685,6 +719,12 @@ def label_command(model_file, input_file, output_file, labels_only, check, nthre
     if check and stats.tokens and not quiet:
         click.echo(f"* {stats.sequences} sequences, {stats.tokens} tokens, token accuracy "
                    f"{100.0 * stats.correct / stats.tokens:.2f}%", err=True)
+    if whole_documents and dask_address is None:
+        from crfkit.skipchain import unmarked_input_warning
+
+        warning = unmarked_input_warning(stats.sequences, stats.markers, doc_sep)
+        if warning:
+            click.echo(warning, err=True)
     if stats.unsettled:
         n = stats.unsettled
         click.echo(f"* belief propagation did not settle in {n} document{'s' * (n != 1)}: "
@@ -692,14 +732,19 @@ def label_command(model_file, input_file, output_file, labels_only, check, nthre
                    f"--bp-damping or --bp-maxiter)", err=True)
 
 
-def _documents_of(model) -> tuple[bool, str | None]:
+def _documents_of(model, doc_sep: str | None = None) -> tuple[bool, str | None]:
     """Whether labelling must keep documents whole (a skip-chain model: never cut a file in
-    two), and the document separator the model was trained with."""
+    two), and the document separator: ``doc_sep`` if given, else the model's training one."""
     if model.model_type != "skipchain":
+        if doc_sep is not None:
+            from crfkit.errors import UsageError
+
+            raise UsageError("--doc-sep separates the documents of skip-chain models; this "
+                             f"is a {model.model_type} model")
         return False, None
     from crfkit.skipchain import model_skip_options
 
-    return True, model_skip_options(model).doc_sep
+    return True, doc_sep if doc_sep is not None else model_skip_options(model).doc_sep
 
 
 def _label_crfsuite(model_file: str, input_file: str, output_file: str, *, nthread: int,
@@ -890,22 +935,26 @@ def eval_command(input_file, delimiter, outside, raw, latex, fmt, tokens, scheme
 
 
 @cli.command("patterns", short_help="Show how a pattern file compiles and what it generates.")
-@click.argument("pattern_file", metavar="PATFILE", type=click.Path(exists=True, dir_okay=False))
+@click.argument("pattern_file", metavar="PATFILE", required=False)
 @click.argument("data_file", metavar="[DATA]", required=False, type=click.Path(allow_dash=True))
+@click.option("--list", "list_shipped", is_flag=True,
+              help="List the pattern files shipped with crfkit (usable by name: -p chunking).")
 @click.option("-s", "--sequence", "sequence_number", type=click.IntRange(min=1), default=1,
               show_default=True, help="Which sequence of DATA to show (1 = the first).")
 @click.option("--sep", type=SEPARATORS, default="auto", show_default=True,
               help="Column separator of DATA (auto: tabs or runs of spaces).")
 @click.option("--encoding", default="utf-8", show_default=True,
               help="Text encoding of PATFILE and DATA.")
-def patterns_command(pattern_file, data_file, sequence_number, sep, encoding) -> None:
+def patterns_command(pattern_file, data_file, list_shipped, sequence_number, sep,
+                     encoding) -> None:
     """Show how PATFILE compiled and, with DATA, what it generates.
 
     Prints each pattern's kind, name, literal text and commands; with DATA
     (a column file, labelled or not), also the observation string every
     pattern generates at every position of one sequence -- the tool to
     debug feature engineering. Patterns may read any column of DATA here;
-    training refuses the last one (the label).
+    training refuses the last one (the label). PATFILE may name a shipped
+    pattern file (--list shows them).
     """
     from itertools import islice
 
@@ -914,6 +963,15 @@ def patterns_command(pattern_file, data_file, sequence_number, sep, encoding) ->
     from crfkit.features.patterns import check_columns, read_patterns
     from crfkit.reader import read_sequences
 
+    if list_shipped:
+        for name, path, about in shipped.shipped_patterns():
+            click.echo(f"{name:<16} {about}  ({path})")
+        click.echo(f"sample data: {shipped.SAMPLES_DIR}")
+        return
+    pattern_file = shipped.pattern_file(pattern_file)
+    if pattern_file is None or not os.path.isfile(pattern_file):
+        raise click.BadParameter(f"{pattern_file!r} is not a file" if pattern_file else
+                                 "give a pattern file (or --list)", param_hint="PATFILE")
     patterns = read_patterns(pattern_file, encoding=encoding)
     for line in describe_patterns(patterns):
         click.echo(line)

@@ -19,6 +19,7 @@ at worst lose the line, never print it on a warm run.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Iterable
 
 from crfkit.progress import Progress
@@ -28,6 +29,10 @@ from crfkit.progress import Progress
 COUNTING, CRF, LOCAL, SGD, PERCEPTRON, DEVEL = 3, 7, 4, 9, 5, 4
 ONLINE = 6  # l2sgd, pa, arow (kernels.online; measured on a loaded machine)
 ORDER2 = 12  # crf --order 2 (kernels.lanes2 / order2; measured on a loaded machine)
+# crfkit label through Numba's decoder (-n, -s, --marginals, -p; large inputs), by order,
+# and a skip-chain model's belief propagation. DECODE: 87 s cold against warm at a load of
+# 7.9 per core, over that load; the other two are not measured apart and given as much.
+DECODE, DECODE2, SKIP_DECODE = 11, 11, 11
 
 
 def announce_compile(progress: Progress, algo: str, model_type: str, devel: bool,
@@ -37,7 +42,32 @@ def announce_compile(progress: Progress, algo: str, model_type: str, devel: bool
         return
     seconds = compile_seconds(algo, model_type, devel, order)
     if seconds:
-        progress.message(f"* compiling kernels (first run only, about {seconds} s)")
+        progress.message(compile_note(seconds))
+
+
+def announce_label_compile(echo: Callable[[str], None], order: int, skip: bool) -> None:
+    """The same line for ``crfkit label`` when its Numba decoder is not compiled yet."""
+    seconds = sum(s for s, kernels in _label_groups(order, skip)
+                  if not all(any(is_cached(d) for d in alt) for alt in kernels()))
+    if seconds:
+        echo(compile_note(seconds))
+
+
+def compile_note(seconds: float) -> str:
+    """The announcement, its figure scaled to the machine's load now (:func:`load_factor`)."""
+    return f"* compiling kernels (first run only, about {round(seconds * load_factor())} s)"
+
+
+def load_factor() -> float:
+    """How many times longer than on an idle machine a compilation takes now: it runs on
+    one thread, which gets about cores/load of a core once more threads than cores want
+    to run (the 1-minute load average counts them)."""
+    try:
+        load = os.getloadavg()[0]
+    except (AttributeError, OSError):  # no load average on this system
+        return 1.0
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    return max(1.0, load / max(1, cores or 1))
 
 
 def compile_seconds(algo: str, model_type: str, devel: bool, order: int = 1) -> int:
@@ -87,6 +117,20 @@ def _groups(algo: str, model_type: str, devel: bool, order: int = 1
         yield ONLINE, lambda: _online(algo)
     if devel:
         yield DEVEL, _devel
+
+
+def _label_groups(order: int, skip: bool) -> Iterable[tuple[int, Kernels]]:
+    """The kernels ``crfkit label`` compiles when it decodes through Numba."""
+    if skip:
+        yield SKIP_DECODE, _skip_decode
+    else:
+        yield (DECODE2, _devel2) if order == 2 else (DECODE, _devel)
+
+
+def _skip_decode() -> list[tuple[object, ...]]:
+    from crfkit.kernels import skipchain
+
+    return [(skipchain.skip_decode_block,)]
 
 
 def _counting() -> list[tuple[object, ...]]:

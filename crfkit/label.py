@@ -143,6 +143,7 @@ class LabelStats:
     tokens: int = 0
     correct: int = 0
     unsettled: int = 0  # skip-chain documents whose belief propagation did not converge
+    markers: int = 0  # document markers read (-DOCSTART- lines, or --doc-sep's)
 
 
 # --- encoding and decoding of one batch -----------------------------------------------------
@@ -475,6 +476,7 @@ def label_stream(model: Model, sequences: Iterable[Item], out: TextIO,
         stats.tokens += len(rows)
         stats.sequences += len(seqs)
         stats.unsettled += dec.unsettled if dec is not None else 0
+        stats.markers += len(batch.markers)
         if not batch.empty:
             out.write(writer.format(rows, seq_ptr, dec, batch.markers))
         if batch.flush:

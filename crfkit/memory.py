@@ -112,6 +112,7 @@ class Estimate:
     total_bytes: int
     n_features: int
     patterns: list[PatternCost]
+    fixed_bytes: int = 0  # of the total, the process before any data: no option reduces it
 
 
 @dataclass
@@ -186,7 +187,8 @@ def dense_costs(patterns: list[Pattern], observations: np.ndarray, unigram: np.n
 
 
 def estimate_training(costs: list[PatternCost], n_labels: int, has_trans: bool,
-                      budget: MemoryBudget, *, unbuilt_bytes_per_weight: int = 0) -> Estimate:
+                      budget: MemoryBudget, *, unbuilt_bytes_per_weight: int = 0,
+                      data_bytes: int = 0) -> Estimate:
     """The peak resident size of this process once training has started.
 
     What the process holds now (interpreter, numpy and Numba runtimes, the
@@ -195,6 +197,9 @@ def estimate_training(costs: list[PatternCost], n_labels: int, has_trans: bool,
     vectors and gradient rows, plus ``unbuilt_bytes_per_weight`` for a
     feature space not built yet (its index and empirical counts). The peak
     since training began counts too: encoding may need more than training.
+    ``data_bytes``: what the encoded corpus and feature space hold now (0: not
+    counted); with it, the estimate tells the fixed part (interpreter, numpy,
+    Numba and its compiled code, the pattern and string tables) from the data's.
     """
     n_features = sum(c.features for c in costs) + (n_labels ** 2 if has_trans else 0)
     rows = min(budget.gradient_rows, max(1, MAX_BLOCK_BUFFER_BYTES // max(1, 8 * n_features)))
@@ -204,7 +209,15 @@ def estimate_training(costs: list[PatternCost], n_labels: int, has_trans: bool,
     if peak <= budget.peak_before:
         peak = 0
     coming = n_features * per_weight + RUNTIME_BYTES + threads * THREAD_BYTES
-    return Estimate(max(peak, now + coming), n_features, costs)
+    total = max(peak, now + coming)
+    fixed = max(0, total - data_bytes - coming) if data_bytes else 0
+    return Estimate(total, n_features, costs, fixed)
+
+
+def array_bytes(*holders: object) -> int:
+    """Bytes of the numpy arrays the objects hold as attributes (one level deep)."""
+    return sum(value.nbytes for holder in holders for value in vars(holder).values()
+               if isinstance(value, np.ndarray))
 
 
 def check(estimate: Estimate, limit: int, *, dense_option: str | None,
@@ -217,6 +230,30 @@ def check(estimate: Estimate, limit: int, *, dense_option: str | None,
     share = "; ".join(
         f"{c.pattern.text!r} (line {c.pattern.line}): {c.observations:,} observations -> "
         f"{c.features:,} features" for c in worst if c.features)
+    raise UsageError(
+        f"training would need about {format_size(estimate.total_bytes)} for "
+        f"{estimate.n_features:,} features, over the limit of {format_size(limit)}"
+        f"{_split_of(estimate)}; largest: {share}. To fit: "
+        f"{_advice(estimate, limit, worst, dense_option, n_labels)}")
+
+
+def _split_of(estimate: Estimate) -> str:
+    """What is fixed (the process itself) and what the data adds, when known."""
+    if not estimate.fixed_bytes:
+        return ""
+    added = estimate.total_bytes - estimate.fixed_bytes
+    return (f" ({format_size(estimate.fixed_bytes)} fixed: the interpreter, numpy, Numba and "
+            f"its compiled kernels; {format_size(added)} for the data and its features)")
+
+
+def _advice(estimate: Estimate, limit: int, worst: list[PatternCost],
+            dense_option: str | None, n_labels: int) -> str:
+    """What would make training fit: only the data's part shrinks with -f or the patterns,
+    so a limit below the fixed part can only be raised."""
+    if estimate.fixed_bytes and limit <= estimate.fixed_bytes:
+        return (f"raise --max-memory above {format_size(estimate.total_bytes)}: the fixed "
+                f"part alone exceeds the limit, and -f/--cutoff or the patterns reduce only "
+                f"the data's part")
     advice = ["raise -f/--cutoff to drop rare observations"]
     if any(c.pattern.has_bigram and not c.pattern.is_constant for c in worst):
         advice.append(f"make the bigram patterns u: patterns ({n_labels} instead of "
@@ -224,10 +261,7 @@ def check(estimate: Estimate, limit: int, *, dense_option: str | None,
     if dense_option:
         advice.append(f"drop {dense_option}")
     advice.append("or raise --max-memory if the machine really has the memory")
-    raise UsageError(
-        f"training would need about {format_size(estimate.total_bytes)} for "
-        f"{estimate.n_features:,} features, over the limit of {format_size(limit)}; "
-        f"largest: {share}. To fit: {', '.join(advice)}")
+    return ", ".join(advice)
 
 
 def return_large_frees_to_the_os() -> None:

@@ -141,3 +141,15 @@ def decode_documents(model: Model, sequences: list[Sequence], data: Dataset,
         decoded.paths = best.paths
     decoded.unsettled = unsettled  # of the decoding whose labels are written
     return decoded
+
+
+def unmarked_input_warning(sequences: int, markers: int, doc_sep: str | None) -> str | None:
+    """The line to print when a skip-chain model labelled input without document markers:
+    each sentence was then its own document, with no skip edge between sentences (the
+    model's accuracy drops to about a linear chain's, or below)."""
+    if markers or sequences < 2:
+        return None
+    marks = "-DOCSTART- lines" + (f" or lines matching --doc-sep {doc_sep!r}" if doc_sep else "")
+    return (f"* no document marker in INPUT ({marks}): each of its {sequences} sentences was "
+            f"labelled as its own document, without skip edges between sentences; mark "
+            f"documents with -DOCSTART- lines or name their separator with --doc-sep REGEX")

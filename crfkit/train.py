@@ -56,6 +56,7 @@ from crfkit.memory import (
     Estimate,
     MemoryBudget,
     PatternCost,
+    array_bytes,
     available_memory,
     check,
     estimate_training,
@@ -159,7 +160,7 @@ class TrainOptions:
         if not self.stopeps >= 0:
             raise UsageError(f"-e/--stopeps must be >= 0, got {self.stopeps}")
         if self.stopwin < 1:
-            raise UsageError(f"-w/--stopwin must be >= 1, got {self.stopwin}")
+            raise UsageError(f"-o/--stopwin must be >= 1, got {self.stopwin}")
         if not self.l1_gtol >= 0:
             raise UsageError(f"--l1-gtol must be >= 0, got {self.l1_gtol}")
         if self.devel_patience < 0:
@@ -356,7 +357,7 @@ ALGORITHMS: dict[str, Algorithm] = {
                         "stochastic gradient, one sequence at a time, with Tsuruoka's "
                         "cumulative L1 penalty (-1 0.3 by default); --eta0/--alpha set the "
                         "decaying rate (eta0 calibrated on a sample unless given), --seed "
-                        "the order; stops when the last -w epochs lowered the objective by "
+                        "the order; stops when the last -o epochs lowered the objective by "
                         "less than -e of its fall since the first; -i counts epochs"),
     "ap": Algorithm(_run_perceptron, _ONLINE_TYPES, False, False,
                     "averaged perceptron: Viterbi on each sequence, update when wrong, "
@@ -697,7 +698,9 @@ def _check_memory(corpus: Corpus, budget: MemoryBudget, dense_option: str | None
     if corpus.space.order == 2 and corpus.space.has_tri:  # the label-trigram block
         owner = next(p for p in f.patterns if p.is_constant and (p.has_trigram or p.has_bigram))
         costs.append(PatternCost(owner, 1, len(corpus.space.tri)))
-    estimate = estimate_training(costs, len(corpus.labels), corpus.space.has_trans, budget)
+    held = array_bytes(corpus.data, corpus.space, f.vocab, corpus)
+    estimate = estimate_training(costs, len(corpus.labels), corpus.space.has_trans, budget,
+                                 data_bytes=held)
     if corpus.graph is not None:  # skip weights (a few) and BP's messages and buffers
         estimate.total_bytes += (8 * (budget.vectors + budget.gradient_rows + 1)
                                  * (corpus.space.n_weights - corpus.space.skip_offset)

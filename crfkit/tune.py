@@ -32,9 +32,11 @@ and keeps its cost near a few trainings:
   training set, each sequence labelled by the model that did not see it).
   The best point has the highest F1; a tie goes to the stronger strength.
 * **The model.** With ``-d``, the best point's weights (trained on all the
-  training data). With folds, one more training on all the data at the best
-  strength, warm-started from a fold's weights at that strength (a model of
-  4/5 of the data is close to the full one; L2 keeps the optimum unique, so
+  training data), trained on from there to the final stopping rule (``-e``;
+  the points stop at the looser ``--path-stopeps``). With folds, one more
+  training on all the data at the best strength, warm-started from a fold's
+  weights at that strength (a model of 4/5 of the data is close to the full
+  one; L2 keeps the optimum unique, so
   the start changes only the iterations); a likely-feature point is trained
   as ``train --likely-features`` from fold 1's model there, its likely
   features found again on all the data. Its settings go in the model
@@ -63,6 +65,7 @@ from crfkit.corpus import Corpus, DevelSet, encode_devel, encode_training, model
 from crfkit.errors import UsageError
 from crfkit.evaluate import evaluate
 from crfkit.features.patterns import Pattern
+from crfkit.jitcache import announce_compile
 from crfkit.kernels.bestpath import Weights
 from crfkit.kernels.blocks import set_thread_count
 from crfkit.kernels.decoder2 import decode_any
@@ -312,7 +315,7 @@ def _split(tags: np.ndarray, seq_ptr: np.ndarray) -> list[list[str]]:
 
 def _train_point(fold: _Fold, strength: Strength, start: np.ndarray | None,
                  options: TrainOptions, model_type: str, stop: threading.Event,
-                 threads: int) -> FoldPoint:
+                 threads: int, on_iteration: Callable[[str], None] | None = None) -> FoldPoint:
     """Train one fold at one strength from ``start`` (None: zeros) and label its held-out part."""
     if threads:
         set_thread_count(threads)  # Numba's thread count is per calling thread
@@ -327,6 +330,8 @@ def _train_point(fold: _Fold, strength: Strength, start: np.ndarray | None,
             fold.early_x = info.x.copy()  # where train --likely-features would look
         log.append(log_row(info, max(info.token_errors, 0) / n_tokens,
                            max(info.sequence_errors, 0) / n_seqs, None))
+        if on_iteration is not None:  # the table's next row can be minutes away
+            on_iteration(f"* {strength}: iteration {info.it}, objective {info.f:.6g}")
         return INTERRUPTED if stop.is_set() else None
 
     began = time.perf_counter()
@@ -364,7 +369,8 @@ class _PathState:
 def _run_path(folds: list[_Fold], path: list[Strength], options: TrainOptions, model_type: str,
               *, jobs: int, threads: int, warm: bool,
               on_point: Callable[[PointResult], None], state: _PathState | None = None,
-              starts: Sequence[np.ndarray] | None = None) -> _PathState:
+              starts: Sequence[np.ndarray] | None = None,
+              on_iteration: Callable[[str], None] | None = None) -> _PathState:
     """Train every fold along the path (module docstring: Parallel, Ctrl-C); the
     points join ``state`` (a new one if None); the first point of fold k starts
     from ``starts[k]`` (None: zeros)."""
@@ -380,7 +386,7 @@ def _run_path(folds: list[_Fold], path: list[Strength], options: TrainOptions, m
         def submit(k: int, i: int) -> None:
             start = last_x[k] if warm or (starts is not None and i == 0) else None
             future = pool.submit(_train_point, folds[k], path[i], start, options, model_type,
-                                 stop, threads)
+                                 stop, threads, on_iteration)
             pending[future] = (k, i)
 
         try:
@@ -466,6 +472,7 @@ def tune(patterns: list[Pattern], sequences: list[Sentence], options: TrainOptio
         raise UsageError("crfkit tune does not train skip-chain models (s: patterns) yet: "
                          "train them with crfkit train -2 X")
     patterns = model_patterns(patterns, model_type, options.order or 1)
+    announce_compile(progress, "l-bfgs", model_type, True, options.order or 1)
     folds, mode = _encode(patterns, sequences, options, t, model_type, devel, source,
                           devel_source, progress)
     cores = options.nthread or _cores()
@@ -483,7 +490,10 @@ def tune(patterns: list[Pattern], sequences: list[Sentence], options: TrainOptio
         progress.message(table_row(point))
 
     state = _run_path(folds, path, path_options, model_type, jobs=jobs, threads=threads,
-                      warm=t.warm_start, on_point=show)
+                      warm=t.warm_start, on_point=show, on_iteration=progress.status)
+    warning = edge_warning(path, state.best.strength) if state.best is not None else None
+    if warning and not state.interrupted:
+        progress.message(f"* warning: {warning}")
     thresholds = likely_thresholds(t, options)
     if state.best is not None and thresholds and not state.interrupted:
         progress.message(f"* likely features at the best point so far ({state.best.strength}),"
@@ -503,8 +513,12 @@ def tune(patterns: list[Pattern], sequences: list[Sentence], options: TrainOptio
     if mode == "devel":
         chosen = state.best.strength
         corpus = first_fold.grown[chosen.likely] if chosen.likely else first_fold.corpus
-        result.model = _model_of(corpus, patterns, model_type, state.best_x[0],
-                                 chosen_options(options, chosen), state.best)
+        x = state.best_x[0]
+        if path_options.stopeps != options.stopeps:
+            x = _converge(replace(corpus, x0=x), chosen_options(options, chosen), model_type,
+                          state, result, progress)
+        result.model = _model_of(corpus, patterns, model_type, x,
+                                 chosen_options(options, chosen), state.best, result.final)
     else:
         set_thread_count(options.nthread)
         result.model = _final_training(patterns, sequences, options, state, first_fold,
@@ -512,6 +526,20 @@ def tune(patterns: list[Pattern], sequences: list[Sentence], options: TrainOptio
     result.model.info["tune"] = tune_info(result, t, len(path) + len(thresholds))
     result.seconds = time.perf_counter() - began
     return result
+
+
+def edge_warning(path: Sequence[Strength], best: Strength) -> str | None:
+    """When the best strength is the strongest or weakest the grid tried (in a coordinate
+    with several values): the F1 may still rise beyond it, the search should extend."""
+    for name, option in (("rho1", "--rho1"), ("rho2", "--rho2")):
+        values = sorted({getattr(s, name) for s in path})
+        value = getattr(best, name)
+        if len(values) < 2 or values[0] < value < values[-1]:
+            continue
+        side, beyond = ("weakest", "below") if value == values[0] else ("strongest", "above")
+        return (f"the best {name}={value:g} is the {side} the grid tried: a strength "
+                f"{beyond} it may score higher (extend {option} {beyond} {value:g})")
+    return None
 
 
 def likely_thresholds(t: TuneOptions, options: TrainOptions) -> tuple[float, ...]:
@@ -575,6 +603,7 @@ def tune_info(result: TuneResult, t: TuneOptions, n_path: int) -> dict:
             "chosen_rho2": best.strength.rho2, "chosen_likely": best.strength.likely or None,
             "f1": round(best.f1, 4), "scored": f"{len(result.points)} of {n_path}",
             "rho1/rho2/likely:F1": scores, "warm_start": t.warm_start,
+            "path_stopeps": t.path_stopeps,
             "interrupted": result.interrupted}
 
 
@@ -621,15 +650,45 @@ def _cores() -> int:
     return max(1, int(numba.config.NUMBA_NUM_THREADS))
 
 
+def _converge(corpus: Corpus, options: TrainOptions, model_type: str, state: _PathState,
+              result: TuneResult, progress: Progress) -> np.ndarray:
+    """The ``-d`` mode's model: the best point's weights (stopped by --path-stopeps) trained
+    on to the final stopping rule (-e), so that the model is as converged as ``info`` says.
+    Ctrl-C keeps the weights reached."""
+    stop = threading.Event()
+
+    def hook(info: Iteration) -> str | None:
+        result.final_log.append(log_row(info, max(info.token_errors, 0) / n_tokens,
+                                        max(info.sequence_errors, 0) / n_seqs, None))
+        return INTERRUPTED if stop.is_set() else None
+
+    n_tokens, n_seqs = max(1, corpus.data.n_tokens), max(1, corpus.data.n_seqs)
+    progress.message(f"* training on to -e {options.stopeps:g} from the best point's weights")
+    began = time.perf_counter()
+    with _sigint_sets(stop, state):
+        trained = ALGORITHMS["l-bfgs"].run(Problem(model_type, corpus, options), hook)
+    seconds = time.perf_counter() - began
+    result.final = {"iterations": trained.iterations, "seconds": seconds,
+                    "stop_reason": trained.reason, "objective": trained.f}
+    result.interrupted = result.interrupted or trained.reason == INTERRUPTED
+    progress.message(f"* stopped after {trained.iterations} more iterations: "
+                     f"{trained.reason} ({seconds:.1f}s)")
+    return trained.x
+
+
 def _model_of(corpus: Corpus, patterns: list[Pattern], model_type: str, x: np.ndarray,
-              options: TrainOptions, best: PointResult) -> Model:
-    """The model of a path point trained on the whole training set (the ``-d`` mode)."""
+              options: TrainOptions, best: PointResult, final: dict | None = None) -> Model:
+    """The model of a path point trained on the whole training set (the ``-d`` mode);
+    ``final``: the training on from it to -e (:func:`_converge`), if any."""
     recorded = recorded_options(options, model_type, devel=False)
     if options.likely is not None:  # added at the converged weights of the observed point
         recorded.pop("likely_after", None)
+    final = final or {}
     info = {"algorithm": "l-bfgs", "options": recorded,
-            "iterations": best.iterations, "objective": best.objective[0],
-            "stop_reason": best.reasons[0], "sequences": corpus.data.n_seqs,
+            "iterations": best.iterations + final.get("iterations", 0),
+            "objective": final.get("objective", best.objective[0]),
+            "stop_reason": final.get("stop_reason", best.reasons[0]),
+            "sequences": corpus.data.n_seqs,
             "tokens": corpus.data.n_tokens, "nonzero_weights": int(np.count_nonzero(x))}
     return Model(labels=corpus.labels, patterns=patterns, n_token_columns=corpus.n_token_columns,
                  featurizer=corpus.featurizer, space=corpus.space, weights=x, info=info,

@@ -553,7 +553,7 @@ def bench_crfkit(args, files: dict, workdir: Path, log) -> dict:
     threads = ["-t", str(args.threads)]
     model = workdir / "crfkit.model"
     train_opts = ["-p", str(args.pattern), "-2", repr(args.rho2), "-e", repr(args.stopeps),
-                  "-w", str(args.stopwin), "--history", str(args.history), *threads]
+                  "--stopwin", str(args.stopwin), "--history", str(args.history), *threads]
     if args.rho1 > 0:
         train_opts += ["-1", repr(args.rho1)]
     if args.maxiter:

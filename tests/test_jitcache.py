@@ -94,3 +94,51 @@ def test_second_order_sgd_checks_its_epoch_kernel(monkeypatch):
     monkeypatch.setattr(jitcache, "is_cached", cached)
     assert jitcache.compile_seconds("sgd-l1", "crf", False, order=2) == jitcache.SGD
     assert "sgd_epoch2" in checked and "loss_block_lanes" not in checked
+
+
+def test_the_announced_time_follows_the_machines_load(monkeypatch):
+    """Compiling runs on one thread: with 8 runnable threads on 2 cores it gets a quarter
+    of a core, and takes four times as long as on an idle machine."""
+    monkeypatch.setattr(jitcache.os, "sched_getaffinity", lambda pid: {0, 1}, raising=False)
+    monkeypatch.setattr(jitcache.os, "getloadavg", lambda: (8.0, 1.0, 1.0))
+    assert jitcache.load_factor() == 4.0
+    assert jitcache.compile_note(10) == "* compiling kernels (first run only, about 40 s)"
+    monkeypatch.setattr(jitcache.os, "getloadavg", lambda: (0.5, 0.5, 0.5))
+    assert jitcache.compile_note(10) == "* compiling kernels (first run only, about 10 s)"
+
+    def unknown():
+        raise OSError("no load average")
+
+    monkeypatch.setattr(jitcache.os, "getloadavg", unknown)
+    assert jitcache.load_factor() == 1.0
+
+
+def test_label_and_tune_say_they_compile(address_sample, tmp_path, monkeypatch):
+    from crfkit.features.patterns import read_patterns
+    from crfkit.progress import Progress
+    from crfkit.reader import read_sequences
+    from crfkit.train import TrainOptions
+    from crfkit.tune import Strength, TuneOptions, tune
+
+    model = tmp_path / "m.model"
+    assert run("train", "-q", "-i", "2", "-p", ROOT / "patterns/address.pat",
+               address_sample["train"], model).exit_code == 0
+    args = ("label", "-n", "2", "-m", model, address_sample["test"], tmp_path / "out.txt")
+    assert run(*args).exit_code == 0
+    assert "compiling" not in run(*args).stderr  # the decoder is cached now
+    best_path = run("label", "-m", model, address_sample["test"], tmp_path / "out.txt")
+    monkeypatch.setattr(jitcache, "is_cached", lambda dispatcher: False)  # an empty cache
+    cold = run(*args)
+    assert cold.exit_code == 0 and NOTE.fullmatch(cold.stderr.splitlines()[0]), cold.stderr
+    assert run(*args[:1], "-q", *args[1:]).stderr == ""
+    # the plain best path of a small input is numpy's: nothing to compile, nothing said
+    assert run("label", "-m", model, address_sample["test"], tmp_path / "out.txt").stderr == \
+        best_path.stderr
+    import io
+
+    stream = io.StringIO()
+    sequences = list(read_sequences(address_sample["train"]))[:50]
+    tune(read_patterns(ROOT / "patterns/address.pat"), sequences,
+         TrainOptions(maxiter=1, nthread=1), [Strength(0.0, 1.0)], TuneOptions(likely=()),
+         devel=sequences[:10], progress=Progress(stream))
+    assert NOTE.fullmatch(stream.getvalue().splitlines()[0]), stream.getvalue()

@@ -358,3 +358,29 @@ def test_a_limit_above_the_real_need_lets_training_run(rich_run, conll_part, tmp
                                      str(tmp_path / "m.model"))
     assert status == 0, stderr
     assert (tmp_path / "m.model").exists()
+
+
+def test_refusal_tells_the_fixed_part_from_the_data_and_advises_accordingly():
+    """Most of a small job's footprint is the process itself (interpreter, numpy, Numba):
+    a limit below it can only be raised, -f/--cutoff reduces only what the data adds."""
+    from crfkit.memory import Estimate, check
+
+    mb = 1 << 20
+    estimate = Estimate(158 * mb, 25_000, [], fixed_bytes=140 * mb)
+    with pytest.raises(UsageError) as err:
+        check(estimate, 100 * mb, dense_option=None, n_labels=3)
+    message = str(err.value)
+    assert "140.0 MB fixed" in message and "18.0 MB for the data" in message
+    assert "To fit: raise --max-memory above 158.0 MB" in message
+    with pytest.raises(UsageError) as err:
+        check(estimate, 150 * mb, dense_option=None, n_labels=3)
+    assert "To fit: raise -f/--cutoff" in str(err.value)
+
+
+def test_cli_refusal_of_a_small_job_names_its_fixed_part(tmp_path):
+    result = run("train", "-q", "--max-memory", "100M", "-p", PAT,
+                 str(ROOT / "data/address-train.txt"), str(tmp_path / "m.model"))
+    line = one_error_line(result, "fixed", "for the data and its features")
+    fixed = float(line.split(" (")[1].split(" MB fixed")[0])
+    assert fixed > 50  # the interpreter and Numba alone; the data adds a few MB
+    assert "To fit: raise --max-memory above" in line

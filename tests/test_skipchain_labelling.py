@@ -154,3 +154,32 @@ def test_bp_options_are_refused_for_models_without_belief_propagation(files, tmp
     line = one_error_line(run("label", "-m", chain, "--bp-damping", "0.5", data),
                           "--bp-damping", "skipchain")
     assert "crf" in line
+
+
+def test_input_without_document_markers_is_told_and_doc_sep_marks_them(files, tmp_path):
+    """Without -DOCSTART- lines every sentence of the input is its own document (no skip
+    edges between sentences): labelling says so, and --doc-sep names another separator."""
+    data, pat = files
+    model = tmp_path / "m.model"
+    assert run("train", "-q", "-t", "1", "-i", "5", "-p", pat, data, model).exit_code == 0
+    marked = run("label", "-t", "1", "-m", model, data)
+    assert marked.exit_code == 0 and "no document marker" not in marked.stderr
+    text = data.read_text()
+    bare = tmp_path / "bare.txt"
+    bare.write_text(text.replace("-DOCSTART- X O\n", ""))
+    told = run("label", "-t", "1", "-m", model, bare)
+    assert told.exit_code == 0
+    lines = [line for line in told.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1 and "no document marker in INPUT" in lines[0]
+    assert "each of its 9 sentences" in lines[0] and "--doc-sep REGEX" in lines[0]
+    hashed = tmp_path / "hashed.txt"
+    hashed.write_text(text.replace("-DOCSTART- X O\n", "### new document\n"))
+    separated = run("label", "-t", "1", "-m", model, "--doc-sep", "^###", hashed)
+    assert separated.exit_code == 0 and "no document marker" not in separated.stderr
+    # the same documents as with -DOCSTART- lines: the same labels
+    assert [line.split()[-1] for line in separated.stdout.splitlines() if line.strip()] == \
+        [line.split()[-1] for line in marked.stdout.splitlines() if line.strip()]
+    chain, linear = tmp_path / "chain.model", tmp_path / "linear.pat"
+    linear.write_text("u:w=%x[0,0]\nB\n")
+    assert run("train", "-q", "-i", "2", "-p", linear, data, chain).exit_code == 0
+    one_error_line(run("label", "-m", chain, "--doc-sep", "^###", data), "--doc-sep")

@@ -144,7 +144,7 @@ def test_devel_stops_early_and_keeps_the_best_weights(corpus, algo):
 def test_devel_changes_nothing_but_reports_and_can_keep_its_best_weights(corpus):
     """Devel F1 plateaus early and its best is noisy: by default -d only reports, and the
     model is the one trained without it (issue #13); --keep-best-devel keeps the best."""
-    args = ["-p", PAT, "-e", "1e-3", "-w", "3", str(corpus["train"])]
+    args = ["-p", PAT, "-e", "1e-3", "--stopwin", "3", str(corpus["train"])]
     plain_model = corpus["dir"] / "plain.model"
     plain = train_ok(*args, str(plain_model))
     model, best_model = corpus["dir"] / "dev-all.model", corpus["dir"] / "dev-best.model"

@@ -238,3 +238,39 @@ def test_tune_refuses_bad_options(address_sample, tmp_path) -> None:
         assert result.exit_code == 1, result.output
         assert needle in result.stderr and "Traceback" not in result.stderr
     assert not (tmp_path / "m.model").exists()
+
+
+def test_devel_model_is_trained_on_to_the_final_stopping_rule(address_sample) -> None:
+    """-d: the path point stops at --path-stopeps; the model saved goes on to -e from its
+    weights (as converged as its recorded options say), and each iteration shows on the
+    status line while the path runs."""
+    import io
+
+    patterns, train_seqs, devel = _sample(address_sample)
+    options = TrainOptions(stopeps=1e-7, stopwin=5, maxiter=1000, nthread=1)
+    stream = io.StringIO()
+    result = tune(patterns, train_seqs, options, [Strength(0.0, 1.0)],
+                  TuneOptions(likely=(), path_stopeps=1e-2), devel=devel,
+                  progress=Progress(stream, live=True))
+    point, model = result.points[0], result.model
+    assert "1e-07" not in point.reasons[0]
+    assert model.info["iterations"] > point.iterations
+    assert model.info["stop_reason"] == result.final["stop_reason"] != point.reasons[0]
+    assert model.info["objective"] < point.objective[0]
+    direct = train(patterns, train_seqs, replace(options, rho2=1.0))
+    assert model.info["objective"] == pytest.approx(direct.info["objective"], rel=1e-5)
+    assert "rho1=0 rho2=1: iteration 1, objective" in stream.getvalue()
+    assert "training on to -e 1e-07" in stream.getvalue()
+
+
+def test_a_best_strength_at_the_edge_of_the_grid_is_told() -> None:
+    from crfkit.tune import edge_warning
+
+    path = strength_path(None, [0.5, 0.25, 0.125])
+    weakest = edge_warning(path, Strength(0.0, 0.125))
+    assert "rho2=0.125 is the weakest" in weakest and "--rho2 below 0.125" in weakest
+    assert "strongest" in edge_warning(path, Strength(0.0, 0.5))
+    assert edge_warning(path, Strength(0.0, 0.25)) is None
+    assert edge_warning([Strength(0.0, 1.0)], Strength(0.0, 1.0)) is None  # no grid
+    grid = strength_path([1.0, 0.1], [1.0])
+    assert "--rho1 below 0.1" in edge_warning(grid, Strength(0.1, 1.0))
