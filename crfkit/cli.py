@@ -127,7 +127,8 @@ ALGORITHM_NAMES = ("l-bfgs", "sgd-l1", "ap", "l2sgd", "pa", "arow")
 @click.option("--alpha", type=float, default=None,
               help="sgd-l1: learning-rate decay per epoch, in (0, 1]  [default: 0.8]")
 @click.option("--seed", type=int, default=None,
-              help="sgd-l1, ap: seed of the sequence order  [default: 0]")
+              help="sgd-l1, l2sgd: seed of the sequence order; ap, pa, arow: srand()'s seed "
+                   "of CRFsuite's shuffle (0 and 1: CRFsuite's own order)  [default: 0]")
 @click.option("-t", "--nthread", type=int, default=None,
               help="Worker threads, 0 for all cores  [default: 0]")
 @click.option("--history", type=int, default=None,
