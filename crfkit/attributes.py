@@ -25,10 +25,11 @@ The flattening of python-crfsuite's item forms (:func:`item_attributes`):
   member of a ``(items, array)`` pair: column ``j`` is attribute ``#j``.
 
 The feature space follows CRFsuite: a state feature exists for an
-(attribute, label) pair seen in training whose total value reaches
-``min_freq`` (every pair with ``all_states``); the dense transition block
-always exists, but without ``all_transitions`` the label pairs never seen
-in training stay frozen at zero, as if absent.
+(attribute, label) pair seen in training (every pair with ``all_states``)
+whose total value reaches ``min_freq``; the dense transition block always
+exists, but the label pairs that CRFsuite would not make (never seen in
+training, unless ``all_transitions``, or seen fewer than ``min_freq`` times)
+stay frozen at zero, as if absent.
 """
 
 from __future__ import annotations
@@ -332,7 +333,8 @@ def attribute_space(data: Dataset, n_obs: int, n_labels: int, *, min_freq: float
             tok, obs = data.zero_occ[:, 0], data.zero_occ[:, 1]
             inside = (obs >= o0) & (obs < o1)
             seen[obs[inside] - o0, data.labels[tok[inside]]] = True
-        keep = np.ones_like(seen) if all_states else seen & (freq >= min_freq)
+        # CRFsuite's feature.minfreq applies to the possible states too (their total is 0)
+        keep = (seen | all_states) & (freq >= min_freq)
         rows, cols = np.nonzero(keep)
         labs.append(cols.astype(np.int32))
         sizes[o0:o1] = keep.sum(axis=1)
@@ -346,8 +348,11 @@ def attribute_space(data: Dataset, n_obs: int, n_labels: int, *, min_freq: float
     values.path_totals(empirical, space.arrays(), data.seq_ptr, data.tok_ptr, data.tok_obs,
                        data.tok_val, data.labels, L)
     frozen = None
-    if label_pairs and not all_transitions:
-        frozen = space.trans_offset + np.flatnonzero(empirical[space.trans_offset:] == 0)
+    if label_pairs:  # CRFsuite's label pairs: seen (or all), and as frequent as minfreq
+        count = empirical[space.trans_offset:]
+        exists = ((count > 0) | all_transitions) & (count >= min_freq)
+        frozen = space.trans_offset + np.flatnonzero(~exists)
+        frozen = frozen if len(frozen) else None
     return space, empirical, frozen
 
 

@@ -104,3 +104,24 @@ def test_crfsuite_orders_shuffle_one_permutation_in_place():
             j = draw() % 5
             expected[i], expected[j] = expected[j], expected[i]
         assert orders().tolist() == expected
+
+
+@pytest.mark.parametrize("features", [
+    {"min_freq": 3},
+    {"min_freq": 2, "all_possible_states": True, "all_possible_transitions": True},
+    {"all_possible_transitions": True},
+])
+def test_feature_sets_are_crfsuites(features):
+    """CRFsuite's feature.minfreq, possible_states and possible_transitions, through the
+    perceptron (whose weights show which features exist)."""
+    pytest.importorskip("sklearn")
+    from crfkit.sklearn import CRF
+
+    names = {"min_freq": "feature.minfreq", "all_possible_states": "feature.possible_states",
+             "all_possible_transitions": "feature.possible_transitions"}
+    X, y = noisy_corpus()
+    params = {names[k]: v for k, v in features.items()} | {"max_iterations": 10}
+    states, transitions, _ = crfsuite_model(X, y, "ap", params)
+    crf = CRF(algorithm="ap", max_iterations=10, **features).fit(X, y)
+    assert largest_difference(states, crf.state_features_) < DUMP_PRECISION
+    assert largest_difference(transitions, crf.transition_features_) < DUMP_PRECISION
