@@ -90,12 +90,14 @@ ALGORITHM_NAMES = ("l-bfgs", "sgd-l1", "ap", "l2sgd", "pa", "arow")
 @click.option("--cost", type=float, default=None, metavar="C",
               help="CRF++'s -c/--cost: the same as -2 1/C.")
 @click.option("-i", "--maxiter", type=int, default=None,
-              help="Maximum number of iterations (epochs for sgd-l1 and ap), 0 for no "
-                   "limit  [default: 0]")
+              help="Maximum number of iterations (epochs for the online algorithms), 0 for "
+                   "no limit  [default: 0; ap, pa, arow: 100; l2sgd: 1000]")
 @click.option("-e", "--stopeps", type=float, default=None,
               help="Stop when the objective improves by less than this (relative) over the "
                    "window; sgd-l1: by less than this share of its fall since the first "
-                   "epoch  [default: 1e-5; sgd-l1: 0.02]")
+                   "epoch; ap, pa, arow: CRFsuite's epsilon (the epoch's loss per sequence "
+                   "below it; arow: at most it)  [default: 1e-5; sgd-l1: 0.02; ap, pa, "
+                   "arow: 0]")
 @click.option("-w", "--stopwin", type=int, default=None,
               help="Window (iterations) of the stopping rule  [default: 10; sgd-l1: 3]")
 @click.option("--l1-gtol", type=float, default=None, metavar="X",
