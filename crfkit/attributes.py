@@ -8,9 +8,11 @@ by the value; attributes seen in training form the vocabulary, in order of
 decreasing frequency (ties: first seen first), so the most frequent get the
 kernels' dense rows. Values equal to 1 everywhere leave ``tok_val`` out, and
 the kernels run their binary code. An occurrence of value 0 (``False``) adds
-nothing to any score or count, so the encoder leaves it out: its features keep
-weight 0 either way (CRFsuite creates them and never moves them), and the
-tutorial's boolean features then leave a binary corpus.
+nothing to any score or count, so the encoder leaves it out of the lists (the
+tutorial's boolean features then leave a binary corpus); in training it is
+kept aside (``Dataset.zero_occ``) because, as in CRFsuite, it makes the
+feature of its attribute and the token's label exist, and that feature moves
+wherever the attribute occurs with another value.
 
 The flattening of python-crfsuite's item forms (:func:`item_attributes`):
 
@@ -23,10 +25,11 @@ The flattening of python-crfsuite's item forms (:func:`item_attributes`):
   member of a ``(items, array)`` pair: column ``j`` is attribute ``#j``.
 
 The feature space follows CRFsuite: a state feature exists for an
-(attribute, label) pair seen in training whose total value reaches
-``min_freq`` (every pair with ``all_states``); the dense transition block
-always exists, but without ``all_transitions`` the label pairs never seen
-in training stay frozen at zero, as if absent.
+(attribute, label) pair seen in training (every pair with ``all_states``)
+whose total value reaches ``min_freq``; the dense transition block always
+exists, but the label pairs that CRFsuite would not make (never seen in
+training, unless ``all_transitions``, or seen fewer than ``min_freq`` times)
+stay frozen at zero, as if absent.
 """
 
 from __future__ import annotations
@@ -112,6 +115,9 @@ class AttributeEncoder:
         self.sparse_counts = array("i")  # per token
         self.dense: list[tuple[int, np.ndarray]] = []  # (first token, array) per sequence
         self.lengths = array("q")
+        # occurrences of value 0 (training): token, and the name's index in zero_names
+        self.zero_tok, self.zero_obs = array("q"), array("i")
+        self.zero_names: dict[str, int] = {}
 
     def add(self, xseq) -> int:
         """Encode one sequence; returns its length."""
@@ -162,7 +168,8 @@ class AttributeEncoder:
                     elif kind is str:
                         name = key + ":" + value
                     elif kind is bool or ((kind is float or kind is int) and value == 1):
-                        if not value:  # False: weight 0, left out (module docstring)
+                        if not value:  # False: left out of the lists (module docstring)
+                            self._zero(key)
                             continue
                         name = key
                     else:
@@ -184,9 +191,18 @@ class AttributeEncoder:
             n += 1
         return n
 
+    def _zero(self, name: str) -> None:
+        """An occurrence of value 0 at the current token: recorded when training, for the
+        attribute's features (an attribute never seen with another value gets none)."""
+        if self.grow:
+            i = self.zero_names.setdefault(name, len(self.zero_names))
+            self.zero_tok.append(len(self.sparse_counts))
+            self.zero_obs.append(i)
+
     def _put(self, name: str, value: float) -> None:
         """One occurrence; values are stored only once one differs from 1."""
-        if value == 0.0:  # scores nothing, counts nothing (module docstring)
+        if value == 0.0:  # scores nothing (module docstring)
+            self._zero(name)
             return
         i = self.vocab.get(name)
         if i is None:
@@ -244,10 +260,20 @@ class AttributeEncoder:
             tok_obs = np.empty(n_occ, dtype=np.int32)
             tok_val = np.empty(n_occ, dtype=np.float64)
             self._scatter(tok_ptr, sparse, dense_ids, tok_obs, tok_val)
+        zero_occ = self._zero_occurrences()
         self.obs, self.val, self.dense = array("i"), None, []
         y = np.empty(0, dtype=np.int32) if labels is None else labels
         return Dataset(seq_ptr=seq_ptr, tok_ptr=tok_ptr, tok_obs=tok_obs, labels=y,
-                       tok_val=tok_val)
+                       tok_val=tok_val, zero_occ=zero_occ)
+
+    def _zero_occurrences(self) -> np.ndarray | None:
+        """(token, observation) of the value-0 occurrences of attributes in the vocabulary."""
+        ids = np.array([self.vocab.get(name, -1) for name in self.zero_names], dtype=np.int64)
+        tok = np.frombuffer(self.zero_tok, dtype=np.int64)
+        obs = ids[np.frombuffer(self.zero_obs, dtype=np.int32)] if len(tok) else ids[:0]
+        self.zero_tok, self.zero_obs, self.zero_names = array("q"), array("i"), {}
+        known = obs >= 0
+        return np.column_stack([tok[known], obs[known]]) if known.any() else None
 
     def _scatter(self, tok_ptr: np.ndarray, sparse: np.ndarray, dense_ids: list[np.ndarray],
                  tok_obs: np.ndarray, tok_val: np.ndarray) -> None:
@@ -282,6 +308,8 @@ def frequency_order(data: Dataset, names: list[str]) -> list[str]:
     rank[order] = np.arange(n_obs, dtype=np.int32)
     for a in range(0, len(data.tok_obs), step):
         data.tok_obs[a:a + step] = rank[data.tok_obs[a:a + step]]
+    if data.zero_occ is not None:
+        data.zero_occ[:, 1] = rank[data.zero_occ[:, 1]]
     return [names[i] for i in order.tolist()]
 
 
@@ -301,7 +329,12 @@ def attribute_space(data: Dataset, n_obs: int, n_labels: int, *, min_freq: float
         seen = np.zeros((o1 - o0, L), dtype=np.bool_)
         values.label_totals(data.tok_ptr, data.tok_obs, data.tok_val, data.labels, o0, o1,
                             freq, seen)
-        keep = np.ones_like(seen) if all_states else seen & (freq >= min_freq)
+        if data.zero_occ is not None:  # value-0 occurrences: seen, with nothing to add
+            tok, obs = data.zero_occ[:, 0], data.zero_occ[:, 1]
+            inside = (obs >= o0) & (obs < o1)
+            seen[obs[inside] - o0, data.labels[tok[inside]]] = True
+        # CRFsuite's feature.minfreq applies to the possible states too (their total is 0)
+        keep = (seen | all_states) & (freq >= min_freq)
         rows, cols = np.nonzero(keep)
         labs.append(cols.astype(np.int32))
         sizes[o0:o1] = keep.sum(axis=1)
@@ -315,8 +348,11 @@ def attribute_space(data: Dataset, n_obs: int, n_labels: int, *, min_freq: float
     values.path_totals(empirical, space.arrays(), data.seq_ptr, data.tok_ptr, data.tok_obs,
                        data.tok_val, data.labels, L)
     frozen = None
-    if label_pairs and not all_transitions:
-        frozen = space.trans_offset + np.flatnonzero(empirical[space.trans_offset:] == 0)
+    if label_pairs:  # CRFsuite's label pairs: seen (or all), and as frequent as minfreq
+        count = empirical[space.trans_offset:]
+        exists = ((count > 0) | all_transitions) & (count >= min_freq)
+        frozen = space.trans_offset + np.flatnonzero(~exists)
+        frozen = frozen if len(frozen) else None
     return space, empirical, frozen
 
 

@@ -121,12 +121,14 @@ ALGORITHM_NAMES = ("l-bfgs", "sgd-l1", "ap", "l2sgd", "pa", "arow")
 @click.option("--cost", type=float, default=None, metavar="C",
               help="CRF++'s -c/--cost: the same as -2 1/C.")
 @click.option("-i", "--maxiter", type=int, default=None,
-              help="Maximum number of iterations (epochs for sgd-l1 and ap), 0 for no "
-                   "limit  [default: 0]")
+              help="Maximum number of iterations (epochs for the online algorithms), 0 for "
+                   "no limit  [default: 0; ap, pa, arow: 100; l2sgd: 1000]")
 @click.option("-e", "--stopeps", type=float, default=None,
               help="Stop when the objective improves by less than this (relative) over the "
                    "window; sgd-l1: by less than this share of its fall since the first "
-                   "epoch  [default: 1e-5; sgd-l1: 0.02]")
+                   "epoch; ap, pa, arow: CRFsuite's epsilon (the epoch's loss per sequence "
+                   "below it; arow: at most it)  [default: 1e-5; sgd-l1: 0.02; ap, pa, "
+                   "arow: 0]")
 @click.option("-o", "--stopwin", "--objwin", "stopwin", type=int, default=None,
               help="Window (iterations) of the stopping rule (Wapiti's -o/--objwin)  "
                    "[default: 10; sgd-l1: 3]")
@@ -159,7 +161,8 @@ ALGORITHM_NAMES = ("l-bfgs", "sgd-l1", "ap", "l2sgd", "pa", "arow")
 @click.option("--alpha", type=float, default=None,
               help="sgd-l1: learning-rate decay per epoch, in (0, 1]  [default: 0.8]")
 @click.option("--seed", type=int, default=None,
-              help="sgd-l1, ap: seed of the sequence order  [default: 0]")
+              help="sgd-l1, l2sgd: seed of the sequence order; ap, pa, arow: srand()'s seed "
+                   "of CRFsuite's shuffle (0 and 1: CRFsuite's own order)  [default: 0]")
 @click.option("-t", "--nthread", type=int, default=None,
               help="Worker threads, 0 for all cores  [default: 0]")
 @click.option("--history", type=int, default=None,
@@ -171,6 +174,9 @@ ALGORITHM_NAMES = ("l-bfgs", "sgd-l1", "ap", "l2sgd", "pa", "arow")
               help="Weights for every observation x label, the label pairs those seen in "
                    "training (CRFsuite's possible states): most of --all-features' "
                    "accuracy at a fraction of its cost with bigram patterns.")
+@click.option("--all-transitions", is_flag=True,
+              help="--format crfsuite: weights for every label pair (CRFsuite's "
+                   "feature.possible_transitions=1), not only the pairs seen in training.")
 @click.option("--max-memory", default=None, metavar="SIZE",
               help="Refuse to train if the estimated memory exceeds SIZE (512M, 8G)  "
                    "[default: the memory available]")
@@ -226,7 +232,7 @@ def train_command(pattern_file, input_file, model_file, model_type, algo, order,
                   maxiter, stopeps, stopwin, l1_gtol, devel_file, keep_best_devel, devel_patience,
                   cutoff, compact,
                   init_file, eta0, alpha, seed, nthread, history, all_features, all_labels,
-                  max_memory, sep,
+                  all_transitions, max_memory, sep,
                   encoding, report_dir, skip_mode, skip_cap, bp_maxiter, bp_tol, bp_damping,
                   bp_label_damping, doc_sep, data_format, pa_type, pa_c, variance, gamma, quiet,
                   dask_address) -> None:
@@ -268,10 +274,14 @@ def train_command(pattern_file, input_file, model_file, model_type, algo, order,
              "pa_type": pa_type, "pa_c": pa_c, "variance": variance, "gamma": gamma}
     if data_format == "crfsuite":
         _train_crfsuite(given, input_file, model_file, encoding=encoding, quiet=quiet,
+                        all_transitions=all_transitions,
                         refused={"-p/--pattern": pattern_file, "-m/--model": init_file,
                                  "-d/--devel": devel_file, "--report": report_dir,
                                  "-f/--cutoff": cutoff, "-c/--compact": compact or None})
         return
+    if all_transitions:
+        raise UsageError("--all-transitions applies to --format crfsuite (a pattern file's "
+                         "B patterns give the label-pair features)")
     if pattern_file is None and init_file is None:
         raise UsageError("give a pattern file with -p/--pattern (or an initial model with -m)")
     check_writable(model_file)  # before an hour of training, not after it
@@ -330,8 +340,11 @@ def _write_training_report(report_dir: str, log: list, model, model_file: str) -
 
 
 def _train_crfsuite(given: dict, input_file: str, model_file: str, *, encoding: str,
-                    quiet: bool, refused: dict) -> None:
-    """train --format crfsuite: a CRFsuite data file, no patterns (crfkit.crfsuitedata)."""
+                    quiet: bool, all_transitions: bool, refused: dict) -> None:
+    """train --format crfsuite: a CRFsuite data file, no patterns (crfkit.crfsuitedata).
+    Features as CRFsuite's defaults make them: the (attribute, label) and label pairs seen
+    in training, unless --all-labels / --all-features (possible states) or
+    --all-transitions (possible transitions) ask for every one."""
     from crfkit.atomic import check_writable
     from crfkit.attributes import AttributeTraining
     from crfkit.clierrors import save_trained
@@ -348,7 +361,7 @@ def _train_crfsuite(given: dict, input_file: str, model_file: str, *, encoding: 
     all_states = bool(given.pop("all_features", None)) | bool(given.pop("all_labels", None))
     options = TrainOptions(**{k: v for k, v in given.items() if v is not None})
     options.validate()
-    settings = AttributeTraining(all_states=all_states, all_transitions=True,
+    settings = AttributeTraining(all_states=all_states, all_transitions=all_transitions,
                                  epsilon=1e-5 if options.algo == "l-bfgs" else 0.0)
     check_writable(model_file)
     model = train_file(input_file, options, settings, encoding=encoding,

@@ -175,9 +175,9 @@ def _sgd2() -> list[tuple[object, ...]]:
 
 
 def _perceptron() -> list[tuple[object, ...]]:
-    from crfkit.kernels import epochs
+    from crfkit.kernels import crfsuite_epochs
 
-    return [(epochs.perceptron_epoch,)]
+    return [(crfsuite_epochs.ap_epoch,)]
 
 
 def _online(algo: str) -> list[tuple[object, ...]]:

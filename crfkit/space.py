@@ -45,6 +45,10 @@ class Dataset:
     reads a pattern column at a time. ``tok_val``, when given, holds a value
     per observation occurrence (float64, parallel to ``tok_obs``) that multiplies
     its weights (:mod:`crfkit.kernels.values`); None means every value is 1.
+    ``zero_occ`` (attribute corpora, :mod:`crfkit.attributes`): the (token,
+    observation) pairs of occurrences of value 0, left out of the lists as they
+    score nothing, but which make their (observation, label) features exist in
+    training, as in CRFsuite.
     """
 
     seq_ptr: np.ndarray
@@ -53,6 +57,7 @@ class Dataset:
     labels: np.ndarray
     obs_matrix: np.ndarray | None = None
     tok_val: np.ndarray | None = None
+    zero_occ: np.ndarray | None = None
 
     @property
     def n_seqs(self) -> int:

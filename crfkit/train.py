@@ -50,7 +50,7 @@ from crfkit.kernels.bestpath import Weights
 from crfkit.kernels.blocks import set_thread_count
 from crfkit.kernels.crfsuite_epochs import OnlineEpochs
 from crfkit.kernels.decoder2 import decode_any
-from crfkit.kernels.epochs import PerceptronEpochs, SgdEpochs
+from crfkit.kernels.epochs import SgdEpochs
 from crfkit.kernels.objective import Objective
 from crfkit.memory import (
     Estimate,
@@ -90,10 +90,12 @@ __all__ = ["ALGORITHMS", "MODEL_TYPES", "TrainOptions", "encode_training", "trai
 DEFAULT_RHO2 = 1.0
 
 # Defaults that depend on the algorithm: sgd-l1's own (crfkit.optim.sgd: an L1 term,
-# and a stopping rule suited to its epochs); every other one has these.
+# and a stopping rule suited to its epochs); CRFsuite's epsilon 0 for its ap, pa and
+# arow (run every epoch asked for); every other one has these.
 GENERAL_DEFAULTS = {"rho1": 0.0, "stopeps": 1e-5, "stopwin": 10}
 ALGORITHM_DEFAULTS = {"sgd-l1": {"rho1": sgd.DEFAULT_RHO1, "stopeps": sgd.DEFAULT_STOP_EPS,
-                                 "stopwin": sgd.DEFAULT_STOP_WINDOW}}
+                                 "stopwin": sgd.DEFAULT_STOP_WINDOW},
+                      **{name: {"stopeps": 0.0} for name in ("ap", "pa", "arow")}}
 
 
 @dataclass
@@ -298,12 +300,9 @@ def _run_sgd(problem: Problem, hook: IterationHook) -> Result:
 
 def _run_perceptron(problem: Problem, hook: IterationHook) -> Result:
     o, c = problem.options, problem.corpus
-    result = perceptron.minimize(PerceptronEpochs(c.space, c.data), c.x0, c.data.n_seqs,
-                                 maxiter=o.maxiter, seed=o.seed, stop_eps=o.stopeps,
-                                 stop_window=o.stopwin, on_iteration=hook)
-    if c.frozen is not None:  # label pairs that must not exist stay out of the model
-        result.x[c.frozen] = 0.0
-    return result
+    epochs = OnlineEpochs(c.space, c.data, c.frozen)
+    return perceptron.minimize(epochs.ap, c.x0, c.data.n_seqs, maxiter=o.maxiter or 100,
+                               seed=o.seed, stop_eps=o.stopeps, on_iteration=hook)
 
 
 def _run_l2sgd(problem: Problem, hook: IterationHook) -> Result:
@@ -360,8 +359,10 @@ ALGORITHMS: dict[str, Algorithm] = {
                         "the order; stops when the last -o epochs lowered the objective by "
                         "less than -e of its fall since the first; -i counts epochs"),
     "ap": Algorithm(_run_perceptron, _ONLINE_TYPES, False, False,
-                    "averaged perceptron: Viterbi on each sequence, update when wrong, "
-                    "average the weights; no regularisation; -i counts epochs"),
+                    "averaged perceptron (CRFsuite's ap): Viterbi on each sequence, update "
+                    "when wrong, average the weights; no regularisation; -i counts epochs "
+                    "(default 100), -e stops when the mean ratio of wrong labels per "
+                    "sequence falls below it (default 0: never)"),
     "l2sgd": Algorithm(_run_l2sgd, _ONLINE_TYPES, False, True,
                        "stochastic gradient with an L2 penalty (CRFsuite's l2sgd): rate "
                        "1/(lam (t0 + t)), eta0 calibrated on a sample; -i counts epochs "
@@ -369,11 +370,13 @@ ALGORITHMS: dict[str, Algorithm] = {
     "pa": Algorithm(_run_pa, _ONLINE_TYPES, False, False,
                     "passive-aggressive (CRFsuite's pa): Viterbi, then the smallest step that "
                     "scores the gold path above; --pa-type, --pa-c; -i counts epochs "
-                    "(default 100)"),
+                    "(default 100), -e stops when the mean loss falls below it (default 0: "
+                    "never)"),
     "arow": Algorithm(_run_arow, _ONLINE_TYPES, False, False,
                       "adaptive regularisation of weight vectors (CRFsuite's arow): a "
                       "variance per weight; --variance, --gamma; -i counts epochs "
-                      "(default 100)"),
+                      "(default 100), -e stops when the mean loss is at most it (default "
+                      "0: an epoch without error)"),
 }
 
 

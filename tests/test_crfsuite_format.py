@@ -74,7 +74,7 @@ def test_cli_trains_the_python_paths_model_and_labels_for_eval(tmp_path):
     names = sorted(vocab, key=vocab.get)
     py_model = train_attributes(encoder.dataset(gold), labels, names,
                                 TrainOptions(rho1=0.1, rho2=0.2, maxiter=50),
-                                AttributeTraining(all_transitions=True, epsilon=1e-5))
+                                AttributeTraining(epsilon=1e-5))
     assert cli_model.attributes == py_model.attributes and cli_model.labels == py_model.labels
     np.testing.assert_allclose(cli_model.weights, py_model.weights, rtol=0, atol=1e-9)
     out = tmp_path / "out.txt"
@@ -105,3 +105,34 @@ def test_all_labels_and_all_features_are_possible_states(tmp_path):
         sizes[name] = AttributeModel.load(model_path).weights.size
     assert (tmp_path / "labels.model").read_bytes() == (tmp_path / "features.model").read_bytes()
     assert sizes["labels"] > sizes["seen"]
+
+
+def test_label_pairs_are_those_seen_unless_all_transitions(tmp_path):
+    """CRFsuite's default (feature.possible_transitions=0): a label pair never seen in
+    training has no weight; --all-transitions gives every pair one. At zero weights the
+    perceptron's first path is B-NP B-NP, a pair the data never shows."""
+    path = tmp_path / "train.txt"
+    path.write_text(DATA * 3)
+    weights = {}
+    for name, flags in (("seen", []), ("all", ["--all-transitions"])):
+        model_path = tmp_path / f"{name}.model"
+        result = CliRunner().invoke(cli, ["train", "--format", "crfsuite", "-q", "-a", "ap",
+                                          "-i", "3", *flags, str(path), str(model_path)])
+        assert result.exit_code == 0, result.output
+        model = AttributeModel.load(model_path)
+        assert model.labels == ["B-NP", "I-NP"]
+        weights[name] = model.weights[model.space.trans_offset:].reshape(2, 2)
+    assert weights["seen"][0, 1] != 0.0  # B-NP -> I-NP, seen
+    assert (weights["seen"][[0, 1, 1], [0, 0, 1]] == 0.0).all()
+    assert weights["all"][0, 0] != 0.0
+
+
+def test_all_transitions_is_refused_with_patterns(tmp_path):
+    path = tmp_path / "train.txt"
+    path.write_text("a X\n")
+    pat = tmp_path / "p.pat"
+    pat.write_text("U:%x[0,0]\nB\n")
+    result = CliRunner().invoke(cli, ["train", "--all-transitions", "-p", str(pat), str(path),
+                                      str(tmp_path / "m")])
+    assert result.exit_code != 0 and "--all-transitions applies to --format crfsuite" in \
+        result.output and "Traceback" not in result.output

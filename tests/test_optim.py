@@ -16,6 +16,7 @@ import pytest
 
 from crfkit.corpus import encode_training
 from crfkit.kernels import lattice
+from crfkit.kernels.crfsuite_epochs import OnlineEpochs
 from crfkit.kernels.epochs import PerceptronEpochs, SgdEpochs
 from crfkit.kernels.objective import Objective
 from crfkit.optim import INTERRUPTED, Iteration, lbfgs, perceptron, sgd
@@ -372,7 +373,13 @@ def test_perceptron_stops_on_separable_data():
     seqs = [Sequence(rows=[list(r) for r in rows[i:] + rows[:i]], lines=[1, 2, 3])
             for i in range(3)]
     c = encode_training(parse_patterns("U:%x[0,0]\nB\n"), seqs)
-    result = perceptron.minimize(PerceptronEpochs(c.space, c.data), np.zeros(c.space.n_weights),
-                                 c.data.n_seqs, maxiter=50)
+    epochs = OnlineEpochs(c.space, c.data)
+    # CRFsuite's rule: stop when the error per sequence falls below epsilon > 0 ...
+    result = perceptron.minimize(epochs.ap, np.zeros(c.space.n_weights), c.data.n_seqs,
+                                 maxiter=50, stop_eps=1e-5)
     assert "no training error" in result.reason
     assert result.iterations < 50
+    # ... and with its default epsilon 0, never: every epoch asked for runs
+    result = perceptron.minimize(epochs.ap, np.zeros(c.space.n_weights), c.data.n_seqs,
+                                 maxiter=50)
+    assert result.iterations == 50 and result.reason == "maximum number of iterations"

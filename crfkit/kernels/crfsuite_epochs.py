@@ -1,12 +1,18 @@
-"""Epoch kernels of CRFsuite's other online trainers: SGD with L2, Passive-Aggressive, AROW.
+"""Epoch kernels of CRFsuite's online trainers: averaged perceptron, SGD with L2,
+Passive-Aggressive, AROW.
 
-All three visit the sequences in the caller's order and update the weights
+All four visit the sequences in the caller's order and update the weights
 after each one, touching only the weights of the features that fire in it
 (plus the transition block). Values (``tok_val``, :mod:`crfkit.kernels.values`)
 are honoured everywhere; ``tok_val is None`` is resolved when Numba compiles.
 ``frozen[k]`` marks weights that must stay zero (label pairs never seen in
 training, CRFsuite's ``feature.possible_transitions=0``).
 
+* **ap** (Collins, 2002, as CRFsuite's train_averaged_perceptron.c): decode
+  with Viterbi; if the path is wrong, ``w += d`` with ``d = counts(gold) -
+  counts(predicted)``; the loss CRFsuite reports (and stops on) is each wrong
+  sequence's ratio of wrong labels. Frozen label pairs stay out of both paths'
+  counts, as CRFsuite has no feature for them.
 * **l2sgd** (Shalev-Shwartz et al.'s Pegasos schedule, as CRFsuite): minimise
   ``sum_s loss_s(w) + lam N / 2 |w|^2`` with, per sequence, the step
   ``w <- (1 - eta lam) w - eta grad loss_s`` and ``eta = 1 / (lam (t0 + t))``
@@ -17,11 +23,14 @@ training, CRFsuite's ``feature.possible_transitions=0``).
   ``d = counts(gold) - counts(predicted)``, ``loss = score(pred) - score(gold)
   + cost`` (``cost`` = sqrt(errors) if error-sensitive, else 1) and the step
   ``tau d`` with ``tau = loss / |d|^2`` (PA), ``min(C, loss / |d|^2)`` (PA-I)
-  or ``loss / (|d|^2 + 1 / 2C)`` (PA-II). Averaging keeps Daume's sums ``U``
-  as :func:`crfkit.kernels.epochs.perceptron_epoch` does.
-* **arow** (Crammer et al., 2009): a mean ``W`` and a diagonal variance ``S``
-  per weight; with the PA loss, ``beta = 1 / (sum_k S_k d_k^2 + gamma)``,
-  ``W += loss beta S d`` and ``S -= beta S^2 d^2``.
+  or ``loss / (|d|^2 + 1 / 2C)`` (PA-II). The loss of every wrong sequence
+  counts, even when ``d`` is empty and no step is taken. Averaging keeps
+  Daume's sums ``U`` as ``ap`` does.
+* **arow** (Crammer et al., 2009, as CRFsuite's train_arow.c): a mean ``W``
+  and a diagonal variance ``S`` per weight; ``loss = score(pred) -
+  score(gold) + errors``, ``alpha = loss / (gamma + sum_k S_k d_k^2)``,
+  ``W += alpha S d`` and each variance shrinks on its own (CRFsuite's
+  diagonal update, not the full-matrix one): ``1/S_k += d_k^2 / gamma``.
 """
 
 from __future__ import annotations
@@ -82,8 +91,13 @@ def _difference(G, space, tok_ptr, tok_obs, tok_val, L, t0, T, labels, path, fro
     return m
 
 
+# The margin a wrong path must be beaten by, from its number of wrong labels d:
+# 1 (PA, not error-sensitive), sqrt(d) (PA), d (AROW, as CRFsuite's train_arow.c).
+MARGIN_ONE, MARGIN_SQRT, MARGIN_ERRORS = 0, 1, 2
+
+
 @njit(**JIT)
-def _margin_loss(W, space, data, per_token, L, s, cost_sqrt, bufs, tok_val, G, frozen, touched,
+def _margin_loss(W, space, data, per_token, L, s, margin, bufs, tok_val, G, frozen, touched,
                  idx, val):
     """Decode sequence s; returns (errors, loss, length of d) -- d in (idx, val)."""
     seq_ptr, tok_ptr, tok_obs, labels = data
@@ -101,7 +115,12 @@ def _margin_loss(W, space, data, per_token, L, s, cost_sqrt, bufs, tok_val, G, f
     if errors == 0:
         return 0, 0.0, 0
     gold = path_score(psi, phi, per_token, T, labels[t0:t0 + T])
-    cost = np.sqrt(errors) if cost_sqrt else 1.0
+    if margin == MARGIN_SQRT:
+        cost = np.sqrt(errors)
+    elif margin == MARGIN_ERRORS:
+        cost = float(errors)
+    else:
+        cost = 1.0
     m = _difference(G, space, tok_ptr, tok_obs, tok_val, L, t0, T, labels, path, frozen,
                     touched, idx, val)
     return errors, best - gold + cost, m
@@ -116,6 +135,37 @@ def _buffers(seq_ptr, L, per_token):
             np.empty(Tmax, dtype=np.int32), np.empty((0, L)))
 
 
+# --- averaged perceptron ------------------------------------------------------------------
+@njit(**JIT)
+def ap_epoch(W, U, seen, order, space, data, per_token, L, frozen, G, touched, idx, val, out,
+             tok_val=None):
+    """One averaged-perceptron pass over ``order``: a wrong path moves W by d (gold counts
+    minus predicted counts) and U by ``(seen + i) d`` (Daume's sums). out = [sum over the
+    wrong sequences of their ratio of wrong labels (CRFsuite's loss), token errors,
+    sequence errors]."""
+    bufs = _buffers(data[0], L, per_token)
+    seq_ptr = data[0]
+    loss_sum = 0.0
+    tok_err = 0
+    seq_err = 0
+    for i in range(len(order)):
+        c = float(seen + i)
+        s = order[i]
+        errors, _, m = _margin_loss(W, space, data, per_token, L, s, MARGIN_ONE, bufs, tok_val,
+                                    G, frozen, touched, idx, val)
+        if errors == 0:
+            continue
+        tok_err += errors
+        seq_err += 1
+        loss_sum += errors / (seq_ptr[s + 1] - seq_ptr[s])
+        for q in range(m):
+            W[idx[q]] += val[q]
+            U[idx[q]] += c * val[q]
+    out[0] = loss_sum
+    out[1] = tok_err
+    out[2] = seq_err
+
+
 # --- Passive-Aggressive ---------------------------------------------------------------------
 @njit(**JIT)
 def pa_epoch(W, U, seen, order, space, data, per_token, L, pa_type, C, error_sensitive,
@@ -123,23 +173,24 @@ def pa_epoch(W, U, seen, order, space, data, per_token, L, pa_type, C, error_sen
     """One PA pass over ``order`` (module docstring); W and U updated in place.
     out = [sum of losses, token errors, sequence errors]."""
     bufs = _buffers(data[0], L, per_token)
+    margin = MARGIN_SQRT if error_sensitive else MARGIN_ONE
     loss_sum = 0.0
     tok_err = 0
     seq_err = 0
     for i in range(len(order)):
         c = float(seen + i)
-        errors, loss, m = _margin_loss(W, space, data, per_token, L, order[i], error_sensitive,
-                                       bufs, tok_val, G, frozen, touched, idx, val)
+        errors, loss, m = _margin_loss(W, space, data, per_token, L, order[i], margin, bufs,
+                                       tok_val, G, frozen, touched, idx, val)
         if errors == 0:
             continue
         tok_err += errors
         seq_err += 1
+        loss_sum += loss
         norm2 = 0.0
         for q in range(m):
             norm2 += val[q] * val[q]
-        if loss <= 0.0 or norm2 == 0.0:
+        if norm2 == 0.0:  # both paths fire the same features: no step moves them apart
             continue
-        loss_sum += loss
         if pa_type == 0:
             tau = loss / norm2
         elif pa_type == 1:
@@ -165,24 +216,21 @@ def arow_epoch(W, S, order, space, data, per_token, L, gamma, frozen, G, touched
     tok_err = 0
     seq_err = 0
     for i in range(len(order)):
-        errors, loss, m = _margin_loss(W, space, data, per_token, L, order[i], True, bufs,
-                                       tok_val, G, frozen, touched, idx, val)
+        errors, loss, m = _margin_loss(W, space, data, per_token, L, order[i], MARGIN_ERRORS,
+                                       bufs, tok_val, G, frozen, touched, idx, val)
         if errors == 0:
             continue
         tok_err += errors
         seq_err += 1
-        if loss <= 0.0:
-            continue
         loss_sum += loss
-        confidence = 0.0
+        confidence = gamma
         for q in range(m):
             confidence += S[idx[q]] * val[q] * val[q]
-        beta = 1.0 / (confidence + gamma)
-        alpha = loss * beta
+        alpha = loss / confidence
         for q in range(m):
             k = idx[q]
             W[k] += alpha * S[k] * val[q]
-            S[k] -= beta * S[k] * S[k] * val[q] * val[q]
+            S[k] = 1.0 / (1.0 / S[k] + val[q] * val[q] / gamma)
     out[0] = loss_sum
     out[1] = tok_err
     out[2] = seq_err
@@ -292,6 +340,12 @@ class OnlineEpochs:
         if frozen is not None:
             self.frozen[frozen] = True
         self.out = np.zeros(4)
+
+    def ap(self, W: np.ndarray, U: np.ndarray, order: np.ndarray,
+           seen: int) -> tuple[float, int, int]:
+        ap_epoch(W, U, seen, order, self.space, self.data, self.per_token, self.L, self.frozen,
+                 self.G, self.touched, self.idx, self.val, self.out, self.tok_val)
+        return float(self.out[0]), int(self.out[1]), int(self.out[2])
 
     def pa(self, W: np.ndarray, U: np.ndarray, order: np.ndarray, seen: int, pa_type: int,
            C: float, error_sensitive: bool) -> tuple[float, int, int]:

@@ -89,16 +89,23 @@ Epoch = Callable[[np.ndarray, int], "tuple[float, int, int]"]
 
 
 def run_epochs(epoch: Epoch, x: np.ndarray, n_seqs: int, stop: Callable[[float], str | None],
-               *, maxiter: int, seed: int, on_iteration: IterationHook | None) -> Result:
+               *, maxiter: int, seed: int, on_iteration: IterationHook | None,
+               orders: Callable[[], np.ndarray] | None = None) -> Result:
     """The epoch loop of the online trainers (SGD, perceptron).
 
     Each epoch visits the ``n_seqs`` sequences in a new random order drawn
-    from ``seed``; ``epoch`` updates ``x`` (the point reported and returned) in
+    from ``seed`` (or the next of ``orders``: CRFsuite's shuffle,
+    :mod:`crfkit.optim.crandom`); ``epoch`` updates ``x`` (the point reported and returned) in
     place. After each epoch the hook may stop the run, then ``stop`` (a
     :class:`StopRule` or a wrapper around one); ``maxiter`` counts epochs
     (0: until stopped). Ctrl-C ends the run with the last finished epoch.
     """
-    rng = np.random.default_rng(seed)
+    if orders is None:
+        rng = np.random.default_rng(seed)
+
+        def orders() -> np.ndarray:
+            return rng.permutation(n_seqs).astype(np.int64)
+
     seen = 0
     count = 0
     f = float("nan")
@@ -106,7 +113,7 @@ def run_epochs(epoch: Epoch, x: np.ndarray, n_seqs: int, stop: Callable[[float],
     start = time.perf_counter()
     try:
         while maxiter <= 0 or count < maxiter:
-            order = rng.permutation(n_seqs).astype(np.int64)
+            order = orders()
             f, token_errors, sequence_errors = epoch(order, seen)
             seen += n_seqs
             count += 1
