@@ -690,16 +690,16 @@ def _label_crfsuite(model_file: str, input_file: str, output_file: str, *, nthre
                     labels_only: bool, check: bool, encoding: str, refused: dict) -> None:
     """label --format crfsuite: an attribute model over a CRFsuite data file."""
     from crfkit.atomic import atomic_output
-    from crfkit.attributes import AttributeModel
     from crfkit.crfsuitedata import label_file
     from crfkit.errors import UsageError
+    from crfkit.foreign.crfsuite_attributes import load_attribute_model
     from crfkit.kernels.blocks import set_thread_count
 
     for option, value in refused.items():
         if value is not None:
             raise UsageError(f"{option} is not available with --format crfsuite")
     set_thread_count(nthread)
-    model = AttributeModel.load(model_file)
+    model = load_attribute_model(model_file)
     with atomic_output(output_file, encoding=encoding) as out:
         tokens, correct = label_file(model, input_file, out, labels_only=labels_only,
                                      encoding=encoding)

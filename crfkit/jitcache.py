@@ -28,22 +28,38 @@ from crfkit.progress import Progress
 COUNTING, CRF, LOCAL, SGD, PERCEPTRON, DEVEL = 3, 7, 4, 9, 5, 4
 ONLINE = 6  # l2sgd, pa, arow (kernels.online; measured on a loaded machine)
 ORDER2 = 12  # crf --order 2 (kernels.lanes2 / order2; measured on a loaded machine)
+# crfkit.sklearn: an attribute corpus's counting kernels, and labelling (its first predict)
+ATTRIBUTE_COUNTING, DECODE = 3, 12
 
 
 def announce_compile(progress: Progress, algo: str, model_type: str, devel: bool,
-                     order: int = 1) -> None:
-    """Tell the user, before it happens, that the kernels of this training are compiled."""
+                     order: int = 1, *, attributes: bool = False) -> None:
+    """Tell the user, before it happens, that the kernels of this training are compiled
+    (``attributes``: a training on attribute sequences, :mod:`crfkit.attributes`)."""
     if progress.quiet:
         return
-    seconds = compile_seconds(algo, model_type, devel, order)
+    seconds = compile_seconds(algo, model_type, devel, order, attributes=attributes)
     if seconds:
         progress.message(f"* compiling kernels (first run only, about {seconds} s)")
 
 
-def compile_seconds(algo: str, model_type: str, devel: bool, order: int = 1) -> int:
+def compile_seconds(algo: str, model_type: str, devel: bool, order: int = 1, *,
+                    attributes: bool = False) -> int:
     """Estimated compile time of the kernels this training needs that are not cached (0: none);
     ``order`` 2: a second-order crf (``--order 2``)."""
-    return sum(seconds for seconds, kernels in _groups(algo, model_type, devel, order)
+    groups = _groups(algo, model_type, devel, order)
+    if attributes:  # an attribute corpus is counted by its own kernels, not by intern's
+        groups = _attribute_groups(groups)
+    return _uncached_seconds(groups)
+
+
+def decode_compile_seconds() -> int:
+    """Estimated compile time of the labelling kernels if they are not cached (0: cached)."""
+    return _uncached_seconds([(DECODE, _devel)])
+
+
+def _uncached_seconds(groups: Iterable[tuple[int, Kernels]]) -> int:
+    return sum(seconds for seconds, kernels in groups
                if not all(any(is_cached(d) for d in alternatives) for alternatives in kernels()))
 
 
@@ -87,6 +103,20 @@ def _groups(algo: str, model_type: str, devel: bool, order: int = 1
         yield ONLINE, lambda: _online(algo)
     if devel:
         yield DEVEL, _devel
+
+
+def _attribute_groups(groups: Iterable[tuple[int, Kernels]]
+                      ) -> Iterable[tuple[int, Kernels]]:
+    """The training's groups with the counting kernels of an attribute corpus."""
+    for seconds, kernels in groups:
+        yield (ATTRIBUTE_COUNTING, _attribute_counting) if kernels is _counting \
+            else (seconds, kernels)
+
+
+def _attribute_counting() -> list[tuple[object, ...]]:
+    from crfkit.kernels import values
+
+    return [(values.label_totals,), (values.path_totals,)]
 
 
 def _counting() -> list[tuple[object, ...]]:
