@@ -197,3 +197,29 @@ def test_compile_notice_only_when_kernels_are_not_cached(monkeypatch, capsys):
     crf.predict(X)
     crf.predict(X)
     assert capsys.readouterr().err.count("compiling the labelling kernels") == 1
+
+
+def test_labelling_one_sequence_switches_no_thread_setting(monkeypatch):
+    import numba
+
+    crf = CRF(max_iterations=5).fit(X, Y)
+    expected = list(crf.predict(X[3:4])[0])
+
+    def refuse(n):
+        raise AssertionError("predict_single switched the thread count")
+
+    monkeypatch.setattr(numba, "set_num_threads", refuse)
+    assert crf.predict_single(X[3]) == expected
+
+
+def test_bench_script_reads_conll2002_as_utf8(tmp_path):
+    import importlib.util
+    from pathlib import Path
+
+    script = Path(__file__).resolve().parents[1] / "scripts" / "bench_sklearn.py"
+    spec = importlib.util.spec_from_file_location("crfkit_bench_sklearn", script)
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    data = tmp_path / "esp.train"
+    data.write_text("España NP B-LOC\nañade VMI O\n\n", encoding="utf-8")
+    assert bench.read_conll(str(data)) == [[("España", "NP", "B-LOC"), ("añade", "VMI", "O")]]

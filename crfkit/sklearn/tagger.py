@@ -86,11 +86,12 @@ class Tagger:
         self._current.labels = self._best(model, data)
 
     def _best(self, model: attrs.AttributeModel, data) -> list[str]:
+        """The best labels of one sequence: one block, decoded on the calling thread
+        whatever the thread setting, so no thread-count switch (:class:`threads`)."""
         from crfkit.kernels.decoder import decode
 
-        with threads(self.n_jobs):
-            paths = decode(model, data).paths[:, 0]
-        return [model.labels[i] for i in paths.tolist()]
+        labels = model.labels
+        return [labels[i] for i in decode(model, data).paths[:, 0].tolist()]
 
     def tag(self, xseq=None) -> list[str]:
         """The best labels of ``xseq`` (which becomes the current sequence, as in
