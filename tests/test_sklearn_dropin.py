@@ -100,6 +100,19 @@ def test_label_format_crfsuite_reads_a_crfsuite_model(crfsuite_model, tmp_path):
     assert tags == [t for x in X[:4] for t in theirs.tag(x)]
 
 
+def test_convert_without_patterns_writes_an_attribute_model(crfsuite_model, tmp_path):
+    from click.testing import CliRunner
+
+    from crfkit.cli import cli
+
+    path, theirs = crfsuite_model
+    out = tmp_path / "m.crfkit"
+    result = CliRunner().invoke(cli, ["convert", path, str(out)])
+    assert result.exit_code == 0, result.output
+    assert [list(p) for p in CRF(model_filename=str(out)).predict(X)] == \
+        [theirs.tag(x) for x in X]
+
+
 def test_tutorial_imports():
     from crfkit.sklearn import metrics, scorers
     from crfkit.sklearn.utils import flatten
