@@ -430,6 +430,46 @@ class AttributeModel:
         return cls(labels, attributes, space, weights, model_type, info)
 
 
+def model_from_features(labels: list[str], attributes: list[str], owner: np.ndarray,
+                        label: np.ndarray, weight: np.ndarray,
+                        transitions: np.ndarray | None, model_type: str = "crf",
+                        info: dict | None = None) -> AttributeModel:
+    """An attribute model from its state features (``attributes[owner[k]]`` with label
+    ``label[k]`` weighs ``weight[k]``; each pair at most once) and its ``L x L``
+    transition weights (None: a model without label pairs)."""
+    L = len(labels)
+    order = np.lexsort((label, owner))
+    u_ptr = np.zeros(len(attributes) + 1, dtype=np.int64)
+    np.cumsum(np.bincount(owner, minlength=len(attributes)), out=u_ptr[1:])
+    space = FeatureSpace(n_labels=L, u_ptr=u_ptr, u_lab=label[order].astype(np.int32),
+                         b_ptr=pointer(np.empty(0, dtype=np.int64), len(attributes)),
+                         b_prev=np.empty(0, dtype=np.int32), b_cur=np.empty(0, dtype=np.int32),
+                         has_trans=transitions is not None)
+    parts = [np.asarray(weight, dtype=np.float64)[order]]
+    if transitions is not None:
+        parts.append(np.asarray(transitions, dtype=np.float64).reshape(L * L))
+    return AttributeModel(list(labels), list(attributes), space, np.concatenate(parts),
+                          model_type, dict(info or {}))
+
+
+def compacted(model: AttributeModel) -> AttributeModel:
+    """The same model without its zero state features and the attributes left with none
+    (they score nothing, so every label and probability stays the same): what CRFsuite
+    writes, and what makes an L1 model small."""
+    s, W = model.space, model.weights
+    owner = np.repeat(np.arange(s.n_obs), np.diff(s.u_ptr))
+    keep = np.flatnonzero(W[:s.n_u] != 0.0)
+    used = np.unique(owner[keep])
+    renumber = np.full(s.n_obs, -1, dtype=np.int64)
+    renumber[used] = np.arange(len(used))
+    L = s.n_labels
+    transitions = W[s.trans_offset:s.trans_offset + L * L].reshape(L, L) if s.has_trans \
+        else None
+    return model_from_features(model.labels, [model.attributes[o] for o in used.tolist()],
+                               renumber[owner[keep]], s.u_lab[keep], W[keep], transitions,
+                               model.model_type, model.info)
+
+
 def encode(sequences: Iterable, vocab: dict[str, int], *, grow: bool) -> Dataset:
     """Sequences of token items (any form of :func:`item_attributes`, or arrays) as a
     Dataset without labels."""
@@ -452,12 +492,14 @@ class AttributeTraining:
 
 def train(data: Dataset, labels: list[str], attributes: list[str], options,
           settings: AttributeTraining | None = None, *, progress=None,
-          log: list[dict] | None = None, on_weights=None) -> AttributeModel:
+          log: list[dict] | None = None, on_weights=None,
+          holdout: bool = False) -> AttributeModel:
     """Train an attribute model on ``data`` (gold label ids in ``data.labels``, observation
     ``o`` named ``attributes[o]``) with ``options`` (a :class:`crfkit.train.TrainOptions`).
 
     ``data`` is renumbered by frequency in place (module docstring). ``on_weights``, if
-    given, is called after every iteration with the model of the current weights.
+    given, is called after every iteration with the model of the current weights;
+    ``holdout``: it labels held-out data (so the compile notice counts the decoder).
     """
     from crfkit.corpus import Corpus
     from crfkit.jitcache import announce_compile
@@ -472,7 +514,7 @@ def train(data: Dataset, labels: list[str], attributes: list[str], options,
     if data.n_tokens == 0:
         raise InputError("training data is empty (no tokens)")
     progress = progress or Progress(quiet=True)
-    announce_compile(progress, options.algo, model_type, False)
+    announce_compile(progress, options.algo, model_type, holdout, attributes=True)
     set_thread_count(options.nthread)
     attributes = frequency_order(data, attributes)
     space, empirical, frozen = attribute_space(

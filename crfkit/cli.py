@@ -764,16 +764,16 @@ def _label_crfsuite(model_file: str, input_file: str, output_file: str, *, nthre
                     labels_only: bool, check: bool, encoding: str, refused: dict) -> None:
     """label --format crfsuite: an attribute model over a CRFsuite data file."""
     from crfkit.atomic import atomic_output
-    from crfkit.attributes import AttributeModel
     from crfkit.crfsuitedata import label_file
     from crfkit.errors import UsageError
+    from crfkit.foreign.crfsuite_attributes import load_attribute_model
     from crfkit.kernels.blocks import set_thread_count
 
     for option, value in refused.items():
         if value is not None:
             raise UsageError(f"{option} is not available with --format crfsuite")
     set_thread_count(nthread)
-    model = AttributeModel.load(model_file)
+    model = load_attribute_model(model_file)
     with atomic_output(output_file, encoding=encoding) as out:
         tokens, correct = label_file(model, input_file, out, labels_only=labels_only,
                                      encoding=encoding)
@@ -843,17 +843,24 @@ def convert_command(input_file, output_file, fmt, patterns_file, encoding, quiet
 
     Reads CRF++ models (binary, or the text form 'crf_learn -t' writes, gzipped
     or not), Wapiti models and CRFsuite models; 'crfkit label' then gives the
-    labels the tool itself gives. A CRFsuite model needs -p: a pattern file
-    whose patterns generate its attribute strings. 'crfkit label -m' also
-    takes IN directly (converted in memory).
+    labels the tool itself gives. A CRFsuite model with -p (a pattern file
+    whose patterns generate its attribute strings) becomes a column-file
+    model; without -p, an attribute model for 'label --format crfsuite' and
+    crfkit.sklearn (as python-crfsuite and sklearn-crfsuite use it). 'crfkit
+    label -m' also takes IN directly (converted in memory).
     """
     import time
 
     from crfkit.atomic import check_writable
-    from crfkit.foreign import FORMAT_NAMES, read_model
+    from crfkit.foreign import FORMAT_NAMES, read_bytes, read_model
+    from crfkit.foreign import crfsuite as crfsuite_format
 
     check_writable(output_file)
     start = time.perf_counter()
+    if patterns_file is None and fmt in ("auto", "crfsuite") \
+            and crfsuite_format.looks_like(read_bytes(input_file)):
+        _convert_attribute_model(input_file, output_file, encoding, quiet, start)
+        return
     model = read_model(input_file, fmt=fmt, patterns=patterns_file, encoding=encoding,
                        foreign_only=True)
     model.save(output_file)
@@ -862,6 +869,22 @@ def convert_command(input_file, output_file, fmt, patterns_file, encoding, quiet
         click.echo(f"converted {source} model: {len(model.labels)} labels, "
                    f"{model.space.n_obs} observations, {model.space.n_weights} weights, "
                    f"{time.perf_counter() - start:.2f} s", err=True)
+
+
+def _convert_attribute_model(input_file: str, output_file: str, encoding: str, quiet: bool,
+                             start: float) -> None:
+    """convert: a CRFsuite model without patterns, saved as an attribute model."""
+    import time
+
+    from crfkit.foreign import read_bytes
+    from crfkit.foreign.crfsuite_attributes import attribute_model
+
+    model = attribute_model(read_bytes(input_file), input_file, encoding=encoding)
+    model.save(output_file)
+    if not quiet:
+        click.echo(f"converted CRFsuite model to an attribute model: {len(model.labels)} "
+                   f"labels, {len(model.attributes)} attributes, {model.space.n_weights} "
+                   f"weights, {time.perf_counter() - start:.2f} s", err=True)
 
 
 @cli.command("dump", short_help="Write a model's weights as text.")

@@ -30,8 +30,9 @@ class CrfkitError(Exception):
         return ":".join(where + [" " + self.message]) if where else self.message
 
 
-class InputError(CrfkitError):
-    """A data file (column file, evaluation file) cannot be read as such."""
+class InputError(CrfkitError, ValueError):
+    """A data file (column file, evaluation file) or data given to the library cannot be
+    read as such (a ValueError too: what callers of a library catch for bad input)."""
 
 
 class PatternError(CrfkitError):
@@ -42,8 +43,9 @@ class ModelFormatError(CrfkitError):
     """A file is not a crfkit model, is truncated or corrupted, or is too new."""
 
 
-class UsageError(CrfkitError):
-    """Options or arguments that contradict each other or are out of range."""
+class UsageError(CrfkitError, ValueError):
+    """Options or arguments that contradict each other or are out of range (a ValueError
+    too, as a bad argument to a function is)."""
 
 
 class OutputError(CrfkitError):

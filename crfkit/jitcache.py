@@ -30,17 +30,19 @@ COUNTING, CRF, LOCAL, SGD, PERCEPTRON, DEVEL = 3, 7, 4, 9, 5, 4
 ONLINE = 6  # l2sgd, pa, arow (kernels.online; measured on a loaded machine)
 ORDER2 = 12  # crf --order 2 (kernels.lanes2 / order2; measured on a loaded machine)
 # crfkit label through Numba's decoder (-n, -s, --marginals, -p; large inputs), by order,
-# and a skip-chain model's belief propagation. DECODE: 87 s cold against warm at a load of
-# 7.9 per core, over that load; the other two are not measured apart and given as much.
+# and a skip-chain model's belief propagation (the last two taken as the first's).
 DECODE, DECODE2, SKIP_DECODE = 11, 11, 11
+# crfkit.sklearn: an attribute corpus's counting kernels
+ATTRIBUTE_COUNTING = 3
 
 
 def announce_compile(progress: Progress, algo: str, model_type: str, devel: bool,
-                     order: int = 1) -> None:
-    """Tell the user, before it happens, that the kernels of this training are compiled."""
+                     order: int = 1, *, attributes: bool = False) -> None:
+    """Tell the user, before it happens, that the kernels of this training are compiled
+    (``attributes``: a training on attribute sequences, :mod:`crfkit.attributes`)."""
     if progress.quiet:
         return
-    seconds = compile_seconds(algo, model_type, devel, order)
+    seconds = compile_seconds(algo, model_type, devel, order, attributes=attributes)
     if seconds:
         progress.message(compile_note(seconds))
 
@@ -70,10 +72,23 @@ def load_factor() -> float:
     return max(1.0, load / max(1, cores or 1))
 
 
-def compile_seconds(algo: str, model_type: str, devel: bool, order: int = 1) -> int:
+def compile_seconds(algo: str, model_type: str, devel: bool, order: int = 1, *,
+                    attributes: bool = False) -> int:
     """Estimated compile time of the kernels this training needs that are not cached (0: none);
     ``order`` 2: a second-order crf (``--order 2``)."""
-    return sum(seconds for seconds, kernels in _groups(algo, model_type, devel, order)
+    groups = _groups(algo, model_type, devel, order)
+    if attributes:  # an attribute corpus is counted by its own kernels, not by intern's
+        groups = _attribute_groups(groups)
+    return _uncached_seconds(groups)
+
+
+def decode_compile_seconds() -> int:
+    """Estimated compile time of the labelling kernels if they are not cached (0: cached)."""
+    return _uncached_seconds([(DECODE, _devel)])
+
+
+def _uncached_seconds(groups: Iterable[tuple[int, Kernels]]) -> int:
+    return sum(seconds for seconds, kernels in groups
                if not all(any(is_cached(d) for d in alternatives) for alternatives in kernels()))
 
 
@@ -131,6 +146,8 @@ def _skip_decode() -> list[tuple[object, ...]]:
     from crfkit.kernels import skipchain
 
     return [(skipchain.skip_decode_block,)]
+# crfkit.sklearn: an attribute corpus's counting kernels
+ATTRIBUTE_COUNTING = 3
 
 
 def _counting() -> list[tuple[object, ...]]:

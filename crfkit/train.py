@@ -121,6 +121,7 @@ class TrainOptions:
     stopwin: int | None = None  # type: ignore[assignment]
     l1_gtol: float = L1_GTOL  # with -1: also stop on the pseudo-gradient (optim/optimality.py)
     history: int = 6
+    max_linesearch: int | None = None  # l-bfgs: trial steps per line search; None: its own
     cutoff: int = 1
     nthread: int = 0
     eta0: float | None = None  # sgd-l1; None: calibrated on a sample (optim.sgd.calibrate)
@@ -175,6 +176,8 @@ class TrainOptions:
             raise UsageError(f"--max-memory must be > 0, got {self.max_memory}")
         if self.history < 1:
             raise UsageError(f"--history must be >= 1, got {self.history}")
+        if self.max_linesearch is not None and self.max_linesearch < 1:
+            raise UsageError(f"max_linesearch must be >= 1, got {self.max_linesearch}")
         if self.eta0 is not None and not (self.eta0 > 0 and np.isfinite(self.eta0)):
             raise UsageError(f"--eta0 must be > 0, got {self.eta0}")
         if not 0 < self.alpha <= 1:
@@ -275,7 +278,8 @@ def _run_lbfgs(problem: Problem, hook: IterationHook) -> Result:
 
     result = lbfgs.minimize(objective, problem.corpus.x0, l1=o.rho1, history=o.history,
                             maxiter=o.maxiter, stop_eps=o.stopeps, stop_window=o.stopwin,
-                            l1_gtol=o.l1_gtol, on_iteration=with_errors)
+                            l1_gtol=o.l1_gtol, on_iteration=with_errors,
+                            max_linesearch=o.max_linesearch or lbfgs.MAX_LINESEARCH)
     if getattr(objective, "unconverged", 0):  # skipchain: BP ran out of rounds
         problem.notes.append(f"belief propagation did not converge in {objective.unconverged} "
                              f"documents at the last evaluation (try a larger --bp-damping "
@@ -660,6 +664,7 @@ def recorded_options(options: TrainOptions, model_type: str, *, devel: bool) -> 
     unused += ("order",) if (options.order or 1) == 1 else ()
     unused += ("likely", "likely_after") if options.likely is None else ()
     unused += ("all_labels",) if not options.all_labels else ()
+    unused += ("max_linesearch",) if options.max_linesearch is None else ()
     # read by OWL-QN only (L2 and other algorithms' files stay what they were)
     unused += ("l1_gtol",) if options.rho1 == 0 or options.algo != "l-bfgs" else ()
     for key in ("nthread", "max_memory", *unused):

@@ -52,7 +52,7 @@ def read_model(path: str | os.PathLike, *, fmt: str = "auto", patterns: str | No
     name = os.fspath(path)
     if fmt != "auto" and fmt not in FORMATS:
         raise UsageError(f"unknown model format {fmt!r} (known: auto, {', '.join(FORMATS)})")
-    data = _read_bytes(name)
+    data = read_bytes(name)
     found = detect(data)
     if found is None and fmt == "auto" and foreign_only:
         raise ModelFormatError("not a CRF++, Wapiti or CRFsuite model (the formats convert "
@@ -94,7 +94,7 @@ def _convert(found: str, data: bytes, name: str, patterns: str | None,
     return crfpp.read_binary(data, name, encoding=encoding)
 
 
-def _read_bytes(name: str) -> bytes:
+def read_bytes(name: str) -> bytes:
     """The file's bytes, gunzipped if it is gzip (a CRF++ text model is often kept so)."""
     try:
         with open(name, "rb") as handle:

@@ -24,6 +24,7 @@ the pattern file's constant bigram pattern (``B``), added if it has none.
 from __future__ import annotations
 
 import struct
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -43,9 +44,23 @@ def looks_like(head: bytes) -> bool:
     return head.startswith(b"lCRF") and head[8:12] == b"FOMC"
 
 
-def read(data: bytes, name: str, patterns: list[Pattern] | None, *,
-         encoding: str = "utf-8") -> Model:
-    """A crfkit model from a CRFsuite model and the patterns that make its attributes."""
+@dataclass
+class Parsed:
+    """A CRFsuite model's contents: labels and attributes in file order, its state features
+    (attribute ``src`` -> label ``dst``) and its ``L x L`` transition weights."""
+
+    version: int
+    labels: list[str]
+    attributes: list[str]
+    src: np.ndarray
+    dst: np.ndarray
+    weight: np.ndarray
+    transitions: np.ndarray
+    has_transitions: bool
+
+
+def parse(data: bytes, name: str, *, encoding: str = "utf-8") -> Parsed:
+    """Read a CRFsuite model file's bytes; a damaged file is one :class:`ModelFormatError`."""
     def fail(message: str) -> ModelFormatError:
         return ModelFormatError(message, path=name)
 
@@ -60,9 +75,6 @@ def read(data: bytes, name: str, patterns: list[Pattern] | None, *,
     if size != len(data):
         raise fail(f"truncated or padded CRFsuite model: its header says {size} bytes, the "
                    f"file has {len(data)}")
-    if patterns is None:
-        raise fail("a CRFsuite model does not say how its attributes are made: name a "
-                   "pattern file that generates them (--patterns FILE)")
     labels = _cqdb(data, off_labels, n_labels, encoding, fail, "label")
     attrs = _cqdb(data, off_attrs, n_attrs, encoding, fail, "attribute")
     features = _features(data, off_features, fail)
@@ -76,17 +88,31 @@ def read(data: bytes, name: str, patterns: list[Pattern] | None, *,
         raise fail("CRFsuite feature refers to a label or attribute that does not exist")
     transitions = np.zeros((L, L), dtype=np.float64)
     np.add.at(transitions, (src[trans], dst[trans]), features["weight"][trans])
-    blocks = np.zeros((len(attrs), L), dtype=np.float64)
-    np.add.at(blocks, (src[state], dst[state]), features["weight"][state])
+    return Parsed(version, labels, attrs, src[state], dst[state],
+                  features["weight"][state].astype(np.float64), transitions,
+                  bool(trans.any()))
+
+
+def read(data: bytes, name: str, patterns: list[Pattern] | None, *,
+         encoding: str = "utf-8") -> Model:
+    """A crfkit model from a CRFsuite model and the patterns that make its attributes."""
+    parsed = parse(data, name, encoding=encoding)
+    if patterns is None:
+        raise ModelFormatError("a CRFsuite model does not say how its attributes are made: "
+                               "name a pattern file that generates them (--patterns FILE)",
+                               path=name)
+    labels, attrs = parsed.labels, parsed.attributes
+    blocks = np.zeros((len(attrs), len(labels)), dtype=np.float64)
+    np.add.at(blocks, (parsed.src, parsed.dst), parsed.weight)
     used = np.flatnonzero(blocks.any(axis=1))
     patterns = _with_transitions(patterns)
-    info = {"converted_from": {"format": "CRFsuite", "version": version, "path": name}}
+    info = {"converted_from": {"format": "CRFsuite", "version": parsed.version, "path": name}}
     builder = ModelBuilder(labels=labels, patterns=patterns,
                            n_token_columns=_columns(patterns), source=name, info=info)
     builder.add_strings([attrs[a] for a in used.tolist()], [blocks[a] for a in used],
                         [None] * len(used), what="CRFsuite attribute")
-    if trans.any():
-        builder.transitions = transitions
+    if parsed.has_transitions:
+        builder.transitions = parsed.transitions
     return builder.build()
 
 

@@ -35,6 +35,8 @@ def partition_blocks(lengths: np.ndarray, n_blocks: int) -> np.ndarray:
     order (and thus the trained model) is the same with any ``-t``.
     """
     n = len(lengths)
+    if n <= 1:  # one sequence (labelling one sentence): skip the numpy work below
+        return np.array([0, n] if n else [0], dtype=np.int64)
     n_blocks = max(1, min(n_blocks, n))
     cost = np.cumsum(lengths, dtype=np.float64)
     total = cost[-1] if n else 0.0

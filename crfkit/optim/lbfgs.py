@@ -75,13 +75,15 @@ Function = Callable[[np.ndarray, np.ndarray], float]  # the smooth part: f = fun
 
 def minimize(fun: Function, x0: np.ndarray, *, l1: float = 0.0, history: int = 6,
              maxiter: int = 0, stop_eps: float = 1e-5, stop_window: int = 10,
-             l1_gtol: float = 0.0, on_iteration: IterationHook | None = None) -> Result:
+             l1_gtol: float = 0.0, on_iteration: IterationHook | None = None,
+             max_linesearch: int = MAX_LINESEARCH) -> Result:
     """Minimise ``fun(x) + l1*|x|_1`` from ``x0`` (not modified); ``maxiter=0``: no limit.
 
     ``on_iteration`` is called after every accepted step and may return a
     reason to stop. The returned ``f`` includes the L1 term. With ``l1 > 0``
     and ``l1_gtol > 0`` the run also stops on the pseudo-gradient's norm
     (:mod:`crfkit.optim.optimality`); without L1, ``l1_gtol`` is not read.
+    ``max_linesearch``: trial steps per line search before the run stops.
     """
     if l1 < 0:
         raise ValueError(f"l1 must be >= 0, got {l1}")
@@ -117,7 +119,7 @@ def minimize(fun: Function, x0: np.ndarray, *, l1: float = 0.0, history: int = 6
                 pairs.clear()
                 step = 1.0 / gnorm
             x_new, g_new = pairs.next_rows()
-            found = _line_search(fun, x, f, d, step, gd, pg, l1, x_new, g_new)
+            found = _line_search(fun, x, f, d, step, gd, pg, l1, x_new, g_new, max_linesearch)
             if found is None:
                 reason = "line search failed (the objective cannot be decreased further)"
                 break
@@ -152,11 +154,11 @@ def minimize(fun: Function, x0: np.ndarray, *, l1: float = 0.0, history: int = 6
 
 def _line_search(fun: Function, x: np.ndarray, f: float, d: np.ndarray, step: float,
                  gd: float, pg: np.ndarray, l1: float, x_new: np.ndarray,
-                 g_new: np.ndarray) -> float | None:
+                 g_new: np.ndarray, max_trials: int = MAX_LINESEARCH) -> float | None:
     """Backtrack from ``step`` along ``d`` until the Armijo condition holds.
 
     Fills ``x_new``/``g_new`` with the accepted point and its smooth gradient
-    and returns its objective (L1 term included), or None if ``MAX_LINESEARCH``
+    and returns its objective (L1 term included), or None if ``max_trials``
     trials, each shorter than the last (:func:`_cubic_step`; halved with L1), did not
     decrease F enough. With L1 each trial point is projected
     onto the orthant (module docstring) and the predicted decrease is
@@ -164,7 +166,7 @@ def _line_search(fun: Function, x: np.ndarray, f: float, d: np.ndarray, step: fl
     """
     previous = np.inf
     stalled = 0
-    for _ in range(MAX_LINESEARCH):
+    for _ in range(max_trials):
         _trial_point(x, d, step, pg, l1 > 0, x_new)
         f_new = fun(x_new, g_new)
         if l1 > 0:

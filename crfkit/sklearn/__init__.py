@@ -14,7 +14,10 @@ features come in every form python-crfsuite accepts plus numpy arrays
 (:mod:`crfkit.attributes`); real values multiply their weights in the engine
 (:mod:`crfkit.kernels.values`). Training runs on crfkit's multi-core engine;
 the model is crfkit's own container, so pickling, ``model_filename`` and
-``crfkit label --format crfsuite`` all read the same bytes (never a pickle).
+``crfkit label --format crfsuite`` all read the same bytes (never a pickle);
+``model_filename`` also loads a model python-crfsuite or sklearn-crfsuite
+wrote. Zero weights and the attributes left without any are dropped from
+the fitted model, as CRFsuite does (:func:`crfkit.attributes.compacted`).
 
 scikit-learn is an optional extra (``pip install crfkit[sklearn]``); neither
 ``import crfkit`` nor this module imports it (:mod:`crfkit.sklearn.base`), only
@@ -24,13 +27,14 @@ the metrics and the tools that use it do.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
 
 import numpy as np
 
 from crfkit import attributes as attrs
 from crfkit.sklearn.base import EstimatorParams
+from crfkit.sklearn.checks import check_parameters
 from crfkit.sklearn.tagger import Tagger, threads
+from crfkit.sklearn.trainlog import TrainingLog, add_schema, holdout_scores
 
 __all__ = ["CRF", "Tagger", "TrainingLog"]
 
@@ -50,19 +54,6 @@ _APPLIES = {
 }
 # CRFsuite's default number of iterations per algorithm (L-BFGS: until converged).
 _MAX_ITERATIONS = {"lbfgs": 0, "l2sgd": 1000, "ap": 100, "pa": 100, "arow": 100}
-
-
-@dataclass
-class TrainingLog:
-    """What training reported: one dict per iteration (objective, errors, seconds, ...), as
-    ``crfkit train --report`` logs them, and the reason training stopped."""
-
-    iterations: list[dict]
-    stop_reason: str = ""
-
-    @property
-    def last_iteration(self) -> dict:
-        return self.iterations[-1] if self.iterations else {}
 
 
 class CRF(EstimatorParams):
@@ -128,8 +119,8 @@ class CRF(EstimatorParams):
     def fit(self, X, y, X_dev=None, y_dev=None) -> CRF:
         """Train on ``X`` (sequences of token features) and ``y`` (sequences of labels).
 
-        ``X_dev``/``y_dev``: a held-out set whose token accuracy is logged after every
-        iteration (``training_log_``), as CRFsuite's holdout evaluation does.
+        ``X_dev``/``y_dev``: a held-out set evaluated after every iteration as CRFsuite
+        does (per-label scores, macro F1, item and instance accuracy: ``training_log_``).
         """
         if (X_dev is None) != (y_dev is None):
             raise ValueError("Pass both X_dev and y_dev to use the holdout data")
@@ -143,16 +134,18 @@ class CRF(EstimatorParams):
             names[i] = name
         del vocab
         log: list[dict] = []
-        hook = None if X_dev is None else _HoldoutScorer(X_dev, y_dev, labels, log)
+        hook = _IterationScorer(log, None if X_dev is None else (X_dev, y_dev), labels)
         with threads(self.n_jobs):
             model = attrs.train(data, labels, names, options, settings,
                                 progress=_progress(self.verbose), log=log,
-                                on_weights=hook)
-        self._model = model
+                                on_weights=hook, holdout=X_dev is not None)
+        self._model = attrs.compacted(model)
         self._tagger = None
-        self.training_log_ = TrainingLog(log, model.info.get("stop_reason", ""))
+        self.training_log_ = TrainingLog(log, model.info.get("stop_reason", ""),
+                                         featgen_num_features=int(model.space.n_weights),
+                                         training_seconds=log[-1]["seconds"] if log else 0.0)
         if self.model_filename is not None:
-            model.save(self.model_filename)
+            self._model.save(self.model_filename)
         return self
 
     def _options(self):
@@ -167,9 +160,7 @@ class CRF(EstimatorParams):
             if getattr(self, name) is not None and algorithm not in applies:
                 raise ValueError(f"{name} does not apply to algorithm {algorithm!r} (it "
                                  f"applies to {', '.join(applies)})")
-        if self.linesearch not in (None, "MoreThuente", "Backtracking"):
-            raise ValueError(f"linesearch {self.linesearch!r} is not available: crfkit's "
-                             f"L-BFGS has its own backtracking line search")
+        check_parameters(self)
         for name in ("calibration_eta", "calibration_rate", "calibration_samples",
                      "calibration_candidates", "calibration_max_trials", "trainer_cls"):
             if getattr(self, name) is not None:
@@ -183,6 +174,8 @@ class CRF(EstimatorParams):
             options.rho1 = float(self.c1 or 0.0)
             options.rho2 = 2.0 * float(1.0 if self.c2 is None else self.c2)
             options.history = int(self.num_memories or 6)
+            options.max_linesearch = None if self.max_linesearch is None \
+                else int(self.max_linesearch)
         _algorithm_options(self, algorithm, options)
         settings = attrs.AttributeTraining(
             min_freq=float(self.min_freq or 0.0),
@@ -221,7 +214,9 @@ class CRF(EstimatorParams):
         model = self.__dict__.get("_model")
         if model is None and self.model_filename is not None \
                 and os.path.exists(self.model_filename):
-            model = self._model = attrs.AttributeModel.load(self.model_filename)
+            from crfkit.foreign.crfsuite_attributes import load_attribute_model
+
+            model = self._model = load_attribute_model(self.model_filename)
         return model
 
     def __sklearn_is_fitted__(self) -> bool:
@@ -234,6 +229,8 @@ class CRF(EstimatorParams):
         if model is None:
             return None
         if self.__dict__.get("_tagger") is None or self._tagger.model is not model:
+            if self.verbose:
+                _announce_decode_compile()
             self._tagger = Tagger(model, n_jobs=self.n_jobs)
         return self._tagger
 
@@ -313,19 +310,22 @@ def _algorithm_options(crf: CRF, algorithm: str, options) -> None:
         options.gamma = 1.0 if crf.gamma is None else float(crf.gamma)
 
 
-class _HoldoutScorer:
-    """Token accuracy of a held-out set after each iteration, added to the log rows."""
+class _IterationScorer:
+    """After each iteration: sklearn-crfsuite's log keys, and the held-out evaluation."""
 
-    def __init__(self, X_dev, y_dev, labels: list[str], log: list[dict]) -> None:
-        self.X_dev, self.y_dev, self.labels, self.log = list(X_dev), list(y_dev), labels, log
+    def __init__(self, log: list[dict], holdout, labels: list[str]) -> None:
+        self.log, self.labels = log, labels
+        self.X_dev, self.y_dev = (None, None) if holdout is None else \
+            (list(holdout[0]), [list(s) for s in holdout[1]])
 
     def __call__(self, model: attrs.AttributeModel) -> None:
-        tags = Tagger(model).tag_many(self.X_dev)
-        gold = [t for seq in self.y_dev for t in seq]
-        pred = [t for seq in tags for t in seq]
-        if self.log:
-            right = sum(g == p for g, p in zip(gold, pred, strict=True))
-            self.log[-1]["holdout_accuracy"] = right / max(1, len(gold))
+        if not self.log:
+            return
+        row = self.log[-1]
+        add_schema(row, model.weights, self.log[-2]["seconds"] if len(self.log) > 1 else 0.0)
+        if self.X_dev is not None:
+            pred = Tagger(model).tag_many(self.X_dev)
+            row.update(holdout_scores(self.y_dev, pred, self.labels))
 
 
 def not_fitted_error(message: str) -> Exception:
@@ -335,6 +335,16 @@ def not_fitted_error(message: str) -> Exception:
     except ImportError:
         return AttributeError(message)
     return NotFittedError(message)
+
+
+def _announce_decode_compile() -> None:
+    """Before the first labelling of a process with a cold cache, say why it pauses."""
+    from crfkit.jitcache import decode_compile_seconds
+
+    seconds = decode_compile_seconds()
+    if seconds:
+        _progress(True).message(f"* compiling the labelling kernels (first run only, "
+                                f"about {seconds} s)")
 
 
 def _progress(verbose: bool):

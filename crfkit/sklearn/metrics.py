@@ -10,15 +10,12 @@ report. :data:`scorers` holds them as ``make_scorer`` objects for
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 
 from sklearn import metrics
 from sklearn.metrics import make_scorer
 
-
-def flatten(y: Iterable[Iterable[str]]) -> list[str]:
-    """All labels of all sequences, in order."""
-    return [label for seq in y for label in seq]
+from crfkit.sklearn.utils import flatten
 
 
 def flat_accuracy_score(y_true, y_pred) -> float:
