@@ -142,6 +142,20 @@ def _label_groups(order: int, skip: bool) -> Iterable[tuple[int, Kernels]]:
         yield (DECODE2, _devel2) if order == 2 else (DECODE, _devel)
 
 
+def _attribute_groups(groups: Iterable[tuple[int, Kernels]]
+                      ) -> Iterable[tuple[int, Kernels]]:
+    """The training's groups with the counting kernels of an attribute corpus."""
+    for seconds, kernels in groups:
+        yield (ATTRIBUTE_COUNTING, _attribute_counting) if kernels is _counting \
+            else (seconds, kernels)
+
+
+def _attribute_counting() -> list[tuple[object, ...]]:
+    from crfkit.kernels import values
+
+    return [(values.label_totals,), (values.path_totals,)]
+
+
 def _skip_decode() -> list[tuple[object, ...]]:
     from crfkit.kernels import skipchain
 
