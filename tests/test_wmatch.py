@@ -103,3 +103,51 @@ def test_the_mode_is_part_of_the_transform_so_tables_stay_apart():
     assert _transform('u:%x[0,0]') == _transform('u:%x[0,0]', "crfkit")
     with pytest.raises(ValueError, match="regex mode"):
         with_regex_mode(parse_patterns("u:%x[0,0]"), "perl")
+
+
+# --- train --regex wapiti: recorded in the model, used by label ---------------------------
+def _first_token_corpus() -> str:
+    """Label F on each sentence's first token, O elsewhere; no token holds a digit, so
+    only Wapiti's padding token ``_x-1`` makes ``%t[-1,0,"\\d"]`` tell them apart."""
+    words = ["alpha", "beta", "gamma", "delta"]
+    sentences = []
+    for s in range(12):
+        rows = [f"{words[(s + i) % 4]} {'F' if i == 0 else 'O'}" for i in range(3)]
+        sentences.append("\n".join(rows) + "\n")
+    return "\n".join(sentences)
+
+
+def test_train_with_wapiti_regexes_records_the_mode_and_label_uses_it(tmp_path):
+    from crfkit.model import Model
+    from tests.helpers import run
+
+    corpus = tmp_path / "train.txt"
+    corpus.write_text(_first_token_corpus())
+    pat = tmp_path / "p.txt"
+    pat.write_text('u:p=%t[-1,0,"\\d"]\nu:s=%m[0,0,"a?al"]\n')  # no label transitions
+    gold = [line.split()[-1] for line in corpus.read_text().splitlines() if line]
+    for mode, separable in (("wapiti", True), ("crfkit", False)):
+        model = tmp_path / f"{mode}.model"
+        result = run("train", "-q", "--regex", mode, "-p", pat, corpus, model)
+        assert result.exit_code == 0, result.stderr
+        loaded = Model.load(model)
+        assert [p.regex_mode for p in loaded.patterns] == [mode, mode]
+        assert (b'"regex"' in model.read_bytes()) == (mode == "wapiti")
+        strings = set(loaded.featurizer.observation_strings())
+        # "a?al" on "alpha": the failed a-taken branch leaves a count behind (3 for "al")
+        assert ("u:s=alp" in strings) == (mode == "wapiti")
+        assert ("u:s=al" in strings) == (mode == "crfkit")
+        labelled = run("label", "-m", model, "-l", corpus)
+        assert (labelled.stdout.split() == gold) == separable
+
+
+def test_wapiti_regexes_are_refused_on_dask_with_one_line(tmp_path):
+    from tests.helpers import one_error_line, run
+
+    corpus = tmp_path / "train.txt"
+    corpus.write_text(_first_token_corpus())
+    pat = tmp_path / "p.txt"
+    pat.write_text('u:p=%t[-1,0,"\\d"]\n')
+    result = run("train", "--regex", "wapiti", "--dask", "local:1", "-p", pat, corpus,
+                 tmp_path / "m.model")
+    one_error_line(result, "--regex wapiti", "--dask")

@@ -20,6 +20,10 @@ Positions outside the sequence give :func:`padding_result` instead: the
 padding token (``_B-1``, ``_B+2``, ... for ``x`` and ``X`` alike), ``"false"``
 for ``t``/``T`` and ``""`` for ``m``/``M``.
 
+A regex command in the ``wapiti`` regex mode (its transform ends with
+``"wapiti"``) is computed by :mod:`crfkit.features.wmatch` instead, Wapiti's
+matcher bug for bug, on Wapiti's padding token outside the sequence.
+
 :func:`transform_values` (the extractor's path, once per distinct token) has
 two fast paths, each tested against the regex engine: a regex made only of
 dots (``"...$"``, ``"^.."``: affixes) is a slice, and a regex with a literal
