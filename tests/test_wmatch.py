@@ -151,3 +151,19 @@ def test_wapiti_regexes_are_refused_on_dask_with_one_line(tmp_path):
     result = run("train", "--regex", "wapiti", "--dask", "local:1", "-p", pat, corpus,
                  tmp_path / "m.model")
     one_error_line(result, "--regex wapiti", "--dask")
+
+
+def test_continuing_a_model_needs_its_regex_mode(tmp_path):
+    from tests.helpers import one_error_line, run
+
+    corpus = tmp_path / "train.txt"
+    corpus.write_text(_first_token_corpus())
+    pat = tmp_path / "p.txt"
+    pat.write_text('u:p=%t[-1,0,"\\d"]\n')
+    model = tmp_path / "m.model"
+    assert run("train", "-q", "--regex", "wapiti", "-p", pat, corpus, model).exit_code == 0
+    result = run("train", "-q", "-m", model, "-p", pat, corpus, tmp_path / "again.model")
+    one_error_line(result, "--regex wapiti")
+    again = run("train", "-q", "--regex", "wapiti", "-m", model, "-p", pat, corpus,
+                tmp_path / "again.model")
+    assert again.exit_code == 0, again.stderr
