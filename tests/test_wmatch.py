@@ -76,6 +76,9 @@ def test_wapiti_mode_differs_from_the_default_only_where_wapiti_does():
     assert transform_value(_transform(star), "123") == ""
     assert transform_value(_transform(star, "crfkit"), "123") == "123"
     assert transform_values(_transform(star), ["123", "x"]) == ["", ""]
+    # dots with a star are not the default mode's slices
+    assert transform_values(_transform('u:%m[0,0,"^.*"]'), ["abc"]) == [""]
+    assert transform_values(_transform('u:%m[0,0,"^.*"]', "crfkit"), ["abc"]) == ["abc"]
 
 
 def test_upper_case_commands_match_case_sensitively_and_lower_ascii_only():
@@ -167,3 +170,22 @@ def test_continuing_a_model_needs_its_regex_mode(tmp_path):
     again = run("train", "-q", "--regex", "wapiti", "-m", model, "-p", pat, corpus,
                 tmp_path / "again.model")
     assert again.exit_code == 0, again.stderr
+
+
+def test_dot_affixes_take_the_slice_path_with_wapitis_results():
+    # The transform slices "." / ".?" affixes instead of running the matcher:
+    # compare both on every such regex up to five atoms and tokens up to 7 long.
+    import itertools
+
+    tokens = ["abcdefg"[:n] for n in range(8)]
+    for k in range(6):
+        for atoms in itertools.product([".", ".?"], repeat=k):
+            for head, tail in itertools.product(("", "^"), ("", "$")):
+                source = head + "".join(atoms) + tail
+                matcher = WapitiMatcher(source)
+                line = f'u:%m[0,0,"{source}"]/%t[0,0,"{source}"]'
+                m, t = (c.transform for c in
+                        with_regex_mode(parse_patterns(line), "wapiti")[0].commands)
+                assert transform_values(m, tokens) == [matcher.value(x) for x in tokens]
+                assert transform_values(t, tokens) == \
+                    ["true" if matcher.test(x) else "false" for x in tokens]

@@ -152,10 +152,20 @@ def _wapiti_values(transform: Transform, tokens: list[str]) -> list[str]:
     """%t/%T/%m/%M as Wapiti computes them (:mod:`crfkit.features.wmatch`)."""
     from crfkit.features.wmatch import ascii_lower, wapiti_matcher
 
-    letter, matcher = transform[0], wapiti_matcher(transform[2])
-    if letter in "tT":  # %T matches case-sensitively: "true"/"false" are lower already
-        return ["true" if matcher.test(token) else "false" for token in tokens]
-    values = [matcher.value(token) for token in tokens]
+    letter, source = transform[0], transform[2]
+    # Affixes made of "." and ".?" come out as the same slices as in the default
+    # mode (a failed attempt there only runs out of token: checked exhaustively).
+    shape = None if "*" in source else dot_affix(source)
+    if shape is not None:
+        found = _dot_values(shape, tokens)
+        if letter in "tT":
+            return ["false" if f is None else "true" for f in found]
+        values = [f or "" for f in found]
+    else:
+        matcher = wapiti_matcher(source)
+        if letter in "tT":  # %T matches case-sensitively: "true"/"false" are lower already
+            return ["true" if matcher.test(token) else "false" for token in tokens]
+        values = [matcher.value(token) for token in tokens]
     return [ascii_lower(v) for v in values] if letter == "M" else values
 
 
