@@ -220,6 +220,9 @@ ALGORITHM_NAMES = ("l-bfgs", "sgd-l1", "ap", "l2sgd", "pa", "arow")
               help="-a arow: trade-off between loss and change  [default: 1]")
 @click.option("-q", "--quiet", is_flag=True,
               help="No progress or summary lines; warnings and errors are still shown.")
+@click.option("--regex", type=click.Choice(["crfkit", "wapiti"]), default="crfkit",
+              show_default=True, help="How %t/%m regexes match: crfkit's greedy matcher, or "
+              "Wapiti's own, bug for bug (recorded in the model).")
 @click.option("--dask", "dask_address", default=None, metavar="ADDRESS",
               help="Train on a Dask cluster: a scheduler's address (tcp://host:8786) or "
                    "local:N (N worker processes here). INPUT: files the workers can read "
@@ -235,7 +238,7 @@ def train_command(pattern_file, input_file, model_file, model_type, algo, order,
                   all_transitions, max_memory, sep,
                   encoding, report_dir, skip_mode, skip_cap, bp_maxiter, bp_tol, bp_damping,
                   bp_label_damping, doc_sep, data_format, pa_type, pa_c, variance, gamma, quiet,
-                  dask_address) -> None:
+                  regex, dask_address) -> None:
     """Train a model on a labelled column file (the last column is the label).
 
     INPUT defaults to standard input (a pipe: a terminal is refused) and
@@ -288,13 +291,15 @@ def train_command(pattern_file, input_file, model_file, model_type, algo, order,
     log = _report_log(report_dir)
     return_large_frees_to_the_os()
     if dask_address is not None:
+        if regex != "crfkit":
+            raise UsageError("--regex wapiti is not available with --dask")
         from crfkit.dask.command import train_on_dask
 
         model = train_on_dask(dask_address, given, pattern_file, input_file, devel_file,
                               init_file, sep=sep, encoding=encoding, quiet=quiet)
     else:
         model = _train(given, pattern_file, input_file, devel_file, init_file, sep=sep,
-                       encoding=encoding, quiet=quiet, log=log)
+                       encoding=encoding, quiet=quiet, log=log, regex=regex)
     save_trained(model, model_file)
     if dask_address is not None and model.info["stop_reason"].startswith("no Dask worker"):
         raise CrfkitError(f"{model.info['stop_reason']}: the model of the last finished "
@@ -383,7 +388,7 @@ def _report_log(report_dir: str | None) -> list[dict] | None:
 
 def _train(given: dict, pattern_file: str | None, input_file: str, devel_file: str | None,
            init_file: str | None, *, sep: str, encoding: str, quiet: bool,
-           log: list[dict] | None = None):
+           log: list[dict] | None = None, regex: str = "crfkit"):
     """Read everything the train command names and train: the library call behind it."""
     from crfkit.features.patterns import read_patterns
     from crfkit.model import Model
@@ -394,7 +399,8 @@ def _train(given: dict, pattern_file: str | None, input_file: str, devel_file: s
     options = TrainOptions(**{k: v for k, v in given.items() if v is not None})
     options.validate()
     init = Model.load(init_file) if init_file else None
-    patterns = read_patterns(pattern_file, encoding=encoding) if pattern_file else None
+    patterns = (read_patterns(pattern_file, encoding=encoding, regex_mode=regex)
+                if pattern_file else None)
     progress = Progress(quiet=quiet)
     source = "<stdin>" if input_file == "-" else input_file
     # with the -DOCSTART- markers: a skip-chain model's documents

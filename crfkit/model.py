@@ -17,7 +17,7 @@ import numpy as np
 from crfkit import fileformat
 from crfkit.errors import ModelFormatError
 from crfkit.features.extract import Featurizer
-from crfkit.features.patterns import Pattern, parse_pattern_line
+from crfkit.features.patterns import REGEX_MODES, Pattern, parse_pattern_line, with_regex_mode
 from crfkit.features.strings import StringTable
 from crfkit.features.vocab import ObservationVocab
 from crfkit.modeltypes import MODEL_TYPES
@@ -69,7 +69,7 @@ class Model:
             "kind": MODEL_KIND,
             "type": self.model_type,
             "labels": self.labels,
-            "patterns": [{"text": p.text, "line": p.line} for p in self.patterns],
+            "patterns": [_pattern_entry(p) for p in self.patterns],
             "n_token_columns": self.n_token_columns,
             "has_trans": bool(s.has_trans),
             "info": self.info,
@@ -155,6 +155,15 @@ class Model:
                    model_type=model_type)
 
 
+def _pattern_entry(pattern: Pattern) -> dict:
+    """A pattern as the model file keeps it; the regex mode only when not the default,
+    so models of the default mode stay as they were."""
+    entry: dict = {"text": pattern.text, "line": pattern.line}
+    if pattern.regex_mode != "crfkit":
+        entry["regex"] = pattern.regex_mode
+    return entry
+
+
 def compact(model: Model) -> Model:
     """The same model without its zero-weight features and the observations left with none.
 
@@ -218,10 +227,15 @@ class _Checker:
                     or not isinstance(entry.get("line"), int) or not entry["text"] \
                     or "\n" in entry["text"] or "\r" in entry["text"]:
                 raise self.fail("bad pattern entry in model")
+            mode = entry.get("regex", "crfkit")
+            if mode not in REGEX_MODES:
+                raise self.fail(f"unknown regex mode {mode!r} in model (this crfkit knows "
+                                f"{', '.join(REGEX_MODES)})")
             try:
-                patterns.append(parse_pattern_line(entry["text"], lineno=entry["line"]))
+                pattern = parse_pattern_line(entry["text"], lineno=entry["line"])
             except Exception as err:  # noqa: BLE001 - any parse failure means a bad file
                 raise self.fail(f"bad pattern in model: {err}") from None
+            patterns += with_regex_mode([pattern], mode) if mode != "crfkit" else [pattern]
         if not patterns:
             raise self.fail("model has no patterns")
         return patterns

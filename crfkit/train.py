@@ -770,5 +770,12 @@ def _resolve_patterns(patterns: list[Pattern] | None, model_type: str,
     if init is not None and [p.text for p in patterns] != [p.text for p in init.patterns]:
         raise UsageError("the pattern file differs from the initial model's patterns "
                          "(omit -p to use the model's)")
+    if init is not None and [p.regex_mode for p in patterns] != \
+            [p.regex_mode for p in init.patterns]:
+        raise UsageError(f"the initial model's regexes use the {_mode_of(init.patterns)} "
+                         f"regex mode: give --regex {_mode_of(init.patterns)} (or omit -p)")
     return patterns
 
+
+def _mode_of(patterns: list[Pattern]) -> str:
+    return "wapiti" if any(p.regex_mode == "wapiti" for p in patterns) else "crfkit"

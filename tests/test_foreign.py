@@ -167,13 +167,26 @@ def test_wapiti_model_with_padding_and_both_kinds_gives_the_brute_force_best_pat
         assert labels_got == want
 
 
-def test_wapiti_commands_crfkit_cannot_reproduce_are_one_error(tmp_path):
-    for pattern, needle in (('u:%M[0,0,"a"]', "%M"), ('u:%m[0,0,"a*"]', "lazy"),
-                            ('u:%t[-1,0,"x"]', "padding")):
-        path = tmp_path / "m"
-        path.write_bytes(wapiti_text(2, [pattern], ["A", "B"], ["u:x"], [(0, 1.0)]))
-        with pytest.raises(ModelFormatError, match=needle):
-            read_model(path)
+def test_wapiti_regexes_convert_with_wapitis_own_matching(tmp_path):
+    # Observation values derived by hand from Wapiti's matcher (src/pattern.c): its
+    # lazy star gives "" for \d* on "12", %t reads the padding token "_x-1" (a digit),
+    # %M matches case-sensitively and lower-cases ("\u\a*" on "Hello" is "h").
+    pats = ['u:d=%m[0,0,"\\d*"]', 'u:p=%t[-1,0,"\\d"]', 'u:M=%M[0,0,"\\u\\a*"]', "b"]
+    observations = ["u:p=true", "u:M=h", "u:d=", "b"]
+    blocks = [[0, 5, 0], [0, 0, 10], [0, 0, 1], [0] * 9]
+    weights, offset = [], 0
+    for block in blocks:
+        weights += [(offset + k, v) for k, v in enumerate(block) if v]
+        offset += len(block)
+    path = tmp_path / "m"
+    path.write_bytes(wapiti_text(2, pats, ["A", "B", "C"], observations, weights))
+    model = read_model(path)
+    sentences = [[["abc", "N"], ["def", "N"]], [["Hello", "N"], ["12", "N"]]]
+    want = [["B", "C"], ["C", "C"]]
+    assert label_sequences(model, [_seq(rows) for rows in sentences]) == want
+    reloaded = Model.from_bytes(model.to_bytes())  # the mode is recorded in the model
+    assert label_sequences(reloaded, [_seq(rows) for rows in sentences]) == want
+    assert {p.regex_mode for p in reloaded.patterns if p.commands} == {"wapiti"}
 
 
 def _seq(rows):

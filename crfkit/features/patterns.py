@@ -66,7 +66,7 @@ over a whole corpus is vectorised in :mod:`crfkit.features`;
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from crfkit.errors import PatternError, UsageError
 
@@ -94,14 +94,18 @@ class Command:
     column: int
     regex: str | None = None
     source_column: int = 0  # 1-based column of the '%' in the pattern line
+    regex_mode: str = "crfkit"  # or "wapiti": Wapiti's own matcher (features/wmatch.py)
 
     @property
-    def transform(self) -> tuple[str, int, str | None]:
+    def transform(self) -> tuple:
         """What the command computes from one token, regardless of position.
 
         Commands that share a transform share one table of values, so each
-        distinct token is transformed once per corpus.
+        distinct token is transformed once per corpus. ``(letter, column,
+        regex)``, with ``"wapiti"`` appended for a regex in the wapiti mode.
         """
+        if self.regex is not None and self.regex_mode == "wapiti":
+            return (self.letter, self.column, self.regex, "wapiti")
         return (self.letter, self.column, self.regex)
 
     def position(self, i: int, n: int) -> int:
@@ -189,6 +193,11 @@ class Pattern:
         """Observation x (y[t-2], y[t-1], y[t]): second-order models only (``--order 2``)."""
         return self.kind == "t"
 
+    @property
+    def regex_mode(self) -> str:
+        """``"wapiti"`` if the regexes use Wapiti's own matcher, else ``"crfkit"``."""
+        return "wapiti" if any(c.regex_mode == "wapiti" for c in self.commands) else "crfkit"
+
     def render(self, values: list[str] | tuple[str, ...]) -> str:
         """Build the observation string from one value per command."""
         parts = [self.literals[0]]
@@ -212,8 +221,26 @@ def parse_patterns(text: str, *, path: str | None = None) -> list[Pattern]:
     return patterns
 
 
-def read_patterns(path: str | os.PathLike, *, encoding: str = "utf-8") -> list[Pattern]:
-    """Read and parse a pattern file."""
+REGEX_MODES = ("crfkit", "wapiti")
+
+
+def with_regex_mode(patterns: list[Pattern], mode: str) -> list[Pattern]:
+    """The patterns with their regex commands matched in ``mode`` (one of REGEX_MODES).
+
+    ``"wapiti"`` reproduces Wapiti's matcher bug for bug (lazy ``*``, its
+    ``%m`` length counter, ASCII classes, regexes run on its padding tokens):
+    what converted Wapiti models need, and what ``train --regex wapiti`` gives.
+    """
+    if mode not in REGEX_MODES:
+        raise ValueError(f"unknown regex mode {mode!r}")
+    return [replace(p, commands=tuple(
+        replace(c, regex_mode=mode) if c.regex is not None else c for c in p.commands))
+        for p in patterns]
+
+
+def read_patterns(path: str | os.PathLike, *, encoding: str = "utf-8",
+                  regex_mode: str = "crfkit") -> list[Pattern]:
+    """Read and parse a pattern file (its regexes matched in ``regex_mode``)."""
     name = os.fspath(path)
     try:
         with open(name, "rb") as handle:
@@ -236,7 +263,7 @@ def read_patterns(path: str | os.PathLike, *, encoding: str = "utf-8") -> list[P
     patterns = parse_patterns(text, path=name)
     if not patterns:
         raise PatternError("pattern file has no patterns", path=name)
-    return patterns
+    return patterns if regex_mode == "crfkit" else with_regex_mode(patterns, regex_mode)
 
 
 def parse_pattern_line(text: str, *, lineno: int = 0, path: str | None = None,

@@ -20,6 +20,10 @@ Positions outside the sequence give :func:`padding_result` instead: the
 padding token (``_B-1``, ``_B+2``, ... for ``x`` and ``X`` alike), ``"false"``
 for ``t``/``T`` and ``""`` for ``m``/``M``.
 
+A regex command in the ``wapiti`` regex mode (its transform ends with
+``"wapiti"``) is computed by :mod:`crfkit.features.wmatch` instead, Wapiti's
+matcher bug for bug, on Wapiti's padding token outside the sequence.
+
 :func:`transform_values` (the extractor's path, once per distinct token) has
 two fast paths, each tested against the regex engine: a regex made only of
 dots (``"...$"``, ``"^.."``: affixes) is a slice, and a regex with a literal
@@ -35,7 +39,7 @@ from functools import cache
 
 from crfkit.features.patterns import padding_value
 
-Transform = tuple[str, int, "str | None"]
+Transform = tuple  # (letter, column, regex), plus "wapiti" in that regex mode
 
 
 _DOTS = re.compile(r"(\^?)((?:\.[?*]?)*)(\$?)")
@@ -125,11 +129,44 @@ def _regex(source: str, ignore_case: bool):
 
 
 def padding_result(transform: Transform, distance: int) -> str:
-    """Value of a command whose position is ``distance`` steps outside the sequence."""
+    """Value of a command whose position is ``distance`` steps outside the sequence.
+
+    In the wapiti regex mode a regex reads Wapiti's padding token (``_x-1``),
+    as Wapiti's does: ``%t[-1,0,"\\d"]`` is true at the first token.
+    """
     letter = transform[0]
     if letter in "xX":
         return padding_value(distance)
+    if _is_wapiti(transform):
+        from crfkit.features.wmatch import padding_text
+
+        return _wapiti_values(transform, [padding_text(distance)])[0]
     return "false" if letter in "tT" else ""
+
+
+def _is_wapiti(transform: Transform) -> bool:
+    return len(transform) > 3 and transform[3] == "wapiti"
+
+
+def _wapiti_values(transform: Transform, tokens: list[str]) -> list[str]:
+    """%t/%T/%m/%M as Wapiti computes them (:mod:`crfkit.features.wmatch`)."""
+    from crfkit.features.wmatch import ascii_lower, wapiti_matcher
+
+    letter, source = transform[0], transform[2]
+    # Affixes made of "." and ".?" come out as the same slices as in the default
+    # mode (a failed attempt there only runs out of token: checked exhaustively).
+    shape = None if "*" in source else dot_affix(source)
+    if shape is not None:
+        found = _dot_values(shape, tokens)
+        if letter in "tT":
+            return ["false" if f is None else "true" for f in found]
+        values = [f or "" for f in found]
+    else:
+        matcher = wapiti_matcher(source)
+        if letter in "tT":  # %T matches case-sensitively: "true"/"false" are lower already
+            return ["true" if matcher.test(token) else "false" for token in tokens]
+        values = [matcher.value(token) for token in tokens]
+    return [ascii_lower(v) for v in values] if letter == "M" else values
 
 
 def transform_values(transform: Transform, tokens: list[str]) -> list[str]:
@@ -138,11 +175,13 @@ def transform_values(transform: Transform, tokens: list[str]) -> list[str]:
     One list comprehension per transform, with the bound method hoisted:
     the per-token cost is a single C-level regex search (or casefold).
     """
-    letter, _, source = transform
+    letter, source = transform[0], transform[2]
     if letter == "x":
         return list(tokens)
     if letter == "X":
         return [token.casefold() for token in tokens]
+    if _is_wapiti(transform):
+        return _wapiti_values(transform, tokens)
     shape = dot_affix(source)
     if shape is not None:
         found = _dot_values(shape, tokens)
@@ -176,11 +215,13 @@ def transform_value(transform: Transform, token: str | None, *, padding: int = 0
     """
     if token is None:
         return padding_result(transform, padding)
-    letter, _, source = transform
+    letter, source = transform[0], transform[2]
     if letter == "x":
         return token
     if letter == "X":
         return token.casefold()
+    if _is_wapiti(transform):
+        return _wapiti_values(transform, [token])[0]
     found = _regex(source, letter.isupper()).search(token)
     if letter in "tT":
         return "false" if found is None else "true"

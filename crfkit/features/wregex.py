@@ -54,9 +54,10 @@ Decisions, and how they relate to Wapiti 1.5 (``src/pattern.c``):
   first and only then more (a lazy star; ``?`` is greedy there).  That only
   changes what ``%m`` returns, never what ``%t`` answers: Wapiti gives ``""``
   for ``\\d*`` on ``"123"``, we give ``"123"``.  ``compile_regex(...,
-  lazy_star=True)`` reproduces Wapiti's order exactly.  Wapiti's ``%m`` can also
+  lazy_star=True)`` reproduces Wapiti's order.  Wapiti's ``%m`` can also
   return a too long match after a failed ``x?`` branch (its length counter is
-  not restored); that bug is not reproduced.
+  not restored); this module does not reproduce that bug, the ``wapiti`` regex
+  mode (:mod:`crfkit.features.wmatch`) reproduces all of them.
 * **Errors** are found at compile time (Wapiti finds some only while matching,
   with a fatal error): a dangling ``\\`` at the end, and a ``*``/``?`` with
   nothing to repeat -- at the start, right after the ``^`` anchor, or right

@@ -21,12 +21,10 @@ over; what differs is mapped or refused:
   stands for (and the token of that spelling, should one exist);
 * ``%X`` lower-cases ASCII letters only, crfkit's case-folds: values are
   case-folded (two values that fold alike keep the first one's weights);
-* ``%T`` matches case-sensitively and lower-cases ``true``/``false``:
-  that is crfkit's ``%t``;
-* refused with one line: ``%M`` (Wapiti matches case-sensitively, then
-  lower-cases), ``%m`` with ``*`` or ``?`` (Wapiti's matcher repeats
-  lazily), ``%t``/``%m`` whose regex matches a padding string (Wapiti
-  runs regexes on ``_x-1``), raw-feature models (no patterns).
+* ``%t``/``%T``/``%m``/``%M`` use the ``wapiti`` regex mode
+  (:mod:`crfkit.features.wmatch`: Wapiti's matcher bug for bug, its regexes
+  run on its padding tokens), recorded in the converted model;
+* refused with one line: raw-feature models (no patterns).
 
 Wapiti decodes a ``maxent`` model with the same Viterbi as a CRF, using
 every weight; a maxent file with non-zero label-pair weights therefore
@@ -40,7 +38,7 @@ import re
 import numpy as np
 
 from crfkit.errors import ModelFormatError
-from crfkit.features.patterns import Pattern, padding_value, parse_pattern_line
+from crfkit.features.patterns import Pattern, padding_value, parse_pattern_line, with_regex_mode
 from crfkit.foreign.build import ModelBuilder
 from crfkit.model import Model
 
@@ -149,37 +147,12 @@ def _weights(cur: _Cursor, n_active: int) -> tuple[np.ndarray, np.ndarray]:
 
 def _pattern(source: str, number: int, cur: _Cursor) -> Pattern:
     """The crfkit pattern whose observation values are Wapiti's (see the module notes)."""
-    text = source.replace("%T[", "%t[")
     try:
-        pattern = parse_pattern_line(text, lineno=number)
+        pattern = parse_pattern_line(source, lineno=number)
     except Exception as err:  # noqa: BLE001 - any parse failure: crfkit cannot express it
         raise cur.fail(f"Wapiti pattern {source!r} cannot be read as a crfkit pattern: "
                        f"{getattr(err, 'message', err)}") from None
-    from crfkit.features.transforms import transform_value
-
-    for c in pattern.commands:
-        if c.letter == "M":
-            raise cur.fail(f"Wapiti pattern {source!r}: %M (case-sensitive match, then "
-                           "lower-cased) has no crfkit equivalent")
-        if c.letter == "m" and ("*" in c.regex or "?" in c.regex):
-            raise cur.fail(f"Wapiti pattern {source!r}: %m with * or ? returns other "
-                           "matches in Wapiti (lazy repetition)")
-        if c.letter in "tm":
-            for pad in _padding_strings(c.offset):
-                found = transform_value(c.transform, pad)
-                if found not in ("false", ""):
-                    raise cur.fail(f"Wapiti pattern {source!r}: its regex matches Wapiti's "
-                                   f"padding {pad!r}, which crfkit does not reproduce")
-    return pattern
-
-
-def _padding_strings(offset: int) -> list[str]:
-    reach = min(abs(offset), _LAST_NAMED + 1)
-    out = []
-    for d in range(1, reach + 1):
-        tail = "#" if d > _LAST_NAMED else str(d)
-        out += [f"_x-{tail}", f"_x+{tail}"]
-    return out
+    return with_regex_mode([pattern], "wapiti")[0]
 
 
 def _build(patterns: list[Pattern], labels: list[str], observations: list[str],
