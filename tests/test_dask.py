@@ -364,3 +364,28 @@ def test_bag_labelling_sends_the_model_once_not_in_the_graph(client, address_mod
     graph = dumps(dict(labels.__dask_graph__()))
     assert len(graph) < len(address_model.to_bytes()) / 2
     assert len(labels.compute()) == len(test)
+
+
+def test_a_part_dask_cannot_remake_is_made_again_by_the_driver(client, address_sample):
+    """Dask cancels a held part it lost with a worker and cannot recompute (it forgot the
+    tasks that made it); cancelling one here is that loss, without the race of killing a
+    worker (test_dask_faults.py kills real ones). The objective is still one process's."""
+    from crfkit.dask.training import ClusterObjective, distribute
+    from crfkit.progress import Progress
+
+    patterns = read_patterns(ADDRESS_PATTERNS)
+    path = str(address_sample["train"])
+    whole = encode_training(patterns, list(read_sequences(path)))
+    log = io.StringIO()
+    dist = distribute(client, patterns, plan_shards([path], SMALL), model_type="crf", cutoff=1,
+                      progress=Progress(log))
+    remote = ClusterObjective(client, dist.parts, dist.corpus.empirical, 1.0, 0, 2,
+                              recover=dist.recovering)
+    client.cancel(dist.parts[1])
+    set_thread_count(1)
+    local = Objective(whole.space, whole.data, whole.empirical, 1.0)
+    w = 0.3 * np.random.default_rng(5).standard_normal(whole.space.n_weights)
+    g1, g2 = np.empty_like(w), np.empty_like(w)
+    assert local(w, g1) == remote(w, g2) and np.array_equal(g1, g2)
+    assert "1 part(s) made again" in log.getvalue()
+    assert not dist.failures
