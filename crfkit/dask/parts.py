@@ -13,6 +13,7 @@ on as if nothing happened.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -79,12 +80,14 @@ def submit_part(client: Any, spec: PartSpec, space_future: Any, encoded: list,
                          pure=False)
 
 
-def remake_lost(client: Any, recipe: Recipe, parts: list) -> int:
-    """Submit again, from their sources, the parts Dask lost; return how many."""
+def remake_lost(client: Any, recipe: Recipe, parts: list, scatter: Callable[[Any], Any]
+                ) -> int:
+    """Submit again, from their sources, the parts Dask lost; return how many. ``scatter``
+    puts data on a worker (:meth:`crfkit.dask.cluster.Watch.scatter`: it retries)."""
     lost = [i for i, part in enumerate(parts) if part.status not in LIVE]
     if not lost:
         return 0
-    space_future = client.scatter(recipe.space, hash=False)
+    space_future = scatter(recipe.space)
     encoded: dict[int, Any] = {}
     for k in sorted({k for i in lost for k in recipe.specs[i].shards}):
         counted = client.submit(worker.count_task, recipe.sources[k], recipe.patterns,

@@ -153,7 +153,8 @@ class Distributed:
                     self._note_lost_workers()
                     return result
                 except LostResult as err:
-                    remade = remake_lost(self.client, self.recipe, self.parts)
+                    remade = remake_lost(self.client, self.recipe, self.parts,
+                                         Watch(self.client).scatter)
                     self.progress.message(
                         f"* {err}: {remade} part(s) made again, step repeated on "
                         f"{n_workers(self.client)} Dask worker(s)")
