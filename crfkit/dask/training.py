@@ -155,9 +155,10 @@ class Distributed:
                 except LostResult as err:
                     remade = remake_lost(self.client, self.recipe, self.parts,
                                          Watch(self.client).scatter)
+                    self.n_workers = n_workers(self.client)  # this line says it: no other
                     self.progress.message(
                         f"* {err}: {remade} part(s) made again, step repeated on "
-                        f"{n_workers(self.client)} Dask worker(s)")
+                        f"{self.n_workers} Dask worker(s)")
             try:
                 result = step()
                 self._note_lost_workers()
