@@ -644,6 +644,11 @@ def label_command(model_file, input_file, output_file, labels_only, check, nthre
                            bp_damping=bp_damping, bp_maxiter=bp_maxiter)
     options.validate()
     model = read_model(model_file, patterns=patterns_file, encoding=encoding or "utf-8")
+    if dask_address is not None and _documents_of(model)[0]:  # shards would cut documents
+        from crfkit.errors import UsageError
+
+        raise UsageError("--dask cannot label with a skip-chain model (its documents must "
+                         "stay whole)")
     if not options.uses_kernels and kernel_decoding_pays(model, input_file):
         options = replace(options, prefer_kernels=True)
     if options.uses_kernels:  # the plain best path is numpy only: no Numba to load

@@ -389,3 +389,15 @@ def test_a_part_dask_cannot_remake_is_made_again_by_the_driver(client, address_s
     assert local(w, g1) == remote(w, g2) and np.array_equal(g1, g2)
     assert "1 part(s) made again" in log.getvalue()
     assert not dist.failures
+
+
+def test_labelling_with_a_skip_chain_model_is_refused(tmp_path):
+    """Shards are cut at blank lines, so they would cut a skip-chain model's documents."""
+    from tests.helpers import one_error_line, run, skip_corpus
+
+    data, pat = skip_corpus(tmp_path, [("Green", "PER", 3), ("Paris", "LOC", 2)])
+    model = tmp_path / "skip.model"
+    assert run("train", "-q", "-t", "1", "-i", "3", "-p", pat, data, model).exit_code == 0
+    result = run("label", "-m", model, "--dask", "local:2", data, tmp_path / "out")
+    one_error_line(result, "--dask", "skip-chain")
+    assert not (tmp_path / "out").exists()
