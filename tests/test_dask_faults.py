@@ -71,21 +71,24 @@ def cluster(tmp_path: Path, n_workers: int):
 
 
 def train_killing(address: str, victim: subprocess.Popen | None, at: str, *args: object,
-                  model: Path) -> tuple[int, str]:
+                  model: Path) -> tuple[int, str, float]:
     """``crfkit train --dask address``, ``victim`` killed (SIGKILL) when a progress line
-    contains ``at``: (exit status, stderr)."""
+    contains ``at``: (exit status, stderr, seconds from the kill to the exit)."""
     command = [sys.executable, "-m", "crfkit.cli", "train", "-p", str(ADDRESS_PATTERNS),
                "--dask", address, *map(str, args), str(model)]
     train = subprocess.Popen(command, env=_env(), stderr=subprocess.PIPE, text=True)
     lines = []
+    killed_at = time.monotonic()
     try:
         with train.stderr:
             for line in train.stderr:
                 lines.append(line)
                 if victim is not None and at in line:
                     victim.send_signal(signal.SIGKILL)
+                    killed_at = time.monotonic()
                     victim = None
-        return train.wait(timeout=RUN_TIMEOUT), "".join(lines)
+        status = train.wait(timeout=RUN_TIMEOUT)
+        return status, "".join(lines), time.monotonic() - killed_at
     finally:
         if train.poll() is None:
             train.kill()
@@ -153,10 +156,9 @@ def test_a_killed_scheduler_ends_with_one_line_and_the_last_iteration(address_sa
                                                                       tmp_path):
     with cluster(tmp_path, 2) as (address, scheduler, _):
         model = tmp_path / "dask.model"
-        started = time.monotonic()
-        status, stderr = train_killing(address, scheduler, "[   2]", "-i", "500",
-                                       "-e", "0", address_sample["train"], model=model)
-        seconds = time.monotonic() - started
+        status, stderr, seconds = train_killing(address, scheduler, "[   2]", "-i", "500",
+                                                "-e", "0", address_sample["train"],
+                                                model=model)
     assert status != 0
     assert "Traceback" not in stderr, stderr
     errors = [line for line in stderr.splitlines() if line.startswith("crfkit: error")]
@@ -166,7 +168,8 @@ def test_a_killed_scheduler_ends_with_one_line_and_the_last_iteration(address_sa
     from crfkit.model import Model
 
     assert Model.load(model).info["iterations"] >= 2
-    assert seconds < 30, f"{seconds:.0f}s to notice the scheduler is gone"
+    # distributed's client alone tries to reconnect for 30 s before failing
+    assert seconds < 20, f"{seconds:.0f}s from the kill to the exit"
 
 
 def test_a_refused_address_fails_at_once(address_sample, tmp_path):
