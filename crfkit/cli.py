@@ -276,6 +276,7 @@ def train_command(pattern_file, input_file, model_file, model_type, algo, order,
                                  doc_sep, bp_label_damping),
              "pa_type": pa_type, "pa_c": pa_c, "variance": variance, "gamma": gamma}
     if data_format == "crfsuite":
+        _refuse_dask_crfsuite(dask_address)
         _train_crfsuite(given, input_file, model_file, encoding=encoding, quiet=quiet,
                         all_transitions=all_transitions,
                         refused={"-p/--pattern": pattern_file, "-m/--model": init_file,
@@ -295,15 +296,17 @@ def train_command(pattern_file, input_file, model_file, model_type, algo, order,
             raise UsageError("--regex wapiti is not available with --dask")
         from crfkit.dask.command import train_on_dask
 
-        model = train_on_dask(dask_address, given, pattern_file, input_file, devel_file,
-                              init_file, sep=sep, encoding=encoding, quiet=quiet)
+        model, cluster_error = train_on_dask(dask_address, given, pattern_file, input_file,
+                                             devel_file, init_file, sep=sep,
+                                             encoding=encoding, quiet=quiet)
     else:
+        cluster_error = None
         model = _train(given, pattern_file, input_file, devel_file, init_file, sep=sep,
                        encoding=encoding, quiet=quiet, log=log, regex=regex)
     save_trained(model, model_file)
-    if dask_address is not None and model.info["stop_reason"].startswith("no Dask worker"):
-        raise CrfkitError(f"{model.info['stop_reason']}: the model of the last finished "
-                          f"iteration ({model.info['iterations']}) is written to {model_file}")
+    if cluster_error is not None:
+        raise CrfkitError(f"{cluster_error}: the model of the last finished iteration "
+                          f"({model.info['iterations']}) is written to {model_file}")
     if report_dir is not None:
         _write_training_report(report_dir, log, model, model_file)
     if model.info["stop_reason"] == "interrupted":
@@ -311,6 +314,15 @@ def train_command(pattern_file, input_file, model_file, model_type, algo, order,
         click.get_current_context().exit(130)
     if not quiet:
         click.echo(f"* model written to {model_file}", err=True)
+
+
+def _refuse_dask_crfsuite(dask_address: str | None) -> None:
+    """CRFsuite data files are read and trained in this process only: say so rather than
+    run the work here unasked."""
+    from crfkit.errors import UsageError
+
+    if dask_address is not None:
+        raise UsageError("--dask is not available with --format crfsuite (columns only)")
 
 
 def _check_train_inputs(pattern_file: str | None, init_file: str | None,
@@ -678,6 +690,7 @@ def label_command(model_file, input_file, output_file, labels_only, check, nthre
     if nthread < 0:
         raise click.BadParameter("must be >= 0", param_hint="-t/--nthread")
     if data_format == "crfsuite":
+        _refuse_dask_crfsuite(dask_address)
         _label_crfsuite(model_file, input_file, output_file, nthread=nthread,
                         labels_only=labels_only, check=check and not quiet,
                         encoding=encoding or "utf-8",
@@ -695,6 +708,11 @@ def label_command(model_file, input_file, output_file, labels_only, check, nthre
                            bp_damping=bp_damping, bp_maxiter=bp_maxiter)
     options.validate()
     model = read_model(model_file, patterns=patterns_file, encoding=encoding or "utf-8")
+    if dask_address is not None and _documents_of(model)[0]:  # shards would cut documents
+        from crfkit.errors import UsageError
+
+        raise UsageError("--dask cannot label with a skip-chain model (its documents must "
+                         "stay whole)")
     if not options.uses_kernels and kernel_decoding_pays(model, input_file):
         options = replace(options, prefer_kernels=True)
     if options.uses_kernels:  # the plain best path is numpy only: no Numba to load

@@ -123,7 +123,9 @@ def test_model_is_byte_identical_to_one_thread(client, address_sample, options):
     patterns = read_patterns(ADDRESS_PATTERNS)
     path = str(address_sample["train"])
     expected = single(patterns, path, maxiter=6, **options)
-    got = crfkit.dask.train(ADDRESS_PATTERNS, path, client=client, shard_bytes=SMALL,
+    # the inputs crfkit train records, which crfkit.dask.train records too
+    expected.info.update(pattern_file=str(ADDRESS_PATTERNS), train_file=path, encoding="utf-8")
+    got = crfkit.dask.train(str(ADDRESS_PATTERNS), path, client=client, shard_bytes=SMALL,
                             maxiter=6, **options)
     assert got.to_bytes() == expected.to_bytes()
 
@@ -300,3 +302,102 @@ def test_a_refused_scatter_says_whether_any_worker_is_left(workers):
     with pytest.raises(NoWorkers) as caught:
         Watch(Refusing(), grace=0.0).scatter([1])
     assert str(caught.value).startswith("cannot send data" if workers else "no Dask worker left")
+
+
+def test_skip_chain_patterns_are_refused_before_a_cluster_is_started(address_sample, tmp_path):
+    from tests.helpers import ROOT, one_error_line, run
+
+    result = run("train", "-p", ROOT / "patterns/ner-nl-skip.pat", "--dask", "local:2",
+                 address_sample["train"], tmp_path / "x.model")
+    one_error_line(result, "skip-chain", "not available with --dask")
+    assert not (tmp_path / "x.model").exists()
+
+
+@pytest.mark.parametrize("command", ["train", "label"])
+def test_crfsuite_format_is_refused_with_dask(command, address_model_file, tmp_path):
+    from tests.helpers import one_error_line, run
+
+    data = tmp_path / "data.crfsuite"
+    data.write_text("B-NP\tw=He\nO\tw=.\n\n")
+    args = (["train", data, tmp_path / "x.model"] if command == "train"
+            else ["label", "-m", address_model_file, data, tmp_path / "out"])
+    result = run(*args, "--format", "crfsuite", "--dask", "local:2")
+    one_error_line(result, "--dask", "--format crfsuite")
+
+
+def test_a_bag_of_feature_dicts_is_refused_in_one_line(client):
+    import dask.bag
+
+    import crfkit.dask
+
+    items = [[{"w": "He", "label": "B-NP"}, {"w": ".", "label": "O"}]] * 4
+    with pytest.raises(InputError, match="feature dicts"):
+        crfkit.dask.train(read_patterns(ADDRESS_PATTERNS), dask.bag.from_sequence(items),
+                          client=client, maxiter=1)
+
+
+def test_the_api_writes_the_model_file_of_the_command_line(client, address_sample, tmp_path):
+    """crfkit.dask.train(...).save() and crfkit train -t 1 give the same file, byte for
+    byte (the inputs recorded in the model's info included)."""
+    import crfkit.dask
+    from tests.helpers import run
+
+    patterns, train_file = str(ADDRESS_PATTERNS), str(address_sample["train"])
+    cli = run("train", "-q", "-t", "1", "-i", "4", "-p", patterns, train_file,
+              tmp_path / "cli.model")
+    assert cli.exit_code == 0, cli.stderr
+    crfkit.dask.train(patterns, train_file, client=client, shard_bytes=SMALL,
+                      maxiter=4).save(tmp_path / "api.model")
+    assert (tmp_path / "api.model").read_bytes() == (tmp_path / "cli.model").read_bytes()
+
+
+def test_bag_labelling_sends_the_model_once_not_in_the_graph(client, address_model,
+                                                             address_sample):
+    import dask.bag
+    from distributed.protocol.pickle import dumps
+
+    import crfkit.dask
+
+    test = list(read_sequences(address_sample["test"]))
+    labels = crfkit.dask.label(address_model, dask.bag.from_sequence(test, npartitions=4),
+                               client=client)
+    graph = dumps(dict(labels.__dask_graph__()))
+    assert len(graph) < len(address_model.to_bytes()) / 2
+    assert len(labels.compute()) == len(test)
+
+
+def test_a_part_dask_cannot_remake_is_made_again_by_the_driver(client, address_sample):
+    """Dask cancels a held part it lost with a worker and cannot recompute (it forgot the
+    tasks that made it); cancelling one here is that loss, without the race of killing a
+    worker (test_dask_faults.py kills real ones). The objective is still one process's."""
+    from crfkit.dask.training import ClusterObjective, distribute
+    from crfkit.progress import Progress
+
+    patterns = read_patterns(ADDRESS_PATTERNS)
+    path = str(address_sample["train"])
+    whole = encode_training(patterns, list(read_sequences(path)))
+    log = io.StringIO()
+    dist = distribute(client, patterns, plan_shards([path], SMALL), model_type="crf", cutoff=1,
+                      progress=Progress(log))
+    remote = ClusterObjective(client, dist.parts, dist.corpus.empirical, 1.0, 0, 2,
+                              recover=dist.recovering)
+    client.cancel(dist.parts[1])
+    set_thread_count(1)
+    local = Objective(whole.space, whole.data, whole.empirical, 1.0)
+    w = 0.3 * np.random.default_rng(5).standard_normal(whole.space.n_weights)
+    g1, g2 = np.empty_like(w), np.empty_like(w)
+    assert local(w, g1) == remote(w, g2) and np.array_equal(g1, g2)
+    assert "1 part(s) made again" in log.getvalue()
+    assert not dist.failures
+
+
+def test_labelling_with_a_skip_chain_model_is_refused(tmp_path):
+    """Shards are cut at blank lines, so they would cut a skip-chain model's documents."""
+    from tests.helpers import one_error_line, run, skip_corpus
+
+    data, pat = skip_corpus(tmp_path, [("Green", "PER", 3), ("Paris", "LOC", 2)])
+    model = tmp_path / "skip.model"
+    assert run("train", "-q", "-t", "1", "-i", "3", "-p", pat, data, model).exit_code == 0
+    result = run("label", "-m", model, "--dask", "local:2", data, tmp_path / "out")
+    one_error_line(result, "--dask", "skip-chain")
+    assert not (tmp_path / "out").exists()

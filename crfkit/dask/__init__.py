@@ -46,11 +46,15 @@ def train(patterns: str | os.PathLike | list[Pattern], paths_or_bag: Any, client
     (``maxiter=50``, ``rho1=0.1``...).
     """
     from crfkit.dask import training
+    from crfkit.dask.command import record_inputs
 
     client = default_client(client)
+    pattern_file = None
     if not isinstance(patterns, list):
+        pattern_file = patterns
         patterns = read_patterns(patterns, encoding=encoding)
     options = options or TrainOptions(**option_values)
+    train_file = None
     if hasattr(paths_or_bag, "to_delayed"):
         sources = client.compute(paths_or_bag.to_delayed())
         source = "<bag>"
@@ -58,16 +62,22 @@ def train(patterns: str | os.PathLike | list[Pattern], paths_or_bag: Any, client
         files = expand_inputs(paths_or_bag)
         sources = plan_shards(files, shard_bytes, encoding=encoding)
         source = files[0] if len(files) == 1 else str(paths_or_bag)
-    return training.train(client, patterns, sources, options, progress=progress,
-                          source=source, encoding=encoding, sep=sep)
+        if isinstance(paths_or_bag, (str, os.PathLike)):
+            train_file = paths_or_bag
+    model = training.train(client, patterns, sources, options, progress=progress,
+                           source=source, encoding=encoding, sep=sep)
+    record_inputs(model, pattern_file, train_file, encoding)  # as crfkit train does
+    return model
 
 
-def label(model: Model, bag: Any, **options: Any) -> Any:
+def label(model: Model, bag: Any, client: Any = None, **options: Any) -> Any:
     """A ``dask.bag`` of the predicted label lists of ``bag``'s sequences (lazy).
 
     ``options`` are those of :func:`crfkit.label.label` (``nbest``...); each item of
-    the result is what that function gives for the item's sequence.
+    the result is what that function gives for the item's sequence. The model is sent
+    to the workers once (scattered), not written into every task of the graph.
     """
     from crfkit.dask.labelling import label_partition
 
-    return bag.map_partitions(label_partition, model, options)
+    model_future = default_client(client).scatter(model, broadcast=True, hash=False)
+    return bag.map_partitions(label_partition, model_future, options)

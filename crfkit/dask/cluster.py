@@ -5,17 +5,21 @@
 machine (the cores shared among them) and closes it afterwards. The
 Python API takes a ``client=`` and falls back to Dask's default client.
 
-Dask itself recomputes what a lost worker held (from the tasks that made
-it, down to reading the shard from its file) on the workers that remain.
-Only when none is left does a computation wait forever: :class:`Watch`
-turns that into :class:`NoWorkers` after a grace period, and the trainers
-into a stop that keeps the last finished iteration.
+A result lost with a worker is reported as :class:`LostResult`: the
+trainers then remake what was lost on the workers that remain and repeat
+the step (Dask cannot always do it alone: it forgets the tasks that made a
+held result once the result exists). With no worker left a computation
+would wait forever: :class:`Watch` turns that into :class:`NoWorkers`
+after a grace period; a lost scheduler (its state with it) is
+:class:`NoWorkers` at once. The trainers turn those into a stop that keeps
+the last finished iteration.
 """
 
 from __future__ import annotations
 
 import logging
 import os
+import socket
 import time
 from collections.abc import Iterator
 from concurrent.futures import CancelledError
@@ -25,11 +29,17 @@ from typing import Any
 from crfkit.errors import CrfkitError, UsageError
 
 NO_WORKER_GRACE = 10.0  # seconds without any worker before giving up
+CONNECT_TIMEOUT = 5.0  # seconds to open a TCP connection to the scheduler
 _POLL = 0.5
 
 
 class NoWorkers(CrfkitError):
-    """No Dask worker is left to compute on (or a task killed every worker it ran on)."""
+    """No Dask worker is left to compute on (or a task killed every worker it ran on,
+    or the scheduler is gone)."""
+
+
+class LostResult(NoWorkers):
+    """A result was lost with a worker while others remain: it can be made again."""
 
 
 def _cores() -> int:
@@ -61,12 +71,44 @@ def connect(address: str) -> Iterator[Any]:
         finally:
             cluster.close()
         return
+    _probe(address)
     try:
         client = Client(address, timeout=30)
     except (OSError, TimeoutError) as err:
         raise UsageError(f"--dask {address}: cannot reach the scheduler ({err})") from None
-    with client:
+    try:
         yield client
+    finally:
+        _close(client)
+
+
+def _probe(address: str) -> None:
+    """Fail at once, not after the client's 30 s of retries, when nothing listens at a
+    ``tcp://host:port`` address (other protocols go straight to the client)."""
+    if not address.startswith("tcp://"):
+        return
+    host, _, port = address[len("tcp://"):].rpartition(":")
+    try:
+        with socket.create_connection((host.strip("[]"), int(port)), CONNECT_TIMEOUT):
+            return
+    except ValueError:
+        raise UsageError(f"--dask {address}: expected tcp://HOST:PORT") from None
+    except OSError as err:
+        raise UsageError(f"--dask {address}: cannot reach the scheduler ({err})") from None
+
+
+def _close(client: Any) -> None:
+    """Close the client; one whose scheduler is gone must not wait for it, nor say so."""
+    if client.status == "running":
+        client.close()
+        return
+    for name in list(logging.root.manager.loggerDict):  # its reconnection's tracebacks
+        if name.split(".")[0] == "distributed":
+            logging.getLogger(name).setLevel(logging.CRITICAL + 1)
+    try:
+        client.close(timeout=1)
+    except (OSError, TimeoutError, RuntimeError):
+        pass
 
 
 def default_client(client: Any = None) -> Any:
@@ -83,7 +125,10 @@ def default_client(client: Any = None) -> Any:
 
 
 def n_workers(client: Any) -> int:
-    return len(client.scheduler_info(n_workers=-1)["workers"])
+    """The scheduler's workers; :class:`NoWorkers` when the scheduler itself is gone."""
+    if getattr(client, "status", "running") != "running":
+        raise NoWorkers("lost the Dask scheduler (its state with it)")
+    return len(client.scheduler_info(n_workers=-1).get("workers", ()))
 
 
 class Watch:
@@ -101,6 +146,7 @@ class Watch:
             try:
                 return self.client.scatter(data, hash=False)
             except OSError as err:  # distributed's CommClosedError is one
+                n_workers(self.client)  # a lost scheduler ends it at once
                 if time.monotonic() > deadline:
                     if not n_workers(self.client):  # the same end as gather's, same words
                         raise NoWorkers(f"no Dask worker left (cannot send data: {err})") \
@@ -120,9 +166,8 @@ class Watch:
                 return self.client.gather(self._wait(futures))
             except TimeoutError:
                 lost = [f for f in futures if f.status in ("lost", "cancelled")]
-                if lost:
-                    raise NoWorkers(f"a Dask result was lost ({lost[0].key}) and cannot be "
-                                    "recomputed") from None
+                if lost and n_workers(self.client):
+                    raise LostResult(f"a Dask result was lost ({lost[0].key})") from None
                 if n_workers(self.client):
                     alone_since = None
                 elif alone_since is None:
@@ -134,7 +179,10 @@ class Watch:
             except CancelledError:  # distributed's FuturesCancelledError: its data was lost
                 if not n_workers(self.client):
                     raise NoWorkers("no Dask worker left") from None
-                raise NoWorkers("a result was lost with the workers that held it") from None
+                raise LostResult("a result was lost with the workers that held it") from None
+            except OSError as err:  # the scheduler's connection closed under the gather
+                n_workers(self.client)
+                raise LostResult(f"a Dask connection closed ({err})") from None
 
     def _wait(self, futures: list) -> list:
         from distributed import wait

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import TextIO
+import os
+from typing import Any, TextIO
 
 from crfkit.dask.cluster import connect
 from crfkit.dask.shards import DEFAULT_SHARD_BYTES, expand_inputs, plan_shards
@@ -13,12 +14,14 @@ from crfkit.model import Model
 
 def train_on_dask(address: str, given: dict, pattern_file: str | None, input_file: str,
                   devel_file: str | None, init_file: str | None, *, sep: str, encoding: str,
-                  quiet: bool) -> Model:
-    """What ``crfkit.cli._train`` does, with the corpus read and encoded on the cluster."""
-    from crfkit.dask.training import train
+                  quiet: bool) -> tuple[Model, str | None]:
+    """What ``crfkit.cli._train`` does, with the corpus read and encoded on the cluster;
+    and the cluster's error when it ended training early (the model is then that of the
+    last finished iteration)."""
+    from crfkit.dask.training import refuse_unavailable, train
     from crfkit.features.patterns import read_patterns
     from crfkit.progress import Progress
-    from crfkit.reader import canonical_encoding, read_sequences
+    from crfkit.reader import read_sequences
     from crfkit.train import TrainOptions
 
     if init_file is not None:
@@ -31,22 +34,37 @@ def train_on_dask(address: str, given: dict, pattern_file: str | None, input_fil
     if pattern_file is None:
         raise UsageError("give a pattern file with -p/--pattern")
     patterns = read_patterns(pattern_file, encoding=encoding)
+    refuse_unavailable(patterns, options)  # before a cluster is started or reached
     files = expand_inputs(input_file)
     shards = plan_shards(files, DEFAULT_SHARD_BYTES, encoding=encoding)
     devel = None
     if devel_file is not None:
         devel = read_sequences(devel_file, encoding=encoding, sep=sep, min_columns=2)
     progress = Progress(quiet=quiet)
+    failures: list[str] = []
     with connect(address) as client:
         model = train(client, patterns, shards, options, progress=progress, source=input_file,
                       encoding=encoding, sep=sep, devel=devel,
-                      devel_source=devel_file or "<devel>")
-    model.info["pattern_file"] = pattern_file
-    model.info["train_file"] = input_file
+                      devel_source=devel_file or "<devel>", failures=failures)
+    record_inputs(model, pattern_file, input_file, encoding, devel_file)
+    return model, (failures[0] if failures else None)
+
+
+def record_inputs(model: Any, pattern_file: Any, train_file: Any, encoding: str,
+                  devel_file: Any = None) -> None:
+    """The inputs ``crfkit train`` records in a model's info (so that a model trained on
+    the cluster is the same file whichever way it was started)."""
+    from crfkit.reader import canonical_encoding
+
+    if pattern_file is None and train_file is None:
+        return  # nothing was read from a file: no encoding to remember either
+    if pattern_file is not None:
+        model.info["pattern_file"] = os.fspath(pattern_file)
+    if train_file is not None:
+        model.info["train_file"] = os.fspath(train_file)
     model.info["encoding"] = canonical_encoding(encoding)
     if devel_file is not None:
-        model.info["devel_file"] = devel_file
-    return model
+        model.info["devel_file"] = os.fspath(devel_file)
 
 
 def label_on_dask(address: str, model: Model, input_file: str, out: TextIO,

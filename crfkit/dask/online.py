@@ -96,14 +96,17 @@ def averaged_runner(client: Any, dist: Any) -> Callable[[Any, IterationHook], Re
         done = [0]
 
         def epoch(order: np.ndarray, seen: int) -> tuple[float, int, int]:
-            try:
+            def step() -> Mixed:
                 w_future = watch.scatter(W)
                 mixed = None
                 for part in dist.parts:
                     blocks = client.submit(epoch_task, part, w_future, o.algo, params,
                                            done[0] + 1, n_total, pure=False)
                     mixed = client.submit(mix_task, mixed, blocks, pure=False)
-                result = watch.result(mixed)
+                return watch.result(mixed)
+
+            try:
+                result = dist.recovering(step)
             except NoWorkers as err:
                 raise Stop(str(err)) from None
             if result.overflowed:

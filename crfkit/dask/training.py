@@ -25,16 +25,17 @@ The driver never reads the corpus. In order:
    the weights to each worker, one running sum per part boundary and one
    sum back to the driver, each ``8 x n_weights`` bytes.
 
-A lost worker's parts are recomputed by Dask from their source on the
-workers that remain, and the iteration goes on with the same numbers. With
-no worker left, training stops as on Ctrl-C: the model of the last
-finished iteration is kept and the error is reported.
+A lost worker's parts are made again from their source on the workers
+that remain (:mod:`crfkit.dask.parts`), and the iteration is repeated with
+the same numbers. With no worker left, or the scheduler lost, training
+stops as on Ctrl-C: the model of the last finished iteration is kept and
+the error is reported.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -42,9 +43,10 @@ import numpy as np
 
 from crfkit.corpus import Corpus, encode_devel, feature_kinds, model_patterns
 from crfkit.dask import worker
-from crfkit.dask.cluster import NoWorkers, Watch, n_workers
+from crfkit.dask.cluster import LostResult, NoWorkers, Watch, n_workers
+from crfkit.dask.parts import Recipe, plan_parts, remake_lost, submit_part
 from crfkit.dask.shards import Shard, ShardReport, raise_first_error
-from crfkit.dask.vocab import Vocabulary, merge_counts, merge_space
+from crfkit.dask.vocab import merge_counts, merge_space
 from crfkit.errors import InputError, UsageError
 from crfkit.features.patterns import Pattern, check_columns
 from crfkit.jitcache import announce_compile
@@ -54,6 +56,8 @@ from crfkit.modeltypes import DEFAULT_TYPE, MODEL_TYPES
 from crfkit.optim import Stop
 from crfkit.progress import Progress
 from crfkit.reader import Sequence
+from crfkit.skipchain import SKIP_TYPE
+from crfkit.skipgraph import edge_patterns, skip_patterns
 from crfkit.space import Dataset
 from crfkit.train import Problem, TrainOptions, fit, structure_name
 
@@ -77,8 +81,10 @@ class ClusterObjective:
     """``f = objective(w, g)`` computed by the parts on the workers (module docstring)."""
 
     def __init__(self, client: Any, parts: list, empirical: np.ndarray, rho2: float,
-                 normalisation: int, n_workers: int) -> None:
+                 normalisation: int, n_workers: int,
+                 recover: Callable[[Callable], Any] | None = None) -> None:
         self.client = client
+        self.recover = recover or (lambda step: step())
         self.parts = parts
         self.empirical = empirical
         self.rho2 = float(rho2)
@@ -91,16 +97,9 @@ class ClusterObjective:
         self.timing = Timing()
 
     def __call__(self, w: np.ndarray, g: np.ndarray) -> float:
-        client = self.client
         started = time.perf_counter()
         try:
-            w_future = self.watch.scatter(w)
-            scattered = time.perf_counter()
-            fold = None
-            for part in self.parts:
-                rows = client.submit(worker.rows_task, part, w_future, pure=False)
-                fold = client.submit(worker.fold_task, fold, rows, pure=False)
-            result = self.watch.result(fold)
+            result, scattered = self.recover(lambda: self._evaluate(w))
         except NoWorkers as err:
             raise Stop(str(err)) from None
         g[:] = result.g
@@ -108,12 +107,26 @@ class ClusterObjective:
             w, g, np.concatenate(result.outs), self.empirical, self.rho2, self.overflow)
         self.evaluations += 1
         t = self.timing
-        t.broadcast.append(scattered - started)
+        t.broadcast.append(scattered)
         t.compute.append(max(result.seconds))
         t.total.append(time.perf_counter() - started)
         # the weights to each worker, a running sum across each part boundary, one sum back
         t.bytes_sent.append(8 * w.size * (self.n_workers + len(self.parts)))
         return f
+
+    def _evaluate(self, w: np.ndarray) -> tuple[worker.Fold, float]:
+        """The parts' rows at ``w``, folded in block order; and the seconds to send ``w``."""
+        started = time.perf_counter()
+        w_future = self.watch.scatter(w)
+        scattered = time.perf_counter() - started
+        fold = None
+        for part in self.parts:
+            rows = self.client.submit(worker.rows_task, part, w_future, pure=False)
+            fold = self.client.submit(worker.fold_task, fold, rows, pure=False)
+        return self.watch.result(fold), scattered
+
+
+MAX_REMAKES = 3  # parts lost again and again within one step: give up
 
 
 @dataclass
@@ -124,7 +137,46 @@ class Distributed:
     parts: list
     n_workers: int
     block_ptr: np.ndarray
-    held: list  # futures the parts need to be recomputed after a worker is lost
+    held: list  # the scattered feature space, which the parts' tasks fetch
+    recipe: Recipe
+    client: Any = None
+    progress: Progress = field(default_factory=lambda: Progress(quiet=True))
+    failures: list = field(default_factory=list)  # the error that ended training, if one
+
+    def recovering(self, step: Callable[[], Any]) -> Any:
+        """``step()``; after a result lost with a worker, the lost parts made again on the
+        workers that remain (with a progress line) and ``step()`` repeated."""
+        try:
+            for _ in range(MAX_REMAKES):
+                try:
+                    result = step()
+                    self._note_lost_workers()
+                    return result
+                except LostResult as err:
+                    remade = remake_lost(self.client, self.recipe, self.parts,
+                                         Watch(self.client).scatter)
+                    self.n_workers = n_workers(self.client)  # this line says it: no other
+                    self.progress.message(
+                        f"* {err}: {remade} part(s) made again, step repeated on "
+                        f"{self.n_workers} Dask worker(s)")
+            try:
+                result = step()
+                self._note_lost_workers()
+                return result
+            except LostResult as err:
+                raise NoWorkers(f"{err}, again after {MAX_REMAKES} recoveries") from None
+        except NoWorkers as err:
+            self.failures.append(str(err))
+            raise Stop(str(err)) from None
+
+    def _note_lost_workers(self) -> None:
+        """A progress line when workers left since the last step (Dask may have made their
+        results again by itself: the step went on, but the user should know)."""
+        now = n_workers(self.client)
+        if now < self.n_workers:
+            self.progress.message(f"* {self.n_workers - now} Dask worker(s) lost, {now} left: "
+                                  "training goes on")
+        self.n_workers = now
 
 
 def count(client: Any, patterns: list[Pattern], sources: list, *, encoding: str, sep: str,
@@ -163,9 +215,13 @@ def distribute(client: Any, patterns: list[Pattern], sources: list, *, model_typ
     vocab = merge_counts(patterns, [summaries[i][0] for i in kept], cutoff)
     progress.status(f"* encoding {len(kept)} shard(s) under {len(vocab.featurizer.vocab)} "
                     "observations")
-    encoded = _encode(client, vocab, [counted[i] for i in kept], patterns, model_type, watch)
     n_obs, L = len(vocab.featurizer.vocab), len(vocab.labels)
-    _, _, has_trans = feature_kinds(patterns, vocab.featurizer.listed, model_type)
+    unigram, bigram, has_trans = feature_kinds(patterns, vocab.featurizer.listed, model_type)
+    kinds = (unigram, bigram, n_obs, L)
+    encoded = [client.submit(worker.encode_task, counted[i], obs_map, label_map, *kinds,
+                             pure=False)
+               for i, obs_map, label_map in zip(kept, vocab.obs_maps, vocab.label_maps,
+                                                strict=True)]
     pairs = watch.gather([client.submit(worker.pairs_task, e, pure=False) for e in encoded])
     space, empirical = merge_space(pairs, n_obs, L, has_trans)
     lengths = [summaries[i][0].lengths for i in kept]
@@ -174,62 +230,47 @@ def distribute(client: Any, patterns: list[Pattern], sources: list, *, model_typ
     workers = max(1, n_workers(client))
     # the space has no task to remake it from: held while the parts may need it
     space_future = client.scatter(space, broadcast=True, hash=False)
-    parts = _make_parts(client, space_future, encoded, [len(x) for x in lengths], block_ptr,
-                        workers, MODEL_TYPES[model_type].normalisation)
+    normalisation = MODEL_TYPES[model_type].normalisation
+    specs = plan_parts([len(x) for x in lengths], block_ptr, workers)
+    parts = [submit_part(client, spec, space_future, encoded, normalisation)
+             for spec in specs]
     watch.gather(parts)  # built and held: the shards' futures can go
     empty = np.zeros(0, dtype=np.int32)
     data = Dataset(seq_ptr=seq_ptr, tok_ptr=np.zeros(1, dtype=np.int64), tok_obs=empty,
                    labels=empty)
     corpus = Corpus(vocab.featurizer, space, data, empirical, vocab.labels, n_token_columns,
                     np.zeros(space.n_weights))
-    return Distributed(corpus, parts, workers, block_ptr, [space_future])
+    recipe = Recipe([sources[i] for i in kept], patterns, encoding, sep, vocab.obs_maps,
+                    vocab.label_maps, kinds, space, normalisation, specs)
+    return Distributed(corpus, parts, workers, block_ptr, [space_future], recipe, client,
+                       progress)
 
 
-def _encode(client: Any, vocab: Vocabulary, counted: list, patterns: list[Pattern],
-            model_type: str, watch: Watch) -> list:
-    unigram, bigram, _ = feature_kinds(patterns, vocab.featurizer.listed, model_type)
-    n_obs, L = len(vocab.featurizer.vocab), len(vocab.labels)
-    return [client.submit(worker.encode_task, c, obs_map, label_map, unigram, bigram, n_obs, L,
-                          pure=False)
-            for c, obs_map, label_map in zip(counted, vocab.obs_maps, vocab.label_maps,
-                                             strict=True)]
-
-
-def _make_parts(client: Any, space_future: Any, encoded: list, shard_seqs: list[int],
-                block_ptr: np.ndarray, workers: int, normalisation: int) -> list:
-    """One part per worker (at most one per block): consecutive blocks of about equal
-    token count, each assembled from the slices of the shards it covers."""
-    n_blocks = len(block_ptr) - 1
-    n_parts = max(1, min(workers, n_blocks))
-    cuts = np.linspace(0, n_blocks, n_parts + 1).round().astype(int)
-    shard_start = np.concatenate([[0], np.cumsum(shard_seqs)])
-    parts = []
-    for b0, b1 in zip(cuts[:-1], cuts[1:], strict=True):
-        s0, s1 = int(block_ptr[b0]), int(block_ptr[b1])
-        pieces, ranges = [], []
-        for k in range(len(encoded)):
-            lo, hi = max(s0, shard_start[k]), min(s1, shard_start[k + 1])
-            if lo < hi:
-                pieces.append(encoded[k])
-                ranges.append((int(lo - shard_start[k]), int(hi - shard_start[k])))
-        parts.append(client.submit(worker.part_task, space_future, pieces, ranges,
-                                   block_ptr[b0:b1 + 1] - s0, int(b0), normalisation,
-                                   pure=False))
-    return parts
+def refuse_unavailable(patterns: list[Pattern] | None, options: TrainOptions) -> None:
+    """What the workers cannot train, refused before a cluster is used: dense feature sets,
+    second-order and skip-chain models (the workers encode first-order chains only)."""
+    options.validate()
+    if options.all_features or options.all_labels:
+        raise UsageError("--all-features and --all-labels are not available with --dask")
+    if (options.order or 1) != 1:
+        raise UsageError("--order 2 is not available with --dask")
+    patterns = patterns or []
+    if options.model_type == SKIP_TYPE or skip_patterns(patterns) or edge_patterns(patterns):
+        raise UsageError("skip-chain models (s: and e: patterns) are not available with "
+                         "--dask")
 
 
 def train(client: Any, patterns: list[Pattern], sources: list[Shard] | list,
           options: TrainOptions | None = None, *, progress: Progress | None = None,
           source: str = "<input>", encoding: str = "utf-8", sep: str = "auto",
-          devel: Iterable[Sequence] | None = None, devel_source: str = "<devel>") -> Model:
+          devel: Iterable[Sequence] | None = None, devel_source: str = "<devel>",
+          failures: list[str] | None = None) -> Model:
     """Train on the cluster of ``client`` over ``sources`` (file shards or bag partitions,
-    in corpus order); the model is the one :func:`crfkit.train.train` gives (L-BFGS)."""
+    in corpus order); the model is the one :func:`crfkit.train.train` gives (L-BFGS).
+    When the cluster ends training early (the model is then that of the last finished
+    iteration), its error is appended to ``failures``."""
     options = options or TrainOptions()
-    options.validate()
-    if options.all_features or options.all_labels:
-        raise UsageError("--all-features and --all-labels are not available with --dask")
-    if (options.order or 1) != 1:  # the workers encode first-order corpora only
-        raise UsageError("--order 2 is not available with --dask")
+    refuse_unavailable(patterns, options)
     model_type = options.model_type or DEFAULT_TYPE
     patterns = model_patterns(patterns, model_type)
     progress = progress or Progress(quiet=True)
@@ -237,6 +278,8 @@ def train(client: Any, patterns: list[Pattern], sources: list[Shard] | list,
     started = time.perf_counter()
     dist = distribute(client, patterns, sources, model_type=model_type, cutoff=options.cutoff,
                       encoding=encoding, sep=sep, source=source, progress=progress)
+    if failures is not None:
+        dist.failures = failures
     corpus = dist.corpus
     dev_set = None if devel is None else encode_devel(corpus, list(devel), devel_source)
     for warning in dev_set.warnings if dev_set is not None else ():
@@ -251,7 +294,8 @@ def train(client: Any, patterns: list[Pattern], sources: list[Shard] | list,
     problem = Problem(model_type, corpus, options)
     rho2 = problem.rho2
     problem.objective = ClusterObjective(client, dist.parts, corpus.empirical, rho2,
-                                         MODEL_TYPES[model_type].normalisation, dist.n_workers)
+                                         MODEL_TYPES[model_type].normalisation, dist.n_workers,
+                                         recover=dist.recovering)
     run = None
     if options.algo != "l-bfgs":
         from crfkit.dask.online import averaged_runner

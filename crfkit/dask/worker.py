@@ -43,6 +43,12 @@ def as_sequences(partition: list) -> tuple[list[Sequence], ShardReport]:
     report = ShardReport()
     sequences = []
     for item in partition:
+        if not isinstance(item, Sequence) and not all(_is_row(row) for row in item):
+            report.error = (f"sequence {len(sequences) + 1} of a partition: a bag item must "
+                            "be a sequence of rows (lists of strings, the label last), not "
+                            "feature dicts (CRFsuite's format is not available with Dask)",
+                            None)
+            break
         seq = item if isinstance(item, Sequence) else Sequence(
             [list(row) for row in item], list(range(1, len(item) + 1)))
         for row in seq.rows:
@@ -56,6 +62,10 @@ def as_sequences(partition: list) -> tuple[list[Sequence], ShardReport]:
             report.n_sequences += 1
             report.n_tokens += len(seq.rows)
     return sequences, report
+
+
+def _is_row(row: object) -> bool:
+    return isinstance(row, (list, tuple)) and all(isinstance(x, str) for x in row)
 
 
 @dataclass
