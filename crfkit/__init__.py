@@ -16,22 +16,20 @@ Names are imported on first use, so ``import crfkit`` does not load Numba.
 from __future__ import annotations
 
 import importlib
-import sys
-import types
 from typing import Any
 
 __version__ = "0.1.0"
 
 _EXPORTS = {
     "CrfkitError": "crfkit.errors",
-    "Model": "crfkit.model",
-    "TrainOptions": "crfkit.train",
-    "evaluate": "crfkit.evaluate",
-    "label_sequences": "crfkit.label",
+    "Model": "crfkit.model.model",
+    "TrainOptions": "crfkit.training.train",
+    "evaluate": "crfkit.evaluation.conlleval",
+    "label_sequences": "crfkit.labelling.label",
     "parse_patterns": "crfkit.features.patterns",
     "read_patterns": "crfkit.features.patterns",
-    "read_sequences": "crfkit.reader",
-    "train": "crfkit.train",
+    "read_sequences": "crfkit.io.reader",
+    "train": "crfkit.training.train",
 }
 
 __all__ = ["__version__", *_EXPORTS]
@@ -45,20 +43,3 @@ def __getattr__(name: str) -> Any:
     globals()[name] = value
     return value
 
-
-class _Package(types.ModuleType):
-    """Keeps ``crfkit.train`` (and ``evaluate``) the functions, not the submodules.
-
-    Importing ``crfkit.train`` makes Python set the package attribute
-    ``train`` to the submodule, which would hide the function of the same
-    name; the submodules stay reachable through ``sys.modules`` and
-    ``from crfkit.train import ...``.
-    """
-
-    def __setattr__(self, name: str, value: Any) -> None:
-        if name in _EXPORTS and isinstance(value, types.ModuleType):
-            return
-        super().__setattr__(name, value)
-
-
-sys.modules[__name__].__class__ = _Package

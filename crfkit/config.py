@@ -38,7 +38,7 @@ MAX_BLOCK_BUFFER_BYTES = 1 << 30
 
 NEG_INF = float("-inf")
 
-# How a model type normalises its scores (the table is crfkit.modeltypes; the kernels
+# How a model type normalises its scores (the table is crfkit.model.types; the kernels
 # take one of these): one log Z per sequence (CRF), a softmax per token given the
 # previous label (MEMM), a softmax per token (MaxEnt).
 NORM_GLOBAL, NORM_MEMM, NORM_MAXENT = 0, 1, 2

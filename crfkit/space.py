@@ -11,7 +11,7 @@ seen in training still get (negative) weights.
 Weight layout (one float64 vector)::
 
     [ unigram features (n_u) | observation bigrams (n_b) | transitions (L*L, optional)
-      | skip-edge label pairs (n_skip * L*L: skip-chain models, crfkit.skipgraph) ]
+      | skip-edge label pairs (n_skip * L*L: skip-chain models, crfkit.structures.skipchain.graph) ]
 
 Per observation ``o``, its unigram features are ``u_ptr[o]:u_ptr[o+1]`` with
 labels ``u_lab``; its bigram features are ``b_ptr[o]:b_ptr[o+1]`` with label
@@ -44,8 +44,8 @@ class Dataset:
     lists were made from (-1: no observation), which the numpy labeller
     reads a pattern column at a time. ``tok_val``, when given, holds a value
     per observation occurrence (float64, parallel to ``tok_obs``) that multiplies
-    its weights (:mod:`crfkit.kernels.values`); None means every value is 1.
-    ``zero_occ`` (attribute corpora, :mod:`crfkit.attributes`): the (token,
+    its weights (:mod:`crfkit.kernels.valued`); None means every value is 1.
+    ``zero_occ`` (attribute corpora, :mod:`crfkit.attributes.attribute_model`): the (token,
     observation) pairs of occurrences of value 0, left out of the lists as they
     score nothing, but which make their (observation, label) features exist in
     training, as in CRFsuite.
@@ -89,7 +89,8 @@ class FeatureSpace:
     has_trans: bool
     n_skip: int = 0  # skip patterns, each with an L x L block of label-pair weights
 
-    order: ClassVar[int] = 1  # label order of the model (crfkit.space2 holds order 2)
+    # label order of the model (crfkit.structures.order2.pair_space holds order 2)
+    order: ClassVar[int] = 1
 
     @property
     def n_obs(self) -> int:

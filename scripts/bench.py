@@ -69,7 +69,7 @@ s / iteration
     own per-iteration figures use CPU ``clock()`` and are kept in the JSON).
 test F1
     Chunk F1 (percent, conlleval rules) of each tool's labelled test file,
-    both scored with ``crfkit.evaluate.evaluate``.
+    both scored with ``crfkit.evaluation.conlleval.evaluate``.
 peak RSS train (MB)
     Peak RSS of the training child process (MiB), by GNU time when installed:
     ``ru_maxrss`` from ``wait4`` never reports less than this script's own
@@ -499,7 +499,7 @@ def crfsuite_child(kind: str, params: dict, workdir: Path, name: str) -> tuple[C
 
 def f1_of(path: Path) -> float:
     """Chunk F1 (percent) of a labelled file whose last two columns are gold, predicted."""
-    from crfkit.evaluate import evaluate
+    from crfkit.evaluation.conlleval import evaluate
 
     gold, pred = [], []
     for rows in read_column_file(path):
@@ -551,7 +551,7 @@ def parse_crfkit_train(stderr: str) -> dict:
 def bench_crfkit(args, files: dict, workdir: Path, log) -> dict:
     crfkit = crfkit_command()
     threads = ["-t", str(args.threads)]
-    model = workdir / "crfkit.model"
+    model = workdir / "crfkit.model.model"
     train_opts = ["-p", str(args.pattern), "-2", repr(args.rho2), "-e", repr(args.stopeps),
                   "--stopwin", str(args.stopwin), "--history", str(args.history), *threads]
     if args.rho1 > 0:

@@ -72,10 +72,10 @@ def measure(workers: int, patterns: list, corpus: str, evals: int) -> dict:
 
 def single(patterns: list, corpus: str, evals: int) -> float:
     """Seconds per evaluation of the whole corpus on one thread (no Dask)."""
-    from crfkit.corpus import encode_training
+    from crfkit.io.reader import read_sequences
     from crfkit.kernels.blocks import set_thread_count
     from crfkit.kernels.objective import Objective
-    from crfkit.reader import read_sequences
+    from crfkit.training.corpus import encode_training
 
     set_thread_count(1)
     c = encode_training(patterns, list(read_sequences(corpus)))

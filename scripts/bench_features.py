@@ -32,12 +32,12 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=5)
     args = parser.parse_args()
 
-    from crfkit.corpus import model_patterns
     from crfkit.features import transforms
     from crfkit.features.extract import Featurizer, token_lists
     from crfkit.features.intern import intern_rows  # noqa: F401  (loads the cached kernels)
     from crfkit.features.patterns import read_patterns
-    from crfkit.reader import read_sequences
+    from crfkit.io.reader import read_sequences
+    from crfkit.training.corpus import model_patterns
 
     start = time.perf_counter()
     sequences = list(read_sequences(args.train))

@@ -183,7 +183,9 @@ class StageClock:
               "evaluations": "L-BFGS objective evaluations"}
 
     def __init__(self) -> None:
-        from crfkit import attributes  # (imports no Numba: fit does, and pays for it)
+        from crfkit.attributes import (
+            attribute_model as attributes,  # (imports no Numba: fit does, and pays for it)
+        )
 
         self.seconds: dict[str, list[float]] = {name: [0.0, 0.0, 0] for name in self.STAGES}
         for name in ("encode", "label_ids", "frequency_order", "attribute_space"):
@@ -252,8 +254,8 @@ def fit_crfsuite(params: dict, X_train, y_train, X_test) -> tuple[float, float, 
 
 
 def write_crfsuite_file(path: str, X, y) -> None:
-    from crfkit.attributes import item_attributes
-    from crfkit.crfsuitedata import write_sequences
+    from crfkit.attributes.attribute_model import item_attributes
+    from crfkit.attributes.data_file import write_sequences
 
     with open(path, "w", encoding="utf-8") as out:
         write_sequences(out, ((yseq, [list(item_attributes(item)) for item in xseq])
@@ -298,7 +300,7 @@ def run_worker(name: str, args, *extra: str) -> dict:
 
 
 def compare_cli(data_file: str, py_model_file: str, iterations: int) -> dict:
-    from crfkit.attributes import AttributeModel, compacted
+    from crfkit.attributes.attribute_model import AttributeModel, compacted
 
     with tempfile.TemporaryDirectory() as tmp:
         model_file = os.path.join(tmp, "cli.model")

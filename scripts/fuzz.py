@@ -34,10 +34,10 @@ inputs: the sample corpus in several encodings, the shipped pattern files,
 models trained in-process).  Model mutations include byte flips and
 truncations (caught by the checksum), byte flips with a *recomputed*
 checksum, edits of the JSON header's array table, and -- most importantly --
-models decoded with :func:`crfkit.fileformat.loads`, mutated (labels,
+models decoded with :func:`crfkit.io.fileformat.loads`, mutated (labels,
 patterns, column count, wrong dtypes and shapes, missing arrays, out-of-range
 indices, negative or non-monotonic pointers, NaN weights...) and re-encoded
-with :func:`crfkit.fileformat.dumps`, so that only :class:`crfkit.model.Model`
+with :func:`crfkit.io.fileformat.dumps`, so that only :class:`crfkit.model.model.Model`
 validation stands between them and the kernels.
 
 On a failure hypothesis shrinks the input, the script prints the falsifying
@@ -286,7 +286,7 @@ class ReaderTarget:
         return self.seeds[seed][1] if kind == "mutated" else "utf-8"
 
     def check(self, case) -> None:
-        from crfkit import reader
+        from crfkit.io import reader
 
         data = self.materialise(case)
         sequences, error = self.read(case, data)
@@ -307,7 +307,7 @@ class ReaderTarget:
     def read(self, case, data: bytes):
         """(sequences read, the CrfkitError that stopped reading or None)."""
         from crfkit.errors import CrfkitError
-        from crfkit.reader import read_sequences
+        from crfkit.io.reader import read_sequences
 
         out = []
         source: Any
@@ -469,7 +469,7 @@ class PatternsTarget:
             parse_patterns,
             read_patterns,
         )
-        from crfkit.reader import Sequence
+        from crfkit.io.reader import Sequence
 
         text = self.text(case)
         if case["file_encoding"] is not None:
@@ -552,8 +552,8 @@ def json_values():
 def train_base_models() -> list[bytes]:
     """Three small models trained in-process: the sample, bigram/regex patterns, odd strings."""
     from crfkit.features.patterns import parse_patterns, read_patterns
-    from crfkit.reader import read_sequences
-    from crfkit.train import TrainOptions, train
+    from crfkit.io.reader import read_sequences
+    from crfkit.training.train import TrainOptions, train
 
     sample = list(itertools.islice(read_sequences(ROOT / "data/address-train.txt"), 200))
     models = [train(read_patterns(ROOT / "patterns/address.pat"), sample,
@@ -570,8 +570,8 @@ class ModelTarget:
     name = "model"
 
     def __init__(self, tmp: Path) -> None:
-        from crfkit import fileformat
-        from crfkit.reader import read_sequences
+        from crfkit.io import fileformat
+        from crfkit.io.reader import read_sequences
 
         self.tmp = tmp
         self.bases = train_base_models()
@@ -586,7 +586,7 @@ class ModelTarget:
 
     def warm_up(self) -> None:
         """Compile every labelling kernel now, not inside an example's time limit."""
-        from crfkit.model import Model
+        from crfkit.model.model import Model
 
         for data in self.bases:
             for decode in DECODE_MODES:
@@ -624,7 +624,7 @@ class ModelTarget:
 
     # -- building the input bytes ---------------------------------------------------------------
     def materialise(self, case) -> bytes:
-        from crfkit import fileformat
+        from crfkit.io import fileformat
 
         mode, base = case["mode"], self.bases[case["base"]]
         if mode == "bytes":
@@ -673,7 +673,7 @@ class ModelTarget:
         return with_crc(out)
 
     def structured_mutation(self, case) -> bytes:
-        from crfkit import fileformat
+        from crfkit.io import fileformat
 
         meta, arrays = self.decoded[case["base"]]
         meta = json.loads(json.dumps(meta))
@@ -742,7 +742,7 @@ class ModelTarget:
 
     # -- using the model -------------------------------------------------------------------------
     def check(self, case) -> None:
-        from crfkit.model import Model
+        from crfkit.model.model import Model
 
         data = self.materialise(case)
         model = Model.from_bytes(data, name="<fuzz>")
@@ -753,8 +753,8 @@ class ModelTarget:
 
     def exercise(self, model, decode: str) -> str:
         """Label a few sequences with the model (proves its arrays are safe to index)."""
-        from crfkit import label as label_module
-        from crfkit.reader import Sequence
+        from crfkit.io.reader import Sequence
+        from crfkit.labelling import label as label_module
 
         n = model.n_token_columns
         width = n if 1 <= n <= 8 else 2
@@ -765,7 +765,7 @@ class ModelTarget:
         out = io.StringIO()
         model.featurizer.observation_strings()
         try:  # crfkit dump / crfkit info, where they exist
-            from crfkit import describe as inspect_module
+            from crfkit.model import describe as inspect_module
         except ImportError:
             inspect_module = None
         if inspect_module is not None:
@@ -816,7 +816,7 @@ def _nudge(old: Any, value: int) -> Any:
 def mutate_arrays(arrays: dict, op: str, a: int, b: int, value: Any) -> None:
     import numpy as np
 
-    from crfkit.fileformat import ALLOWED_DTYPES
+    from crfkit.io.fileformat import ALLOWED_DTYPES
 
     names = sorted(arrays)
     if not names and op != "arr_add":
@@ -960,7 +960,7 @@ class EvalTarget:
         return case["encoding"] or case["data"][1] or "utf-8"
 
     def check(self, case) -> None:
-        from crfkit.evalcommand import run_eval_command
+        from crfkit.evaluation.run_eval import run_eval_command
 
         path = self.tmp / "tags.txt"
         path.write_bytes(self.materialise(case))

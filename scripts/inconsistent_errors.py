@@ -16,7 +16,7 @@ import argparse
 import json
 from collections import defaultdict
 
-from crfkit.reader import DocStart, read_items
+from crfkit.io.reader import DocStart, read_items
 
 
 def count(path: str) -> dict:

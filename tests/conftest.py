@@ -17,8 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from crfkit.model import Model
-from crfkit.reader import Sequence, read_sequences
+from crfkit.io.reader import Sequence, read_sequences
+from crfkit.model.model import Model
 from tests.helpers import ROOT
 
 ADDRESS_PATTERNS = ROOT / "patterns/address.pat"
@@ -49,7 +49,7 @@ def address_model(address_sample, tmp_path_factory) -> Model:
     or on a copy of :func:`address_model_file`.
     """
     from crfkit.features.patterns import read_patterns
-    from crfkit.train import TrainOptions, train
+    from crfkit.training.train import TrainOptions, train
 
     return train(read_patterns(ADDRESS_PATTERNS), read_sequences(address_sample["train"]),
                  TrainOptions(maxiter=5))

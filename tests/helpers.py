@@ -14,10 +14,10 @@ from click.testing import CliRunner
 
 from crfkit.cli import cli
 from crfkit.features.patterns import parse_patterns
-from crfkit.kernels.skipobjective import BeliefPropagation
-from crfkit.reader import Sequence
-from crfkit.skipgraph import graph_from_edges
+from crfkit.io.reader import Sequence
 from crfkit.space import Dataset, FeatureSpace
+from crfkit.structures.skipchain.bethe import BeliefPropagation
+from crfkit.structures.skipchain.graph import graph_from_edges
 
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = Path(os.environ.get("CRFKIT_SHARED") or ROOT.parent / "shared")
@@ -78,7 +78,7 @@ def random_corpus(seed: int, n_seqs: int = 6, max_len: int = 4) -> list[Sequence
 def type_objective(model_type: str, space, data, empirical, rho2: float):
     """The training objective of a model type (crfkit.kernels.objective.Objective)."""
     from crfkit.kernels.objective import Objective
-    from crfkit.modeltypes import model_type as row
+    from crfkit.model.types import model_type as row
 
     return Objective(space, data, empirical, rho2, row(model_type).normalisation)
 
@@ -87,7 +87,7 @@ def decode_scored(model_type: str, weights, data, space):
     """Best label ids per token and each sequence's path score, by the one decoder."""
     from crfkit.kernels.bestpath import Weights
     from crfkit.kernels.decoder import decode
-    from crfkit.modeltypes import model_type as row
+    from crfkit.model.types import model_type as row
 
     decoded = decode(Weights(space, weights, row(model_type).normalisation), data)
     return decoded.paths[:, 0], decoded.scores[:, 0]
@@ -141,3 +141,37 @@ def make_problem(lengths, docs, edges, L, n_skip=1, scale=1.0, skip_scale=1.0, s
     W = rng.normal(0, scale, space.n_weights)
     W[space.skip_offset:] = rng.normal(0, skip_scale, n_skip * L * L)
     return space, data, graph, W
+
+
+def valued_problem(seed: int, *, bigrams: bool, trans: bool, L: int = 3):
+    """A random space (every observation x label; some observation bigrams) and a
+    labelled dataset of 3 sequences with random values per occurrence."""
+    rng = np.random.default_rng(seed)
+    n_obs = 5
+    u_keys = np.arange(n_obs * L, dtype=np.int64)
+    b_keys = np.sort(rng.choice(n_obs * L * L, size=8, replace=False)) if bigrams \
+        else np.empty(0, dtype=np.int64)
+    space = FeatureSpace.from_keys(u_keys, b_keys, n_obs, L, trans)
+    lengths = [3, 1, 2]
+    counts = rng.integers(0, 3, size=sum(lengths))
+    tok_ptr = np.zeros(len(counts) + 1, dtype=np.int64)
+    np.cumsum(counts, out=tok_ptr[1:])
+    data = Dataset(seq_ptr=np.cumsum([0] + lengths).astype(np.int64), tok_ptr=tok_ptr,
+                   tok_obs=rng.integers(0, n_obs, size=tok_ptr[-1]).astype(np.int32),
+                   labels=rng.integers(0, L, size=sum(lengths)).astype(np.int32),
+                   tok_val=rng.normal(size=tok_ptr[-1]))
+    W = rng.normal(size=space.n_weights)
+    return space, data, W
+
+
+def toy_corpus(n: int = 40, seed: int = 0):
+    """Determiner-noun-verb sentences whose tags follow from the words."""
+    rng = np.random.default_rng(seed)
+    words = {"D": ["the", "a"], "N": ["dog", "cat", "bird"], "V": ["runs", "sleeps"]}
+    X, y = [], []
+    for _ in range(n):
+        tags = ["D", "N", "V"] if rng.random() < 0.7 else ["N", "V"]
+        X.append([{"w": str(rng.choice(words[t])), "len": len(t) / 2.0, "bias": 1.0}
+                  for t in tags])
+        y.append(tags)
+    return X, y

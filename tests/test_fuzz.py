@@ -17,8 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from crfkit import fileformat
 from crfkit.errors import CrfkitError, ModelFormatError, PatternError, UsageError
+from crfkit.io import fileformat
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -79,7 +79,7 @@ def test_a_hang_is_reported(tmp_path, monkeypatch, capsys):
 # --- regressions: every crash the fuzzer found ---------------------------------------------------
 @pytest.mark.parametrize("encoding", ["a\x00", "idna"])
 def test_reader_refuses_odd_encodings_as_usage_errors(encoding):
-    from crfkit.reader import read_sequences
+    from crfkit.io.reader import read_sequences
 
     with pytest.raises(UsageError, match="encoding"):
         list(read_sequences(io.BytesIO(b"a B\n"), encoding=encoding))
@@ -90,7 +90,7 @@ def test_reader_refuses_odd_encodings_as_usage_errors(encoding):
 def test_reader_refuses_lone_surrogates(data, encoding):
     """They would crash the model writer (UTF-8 string tables) and UTF-8 output later."""
     from crfkit.errors import InputError
-    from crfkit.reader import read_sequences
+    from crfkit.io.reader import read_sequences
 
     got = []
     with pytest.raises(InputError, match="lone surrogate") as caught:
@@ -102,8 +102,8 @@ def test_reader_refuses_lone_surrogates(data, encoding):
 @pytest.mark.parametrize("block_size", [1, 8, 1 << 16])
 def test_a_surrogate_before_an_undecodable_byte_is_reported_first(monkeypatch, block_size):
     """The first bad line wins whatever the block size (found by the block-size oracle)."""
-    from crfkit import reader
     from crfkit.errors import InputError
+    from crfkit.io import reader
 
     monkeypatch.setattr(reader, "_BLOCK_SIZE", block_size)
     data = b"a N B\n\nb+2AA- N O\nc N O\nd+\xff N O\n"
@@ -129,7 +129,7 @@ def test_train_with_lone_surrogates_is_one_error_line(tmp_path):
 
 def test_eval_refuses_lone_surrogates(tmp_path):
     from crfkit.errors import InputError
-    from crfkit.evaluate import read_eval_file
+    from crfkit.evaluation.conlleval import read_eval_file
 
     path = tmp_path / "tags.txt"
     path.write_bytes(b"w O O\nw B-+2AA- O\n")
@@ -163,7 +163,7 @@ def test_huge_offsets_are_pattern_errors(line):
 def test_largest_offset_still_works():
     from crfkit.features.extract import Featurizer
     from crfkit.features.patterns import MAX_OFFSET, parse_patterns
-    from crfkit.reader import Sequence
+    from crfkit.io.reader import Sequence
 
     patterns = parse_patterns(f"u:%x[{MAX_OFFSET},0]\nu:%x[@-{MAX_OFFSET},0]")
     Featurizer(patterns).components([Sequence([["a"], ["b"]], [1, 2])], grow=True)
@@ -172,7 +172,7 @@ def test_largest_offset_still_works():
 @pytest.mark.parametrize("options", [{"scheme": "bioes"}, {"encoding": "idna"},
                                      {"encoding": "undefined"}])
 def test_eval_bad_scheme_or_encoding_is_a_usage_error(tmp_path, options):
-    from crfkit.evalcommand import run_eval_command
+    from crfkit.evaluation.run_eval import run_eval_command
 
     path = tmp_path / "tags.txt"
     path.write_text("w B-NP B-NP\n")
@@ -186,8 +186,8 @@ def test_eval_bad_scheme_or_encoding_is_a_usage_error(tmp_path, options):
 @pytest.fixture(scope="module")
 def model_parts():
     from crfkit.features.patterns import parse_patterns
-    from crfkit.reader import read_sequences
-    from crfkit.train import TrainOptions, train
+    from crfkit.io.reader import read_sequences
+    from crfkit.training.train import TrainOptions, train
 
     corpus = "a N B-X\nb V O\n\nc N B-X\na V O\n"
     model = train(parse_patterns("u:%x[0,0]\nb:%x[0,1]\nb\n"),
@@ -209,14 +209,14 @@ def mutated(parts, edit) -> bytes:
     (lambda m: m["patterns"][0].__setitem__("text", "u:%x[0,0]\nu"), "bad pattern entry"),
 ])
 def test_model_validation_refuses_what_crashed_labelling_or_dump(model_parts, edit, message):
-    from crfkit.model import Model
+    from crfkit.model.model import Model
 
     with pytest.raises(ModelFormatError, match=message):
         Model.from_bytes(mutated(model_parts, edit))
 
 
 def test_lone_surrogates_in_the_header_are_refused(model_parts):
-    from crfkit.model import Model
+    from crfkit.model.model import Model
 
     data = mutated(model_parts, lambda m: m["labels"].__setitem__(0, "SURROGATE"))
     (length,) = struct.unpack_from("<Q", data, 12)
@@ -228,7 +228,7 @@ def test_lone_surrogates_in_the_header_are_refused(model_parts):
 
 
 def test_untouched_model_parts_still_load(model_parts):
-    from crfkit.model import Model
+    from crfkit.model.model import Model
 
     model = Model.from_bytes(mutated(model_parts, lambda m: None))
     assert isinstance(model, Model) and not isinstance(model, CrfkitError)

@@ -28,7 +28,7 @@ PACKAGE = Path(__file__).resolve().parent.parent / "crfkit"
 ALLOWED = {
     "crfkit.kernels": {"crfkit.config", "crfkit.errors", "crfkit.space", "crfkit.vectors"},
     "crfkit.optim": {"crfkit.config", "crfkit.errors", "crfkit.vectors"},
-    "crfkit.features": {"crfkit.config", "crfkit.errors", "crfkit.reader"},
+    "crfkit.features": {"crfkit.config", "crfkit.errors", "crfkit.io.reader"},
 }
 
 

@@ -22,11 +22,11 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
-from crfkit import fileformat
 from crfkit.cli import cli
 from crfkit.errors import InputError
-from crfkit.fileformat import FORMAT_VERSION, MAGIC
-from crfkit.reader import read_sequences
+from crfkit.io import fileformat
+from crfkit.io.fileformat import FORMAT_VERSION, MAGIC
+from crfkit.io.reader import read_sequences
 from tests.helpers import one_error_line, run
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -146,7 +146,7 @@ def pickle_globals(blob: bytes) -> set[tuple[str, str]]:
 
 @pytest.mark.parametrize("protocol", [2, pickle.DEFAULT_PROTOCOL, pickle.HIGHEST_PROTOCOL])
 def test_model_pickles_through_its_own_byte_format(trained, protocol):
-    from crfkit.label import label_sequences
+    from crfkit.labelling.label import label_sequences
 
     blob = pickle.dumps(trained, protocol=protocol)
     assert MAGIC in blob
@@ -156,7 +156,7 @@ def test_model_pickles_through_its_own_byte_format(trained, protocol):
         assert internal not in blob, internal
     # Only the reconstructor (Model.from_bytes, reached through getattr) is referenced,
     # and protocol 2's spelling of a bytes object (_codecs.encode).
-    allowed = {("crfkit.model", "Model"), ("builtins", "getattr"), ("__builtin__", "getattr")}
+    allowed = {("crfkit.model.model", "Model"), ("builtins", "getattr"), ("__builtin__", "getattr")}
     if protocol < 3:
         allowed.add(("_codecs", "encode"))
     assert pickle_globals(blob) <= allowed, pickle_globals(blob)
@@ -167,7 +167,7 @@ def test_model_pickles_through_its_own_byte_format(trained, protocol):
 
 
 def test_one_model_labels_from_four_threads_like_serially(trained):
-    from crfkit.label import label_sequences
+    from crfkit.labelling.label import label_sequences
 
     sequences = list(itertools.islice(read_sequences(TEST), 240))
     batches = [sequences[i::12] for i in range(12)]
@@ -399,7 +399,7 @@ def test_awkward_labels_and_tokens_round_trip(tmp_path):
     result = run("train", "-q", "-p", pat, "-2", "0.001", "-i", "60", corpus, model)
     assert result.exit_code == 0, result.stderr
     labels = {label for _, label in AWKWARD}
-    from crfkit.model import Model
+    from crfkit.model.model import Model
 
     assert set(Model.load(model).labels) == labels  # through the model file unchanged
 
@@ -454,7 +454,7 @@ def test_sep_tab_keeps_spaces_inside_tokens_through_train_and_label(tmp_path):
 
 def test_models_share_arrays_bitwise_after_a_save_load_cycle(trained, tmp_path):
     """Saving and loading is lossless: same bytes again, same arrays bit for bit."""
-    from crfkit.model import Model
+    from crfkit.model.model import Model
 
     path = tmp_path / "m.model"
     trained.save(path)
@@ -468,7 +468,7 @@ def test_an_observation_value_past_its_own_table_is_refused(trained, tmp_path):
     (smaller) table of its own command is refused before any use of the values (they are
     checked on first use: labelling never reads them), and dump says so in one line."""
     from crfkit.errors import ModelFormatError
-    from crfkit.model import Model
+    from crfkit.model.model import Model
 
     featurizer = trained.featurizer
     sizes = [len(table) for table in featurizer.tables]
@@ -498,10 +498,10 @@ def test_an_observation_value_past_its_own_table_is_refused(trained, tmp_path):
 _GRADIENT_SCRIPT = """
 import sys
 import numpy as np
-from crfkit.corpus import encode_training
+from crfkit.training.corpus import encode_training
 from crfkit.kernels.objective import Objective
 from crfkit.features.patterns import read_patterns
-from crfkit.reader import read_sequences
+from crfkit.io.reader import read_sequences
 from itertools import islice
 corpus = encode_training(read_patterns(sys.argv[1]), list(islice(read_sequences(sys.argv[2]), 300)))
 objective = Objective(corpus.space, corpus.data, corpus.empirical, 1.0)

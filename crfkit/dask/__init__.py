@@ -25,9 +25,9 @@ from typing import Any
 from crfkit.dask.cluster import NoWorkers, connect, default_client
 from crfkit.dask.shards import DEFAULT_SHARD_BYTES, expand_inputs, plan_shards
 from crfkit.features.patterns import Pattern, read_patterns
-from crfkit.model import Model
+from crfkit.model.model import Model
 from crfkit.progress import Progress
-from crfkit.train import TrainOptions
+from crfkit.training.train import TrainOptions
 
 __all__ = ["NoWorkers", "connect", "label", "train"]
 
@@ -41,8 +41,8 @@ def train(patterns: str | os.PathLike | list[Pattern], paths_or_bag: Any, client
     ``patterns``: a pattern file or parsed patterns. ``paths_or_bag``: a path,
     a glob pattern or a list of them (files the workers can read, cut into
     shards of about ``shard_bytes``), or a bag whose items are sequences
-    (:class:`crfkit.reader.Sequence` or lists of rows, the label last).
-    ``option_values`` are :class:`crfkit.train.TrainOptions` fields
+    (:class:`crfkit.io.reader.Sequence` or lists of rows, the label last).
+    ``option_values`` are :class:`crfkit.training.train.TrainOptions` fields
     (``maxiter=50``, ``rho1=0.1``...).
     """
     from crfkit.dask import training
@@ -73,7 +73,7 @@ def train(patterns: str | os.PathLike | list[Pattern], paths_or_bag: Any, client
 def label(model: Model, bag: Any, client: Any = None, **options: Any) -> Any:
     """A ``dask.bag`` of the predicted label lists of ``bag``'s sequences (lazy).
 
-    ``options`` are those of :func:`crfkit.label.label` (``nbest``...); each item of
+    ``options`` are those of :func:`crfkit.labelling.label.label` (``nbest``...); each item of
     the result is what that function gives for the item's sequence. The model is sent
     to the workers once (scattered), not written into every task of the graph.
     """

@@ -8,8 +8,8 @@ from typing import Any, TextIO
 from crfkit.dask.cluster import connect
 from crfkit.dask.shards import DEFAULT_SHARD_BYTES, expand_inputs, plan_shards
 from crfkit.errors import UsageError
-from crfkit.label import LabelOptions, LabelStats
-from crfkit.model import Model
+from crfkit.labelling.label import LabelOptions, LabelStats
+from crfkit.model.model import Model
 
 
 def train_on_dask(address: str, given: dict, pattern_file: str | None, input_file: str,
@@ -20,9 +20,9 @@ def train_on_dask(address: str, given: dict, pattern_file: str | None, input_fil
     last finished iteration)."""
     from crfkit.dask.training import refuse_unavailable, train
     from crfkit.features.patterns import read_patterns
+    from crfkit.io.reader import read_sequences
     from crfkit.progress import Progress
-    from crfkit.reader import read_sequences
-    from crfkit.train import TrainOptions
+    from crfkit.training.train import TrainOptions
 
     if init_file is not None:
         raise UsageError("-m/--model (continuing from a model) is not available with --dask")
@@ -54,7 +54,7 @@ def record_inputs(model: Any, pattern_file: Any, train_file: Any, encoding: str,
                   devel_file: Any = None) -> None:
     """The inputs ``crfkit train`` records in a model's info (so that a model trained on
     the cluster is the same file whichever way it was started)."""
-    from crfkit.reader import canonical_encoding
+    from crfkit.io.reader import canonical_encoding
 
     if pattern_file is None and train_file is None:
         return  # nothing was read from a file: no encoding to remember either

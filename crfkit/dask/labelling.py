@@ -22,8 +22,8 @@ from typing import Any, TextIO
 from crfkit.dask.cluster import Watch
 from crfkit.dask.shards import Shard, ShardReport, raise_first_error, shard_items
 from crfkit.errors import CrfkitError
-from crfkit.label import LabelOptions, LabelStats, label, label_stream
-from crfkit.model import Model
+from crfkit.labelling.label import LabelOptions, LabelStats, label, label_stream
+from crfkit.model.model import Model
 
 LABEL_SHARD_BYTES = 4 << 20
 

@@ -83,7 +83,7 @@ def mix_task(previous: Mixed | None, blocks: list[tuple]) -> Mixed:
 
 
 def averaged_runner(client: Any, dist: Any) -> Callable[[Any, IterationHook], Result]:
-    """The ``run`` of :func:`crfkit.train.fit` for sgd-l1 and ap on the cluster."""
+    """The ``run`` of :func:`crfkit.training.train.fit` for sgd-l1 and ap on the cluster."""
     watch = Watch(client)
     n_total = dist.corpus.data.n_seqs
 

@@ -25,8 +25,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from crfkit.errors import CrfkitError, InputError, UsageError
-from crfkit.forklabel import splittable
-from crfkit.reader import Item, Sequence, read_items
+from crfkit.io.reader import Item, Sequence, read_items
+from crfkit.labelling.forklabel import splittable
 
 DEFAULT_SHARD_BYTES = 16 << 20
 _WINDOW = 1 << 16  # bytes read per step while looking for a blank line after a target

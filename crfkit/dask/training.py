@@ -6,7 +6,7 @@ The driver never reads the corpus. In order:
    partitions), extracts them with shard-local string tables and counts
    their observations; the driver receives the tables and the counts only;
 2. *vocabulary*: the driver merges them into exactly the vocabulary one
-   process would build (:mod:`crfkit.dask.vocab`) and sends each shard the
+   process would build (:mod:`crfkit.dask.shard_vocab`) and sends each shard the
    map from its local ids to the corpus's;
 3. *encode*: the workers renumber their shards and return their features
    and gold counts, from which the driver makes the feature space;
@@ -41,25 +41,25 @@ from typing import Any
 
 import numpy as np
 
-from crfkit.corpus import Corpus, encode_devel, feature_kinds, model_patterns
 from crfkit.dask import worker
 from crfkit.dask.cluster import LostResult, NoWorkers, Watch, n_workers
 from crfkit.dask.parts import Recipe, plan_parts, remake_lost, submit_part
+from crfkit.dask.shard_vocab import merge_counts, merge_space
 from crfkit.dask.shards import Shard, ShardReport, raise_first_error
-from crfkit.dask.vocab import merge_counts, merge_space
 from crfkit.errors import InputError, UsageError
 from crfkit.features.patterns import Pattern, check_columns
-from crfkit.jitcache import announce_compile
+from crfkit.io.reader import Sequence
 from crfkit.kernels.objective import finish, objective_blocks, overflow_message
-from crfkit.model import Model
-from crfkit.modeltypes import DEFAULT_TYPE, MODEL_TYPES
+from crfkit.model.model import Model
+from crfkit.model.types import DEFAULT_TYPE, MODEL_TYPES
 from crfkit.optim import Stop
 from crfkit.progress import Progress
-from crfkit.reader import Sequence
-from crfkit.skipchain import SKIP_TYPE
-from crfkit.skipgraph import edge_patterns, skip_patterns
 from crfkit.space import Dataset
-from crfkit.train import Problem, TrainOptions, fit, structure_name
+from crfkit.structures.skipchain.documents import SKIP_TYPE
+from crfkit.structures.skipchain.graph import edge_patterns, skip_patterns
+from crfkit.training.corpus import Corpus, encode_devel, feature_kinds, model_patterns
+from crfkit.training.jitcache import announce_compile
+from crfkit.training.train import Problem, TrainOptions, fit, structure_name
 
 
 @dataclass
@@ -266,7 +266,7 @@ def train(client: Any, patterns: list[Pattern], sources: list[Shard] | list,
           devel: Iterable[Sequence] | None = None, devel_source: str = "<devel>",
           failures: list[str] | None = None) -> Model:
     """Train on the cluster of ``client`` over ``sources`` (file shards or bag partitions,
-    in corpus order); the model is the one :func:`crfkit.train.train` gives (L-BFGS).
+    in corpus order); the model is the one :func:`crfkit.training.train.train` gives (L-BFGS).
     When the cluster ends training early (the model is then that of the last finished
     iteration), its error is appended to ``failures``."""
     options = options or TrainOptions()

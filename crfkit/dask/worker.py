@@ -15,14 +15,14 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from crfkit.dask.shard_vocab import CountedShard, ShardCounts, ShardPairs, count_shard, shard_pairs
 from crfkit.dask.shards import Shard, ShardReport, read_shard
-from crfkit.dask.vocab import CountedShard, ShardCounts, ShardPairs, count_shard, shard_pairs
 from crfkit.features.extract import token_lists
 from crfkit.features.patterns import Pattern
+from crfkit.io.reader import Sequence
 from crfkit.kernels import loss
 from crfkit.kernels.blocks import set_thread_count
 from crfkit.kernels.objective import Objective
-from crfkit.reader import Sequence
 from crfkit.space import Dataset, FeatureSpace
 
 

@@ -25,7 +25,7 @@ import numpy as np
 from crfkit.errors import InputError
 from crfkit.features.patterns import Pattern
 from crfkit.features.strings import intern_column
-from crfkit.reader import Sequence
+from crfkit.io.reader import Sequence
 
 # Tokens interned per step of collect_columns: their rows are alive at once.
 CHUNK_TOKENS = 1 << 15

@@ -34,7 +34,7 @@ from crfkit.features.patterns import Pattern
 from crfkit.features.strings import StringTable
 from crfkit.features.transforms import padding_result, transform_values
 from crfkit.features.vocab import ObservationVocab
-from crfkit.reader import Sequence
+from crfkit.io.reader import Sequence
 
 # Direct addressing while interning pays while the table of all possible
 # tuples stays within this many slots per corpus token (and 1M slots at least).
@@ -143,7 +143,7 @@ class Featurizer:
         self.vocab = vocab or ObservationVocab(empty.astype(np.uint64), empty, empty)
         # Patterns that carry only transitions never appear in per-token lists, nor do
         # skip-edge patterns (their keys join positions, their e: lines condition the edges:
-        # crfkit.skipgraph).
+        # crfkit.structures.skipchain.graph).
         self.listed = [i for i, p in enumerate(patterns)
                        if not (p.is_constant and p.kind in "bt") and p.kind not in "se"]
 

@@ -9,7 +9,7 @@ ignored, a UTF-8 byte-order mark and CRLF line ends are accepted)::
 * ``KIND`` is the first character: ``u``/``U`` unigram (observation x label),
   ``b``/``B`` bigram (observation x previous label x label), ``*`` both,
   ``s``/``S`` skip edge (its commands are the key that joins positions of one
-  document: :mod:`crfkit.skipgraph`; it makes the model a skip-chain CRF),
+  document: :mod:`crfkit.structures.skipchain.graph`; it makes the model a skip-chain CRF),
   ``e`` skip-edge observation (its value at either end of a skip edge
   conditions the edge's label-pair weights; skip-chain models only).
   ``t`` trigram (observation x the labels of t-2, t-1 and t; second-order

@@ -4,7 +4,7 @@ A pattern with a ``%v[offset,column]`` command (:mod:`crfkit.features.patterns`)
 gives its observation a value at each token: the number in that column at
 that offset (0 where the offset falls outside the sequence: padding has no
 number), which multiplies the observation's weights in the kernels
-(:mod:`crfkit.kernels.values`). Other patterns have value 1. A field that
+(:mod:`crfkit.kernels.valued`). Other patterns have value 1. A field that
 is not a finite number is an error naming the file, line and column.
 """
 
@@ -16,7 +16,7 @@ import numpy as np
 
 from crfkit.errors import InputError
 from crfkit.features.patterns import Pattern
-from crfkit.reader import Sequence
+from crfkit.io.reader import Sequence
 
 
 def value_matrix(patterns: list[Pattern], listed: list[int], seqs: Seq[Sequence],

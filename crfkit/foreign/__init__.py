@@ -1,6 +1,6 @@
 """Models of other tools (CRF++, Wapiti, CRFsuite) read as crfkit models.
 
-Each reader turns the foreign file into crfkit's own :class:`~crfkit.model.Model`
+Each reader turns the foreign file into crfkit's own :class:`~crfkit.model.model.Model`
 (the foreign tool's patterns, labels in its order, weights scaled as it
 scores them), so ``crfkit label`` gives the labels the tool gives, and
 ``crfkit convert`` saves the result as a crfkit model file. The format is
@@ -15,7 +15,7 @@ import os
 import zlib
 
 from crfkit.errors import InputError, ModelFormatError, UsageError
-from crfkit.model import Model
+from crfkit.model.model import Model
 
 FORMATS = ("crfpp", "wapiti", "crfsuite")
 FORMAT_NAMES = {"crfkit": "crfkit", "crfpp": "CRF++", "wapiti": "Wapiti",
@@ -24,8 +24,8 @@ FORMAT_NAMES = {"crfkit": "crfkit", "crfpp": "CRF++", "wapiti": "Wapiti",
 
 def detect(data: bytes) -> str | None:
     """``crfkit``, ``crfpp``, ``wapiti`` or ``crfsuite`` from a file's first bytes, else None."""
-    from crfkit.fileformat import MAGIC
     from crfkit.foreign import crfpp, crfsuite, wapiti
+    from crfkit.io.fileformat import MAGIC
 
     if data.startswith(MAGIC):
         return "crfkit"

@@ -23,7 +23,7 @@ from crfkit.features.extract import Featurizer
 from crfkit.features.keys import tuple_keys
 from crfkit.features.patterns import Pattern
 from crfkit.features.vocab import ObservationVocab
-from crfkit.model import Model
+from crfkit.model.model import Model
 from crfkit.space import FeatureSpace
 
 ValueMap = Callable[[int, int, str], list[str]]

@@ -36,7 +36,7 @@ import numpy as np
 from crfkit.errors import ModelFormatError
 from crfkit.features.patterns import Pattern, parse_pattern_line
 from crfkit.foreign.build import ModelBuilder
-from crfkit.model import Model
+from crfkit.model.model import Model
 
 _HEAD = struct.Struct("<IidIIII")  # version, type, cost factor, maxid, xsize, trie size, n
 _UNIT = np.dtype([("base", "<i4"), ("check", "<u4")])

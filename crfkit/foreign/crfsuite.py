@@ -31,7 +31,7 @@ import numpy as np
 from crfkit.errors import ModelFormatError
 from crfkit.features.patterns import Pattern, parse_pattern_line
 from crfkit.foreign.build import ModelBuilder
-from crfkit.model import Model
+from crfkit.model.model import Model
 
 _HEADER = struct.Struct("<4sI4s9I")
 _FEATURE = np.dtype([("type", "<u4"), ("src", "<u4"), ("dst", "<u4"), ("weight", "<f8")])

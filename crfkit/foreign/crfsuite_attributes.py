@@ -2,7 +2,7 @@
 
 python-crfsuite and sklearn-crfsuite write CRFsuite's binary format with the
 attribute strings the user's feature code made; an attribute model
-(:class:`crfkit.attributes.AttributeModel`) is keyed by the same strings, so
+(:class:`crfkit.attributes.attribute_model.AttributeModel`) is keyed by the same strings, so
 it takes the file as it is: ``CRF(model_filename=...)``, ``Tagger.open`` and
 ``crfkit label --format crfsuite`` read such files beside crfkit's own.
 """
@@ -13,10 +13,10 @@ import os
 
 import numpy as np
 
-from crfkit.attributes import AttributeModel, model_from_features
+from crfkit.attributes.attribute_model import AttributeModel, model_from_features
 from crfkit.errors import ModelFormatError
-from crfkit.fileformat import MAGIC
 from crfkit.foreign import crfsuite, read_bytes
+from crfkit.io.fileformat import MAGIC
 
 
 def attribute_model(data: bytes, name: str, *, encoding: str = "utf-8") -> AttributeModel:

@@ -40,7 +40,7 @@ import numpy as np
 from crfkit.errors import ModelFormatError
 from crfkit.features.patterns import Pattern, padding_value, parse_pattern_line, with_regex_mode
 from crfkit.foreign.build import ModelBuilder
-from crfkit.model import Model
+from crfkit.model.model import Model
 
 TYPES = {0: "maxent", 1: "memm", 2: "crf"}
 _PAD = re.compile(r"_x([-+])([1-4#])\Z")

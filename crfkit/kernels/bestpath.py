@@ -60,7 +60,7 @@ ROW_CHUNK = 2048  # tokens whose scores are summed at once (stays in cache)
 
 
 class Weighted(Protocol):
-    """What decoding reads of a model: a :class:`crfkit.model.Model` is one."""
+    """What decoding reads of a model: a :class:`crfkit.model.model.Model` is one."""
 
     space: FeatureSpace
     weights: np.ndarray  # float64 (space.n_weights,)

@@ -3,7 +3,7 @@ Passive-Aggressive, AROW.
 
 All four visit the sequences in the caller's order and update the weights
 after each one, touching only the weights of the features that fire in it
-(plus the transition block). Values (``tok_val``, :mod:`crfkit.kernels.values`)
+(plus the transition block). Values (``tok_val``, :mod:`crfkit.kernels.valued`)
 are honoured everywhere; ``tok_val is None`` is resolved when Numba compiles.
 ``frozen[k]`` marks weights that must stay zero (label pairs never seen in
 training, CRFsuite's ``feature.possible_transitions=0``).

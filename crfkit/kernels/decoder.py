@@ -5,7 +5,7 @@ unigram scores, ``phi[t, a, b]`` transition scores) and reuses its kernels.
 The best path alone has a numpy twin, :mod:`crfkit.kernels.bestpath`, which
 ``crfkit label`` uses to start without Numba; the two must agree exactly.
 
-Constraints are masks (built by :mod:`crfkit.constraints`), never special
+Constraints are masks (built by :mod:`crfkit.labelling.constraints`), never special
 cases in the recurrences:
 
 * a per-token mask ``token_ok[t, y]`` (forced labels, "no ``I-X`` at the
@@ -301,7 +301,7 @@ def decode(model: Weighted, data: Dataset, *, nbest: int = 1, log_z: bool = Fals
     tests use it; :func:`crfkit.kernels.bestpath.best_paths` is its numpy twin.
 
     ``model`` is anything with ``space``, ``weights`` and ``normalisation``
-    (a :class:`crfkit.model.Model`, or :class:`crfkit.kernels.bestpath.Weights`).
+    (a :class:`crfkit.model.model.Model`, or :class:`crfkit.kernels.bestpath.Weights`).
     ``token_ok`` (n_tokens, L) and ``trans_ok`` (L, L) are boolean masks of
     allowed labels / transitions (see the module docstring). A sequence with
     no allowed path gets score ``-inf``; the caller decides how to report it.

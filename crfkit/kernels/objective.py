@@ -6,7 +6,7 @@
 (the gold path score of every sequence is ``w . empirical`` since features
 are indicators). ``log Z_s`` is the sequence's partition function for a CRF,
 the sum of its tokens' local normalisers for a MEMM or MaxEnt (the model
-type's ``normalisation``, :mod:`crfkit.modeltypes`). The kernels of
+type's ``normalisation``, :mod:`crfkit.model.types`). The kernels of
 :mod:`crfkit.kernels.loss` fill one gradient buffer per block of sequences;
 :meth:`Objective.__call__` sums them in block order.
 """

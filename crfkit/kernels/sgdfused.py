@@ -26,7 +26,7 @@ The arithmetic is the reference's (the same rate, penalty and lazy updates;
 a weight still moves once per sequence, by the gradient summed over the
 sequence); only the order in which a feature's occurrences are added to
 ``G`` differs, so weights agree with the reference to rounding
-(tests/test_sgdfused.py). Binary features only: valued corpora
+(tests/kernels/test_sgdfused.py). Binary features only: valued corpora
 (``tok_val``) keep the reference epoch.
 """
 

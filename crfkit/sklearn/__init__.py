@@ -11,13 +11,13 @@ its meanings (CRFsuite's ``c1``/``c2`` scaling: the objective is
 ``-loglik + c1 |w|_1 + c2 |w|^2``), then crfkit's own ``n_jobs`` (threads;
 None: every core) and ``model_type`` (``crf``, ``memm``, ``maxent``). Token
 features come in every form python-crfsuite accepts plus numpy arrays
-(:mod:`crfkit.attributes`); real values multiply their weights in the engine
-(:mod:`crfkit.kernels.values`). Training runs on crfkit's multi-core engine;
+(:mod:`crfkit.attributes.attribute_model`); real values multiply their weights in the engine
+(:mod:`crfkit.kernels.valued`). Training runs on crfkit's multi-core engine;
 the model is crfkit's own container, so pickling, ``model_filename`` and
 ``crfkit label --format crfsuite`` all read the same bytes (never a pickle);
 ``model_filename`` also loads a model python-crfsuite or sklearn-crfsuite
 wrote. Zero weights and the attributes left without any are dropped from
-the fitted model, as CRFsuite does (:func:`crfkit.attributes.compacted`).
+the fitted model, as CRFsuite does (:func:`crfkit.attributes.attribute_model.compacted`).
 
 scikit-learn is an optional extra (``pip install crfkit[sklearn]``); neither
 ``import crfkit`` nor this module imports it (:mod:`crfkit.sklearn.base`), only
@@ -30,7 +30,7 @@ import os
 
 import numpy as np
 
-from crfkit import attributes as attrs
+from crfkit.attributes import attribute_model as attrs
 from crfkit.sklearn.base import EstimatorParams
 from crfkit.sklearn.checks import check_parameters
 from crfkit.sklearn.tagger import Tagger, threads
@@ -150,7 +150,7 @@ class CRF(EstimatorParams):
 
     def _options(self):
         """TrainOptions and AttributeTraining from the parameters, checked."""
-        from crfkit.train import TrainOptions
+        from crfkit.training.train import TrainOptions
 
         algorithm = self.algorithm or "lbfgs"
         if algorithm not in ALGORITHMS:
@@ -339,7 +339,7 @@ def not_fitted_error(message: str) -> Exception:
 
 def _announce_decode_compile() -> None:
     """Before the first labelling of a process with a cold cache, say why it pauses."""
-    from crfkit.jitcache import decode_compile_seconds
+    from crfkit.training.jitcache import decode_compile_seconds
 
     seconds = decode_compile_seconds()
     if seconds:

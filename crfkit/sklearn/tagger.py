@@ -14,11 +14,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from crfkit import attributes as attrs
+from crfkit.attributes import attribute_model as attrs
 
 
 class Tagger:
-    """Labels sequences of token features with an :class:`~crfkit.attributes.AttributeModel`."""
+    """Labels sequences of token features with an
+    :class:`~crfkit.attributes.attribute_model.AttributeModel`."""
 
     def __init__(self, model: attrs.AttributeModel | None = None, *,
                  n_jobs: int | None = None) -> None:
@@ -169,7 +170,7 @@ class Tagger:
         if filename is None:
             sys.stdout.writelines(lines)
             return
-        from crfkit.atomic import atomic_output
+        from crfkit.io.atomic import atomic_output
 
         with atomic_output(filename) as out:
             out.writelines(lines)

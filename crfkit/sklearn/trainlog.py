@@ -8,7 +8,7 @@ evaluation (per-label :class:`LabelScore`, macro ``avg_precision`` /
 ``avg_recall`` / ``avg_f1``, ``item_accuracy`` and ``instance_accuracy``).
 Code reading those keys reads the same keys here. Each row also keeps
 crfkit's own report values (``objective``, ``gradient_norm``,
-``token_error``, ``devel_error``, ``devel_f1`` ...: :func:`crfkit.train.log_row`).
+``token_error``, ``devel_error``, ``devel_f1`` ...: :func:`crfkit.training.train.log_row`).
 """
 
 from __future__ import annotations
@@ -54,7 +54,7 @@ def holdout_scores(gold: list[list[str]], pred: list[list[str]],
                    labels: list[str]) -> dict:
     """CRFsuite's holdout evaluation of one iteration, under sklearn-crfsuite's keys, plus
     crfkit's ``devel_error`` (token error, %) and ``devel_f1`` (conlleval chunk F1, %)."""
-    from crfkit.evaluate import evaluate
+    from crfkit.evaluation.conlleval import evaluate
 
     flat_gold = [t for seq in gold for t in seq]
     flat_pred = [t for seq in pred for t in seq]

@@ -1,0 +1,580 @@
+"""Attribute corpora: CRFsuite's data model, where each token is a bag of named attributes.
+
+A pattern model computes its observations from columns; here the user's
+code (python-crfsuite feature dicts, a CRFsuite data file) has already
+computed them: each token is a list of ``(attribute name, value)`` pairs.
+An attribute is an observation whose weights (one per label) are multiplied
+by the value; attributes seen in training form the vocabulary, in order of
+decreasing frequency (ties: first seen first), so the most frequent get the
+kernels' dense rows. Values equal to 1 everywhere leave ``tok_val`` out, and
+the kernels run their binary code. An occurrence of value 0 (``False``) adds
+nothing to any score or count, so the encoder leaves it out of the lists (the
+tutorial's boolean features then leave a binary corpus); in training it is
+kept aside (``Dataset.zero_occ``) because, as in CRFsuite, it makes the
+feature of its attribute and the token's label exist, and that feature moves
+wherever the attribute occurs with another value.
+
+The flattening of python-crfsuite's item forms (:func:`item_attributes`):
+
+* ``{name: str}`` and ``{name: bytes}`` -> ``name:value`` with value 1 (python-crfsuite
+  joins them with a colon);
+* ``{name: number or bool}`` -> ``name`` with that value (False is 0);
+* ``{name: dict | list | set}`` -> each inner attribute prefixed ``name:``;
+* a list (set, tuple) of strings -> each string with value 1;
+* a 2-D numpy array per sequence (tokens x columns), alone or as the second
+  member of a ``(items, array)`` pair: column ``j`` is attribute ``#j``.
+
+The feature space follows CRFsuite: a state feature exists for an
+(attribute, label) pair seen in training (every pair with ``all_states``)
+whose total value reaches ``min_freq``; the dense transition block always
+exists, but the label pairs that CRFsuite would not make (never seen in
+training, unless ``all_transitions``, or seen fewer than ``min_freq`` times)
+stay frozen at zero, as if absent.
+"""
+
+from __future__ import annotations
+
+import os
+from array import array
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from crfkit.errors import InputError, ModelFormatError
+from crfkit.io import fileformat
+from crfkit.model.types import MODEL_TYPES
+from crfkit.space import Dataset, FeatureSpace, pointer
+
+ATTRIBUTE_MODEL_KIND = "crfkit-attribute-model"
+
+# Observations x labels counted per pass when building the feature space (128 MB of floats).
+_PAIR_CELLS = 1 << 24
+
+
+def item_attributes(item, prefix: str = "") -> Iterator[tuple[str, float]]:
+    """The ``(name, value)`` pairs of one token in any python-crfsuite form (module
+    docstring); ``prefix`` is prepended to every name (nested dicts)."""
+    if isinstance(item, dict):
+        for key, value in item.items():
+            name = prefix + _text(key)
+            if isinstance(value, str):
+                yield name + ":" + value, 1.0
+            elif isinstance(value, bytes):
+                yield name + ":" + _text(value), 1.0
+            elif isinstance(value, (dict, list, set, tuple)):
+                yield from item_attributes(value, name + ":")
+            else:
+                yield name, _number(value, name)
+    elif isinstance(item, (str, bytes)):
+        raise InputError(f"a token's features must be a dict or a list of strings, got the "
+                         f"string {_text(item)!r}")
+    else:
+        for key in item:
+            yield prefix + _text(key), 1.0
+
+
+def _text(value) -> str:
+    if isinstance(value, bytes):
+        return value.decode("utf-8", "surrogateescape")
+    if isinstance(value, str):
+        return value
+    raise InputError(f"a feature name must be a string, got {value!r}")
+
+
+def _number(value, name: str) -> float:
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        raise InputError(f"feature {name!r} has value {value!r}: expected a string, a "
+                         f"number, a bool, a dict or a list") from None
+    if not np.isfinite(number):
+        raise InputError(f"feature {name!r} has value {number}: values must be finite")
+    return number
+
+
+def dense_name(column: int) -> str:
+    """The attribute name of column ``column`` of a numpy array of features."""
+    return f"#{column}"
+
+
+class AttributeEncoder:
+    """Turns sequences of token items into a :class:`Dataset` under a vocabulary.
+
+    ``grow``: unknown attributes join the vocabulary (training); otherwise they
+    are dropped (labelling). Occurrences are kept in compact arrays while the
+    sequences stream in (a generator is read once); :meth:`dataset` builds the
+    kernels' arrays in one pass at the end.
+    """
+
+    def __init__(self, vocab: dict[str, int], *, grow: bool) -> None:
+        self.vocab = vocab
+        self.grow = grow
+        self.obs = array("i")
+        self.val: array | None = None  # until a value differs from 1
+        self.sparse_counts = array("i")  # per token
+        self.dense: list[tuple[int, np.ndarray]] = []  # (first token, array) per sequence
+        self.lengths = array("q")
+        # occurrences of value 0 (training): token, and the name's index in zero_names
+        self.zero_tok, self.zero_obs = array("q"), array("i")
+        self.zero_names: dict[str, int] = {}
+
+    def add(self, xseq) -> int:
+        """Encode one sequence; returns its length."""
+        items, matrix = xseq, None
+        if isinstance(xseq, np.ndarray):
+            items, matrix = None, xseq
+        elif isinstance(xseq, tuple) and len(xseq) == 2 and isinstance(xseq[1], np.ndarray):
+            items, matrix = xseq
+        n = 0
+        if items is not None:
+            n = self._add_items(items)
+        if matrix is not None:
+            n = self._add_matrix(matrix, n, items is not None)
+        self.lengths.append(n)
+        return n
+
+    def add_pairs(self, tokens: Iterable[Iterable[tuple[str, float]]]) -> int:
+        """Encode the ``(name, value)`` pairs of each token of a sequence (without ending
+        the sequence: :meth:`add` does, and :meth:`end` after this alone)."""
+        n = 0
+        for pairs in tokens:
+            before = len(self.obs)
+            for name, value in pairs:
+                self._put(name, value)
+            self.sparse_counts.append(len(self.obs) - before)
+            n += 1
+        return n
+
+    def _add_items(self, items) -> int:
+        """:meth:`add_pairs` of the items' attributes, with the common case inline: a dict
+        with string keys whose values are strings, bools or the number 1 (the tutorial's
+        features; ~4x faster than through :func:`item_attributes`). Anything else takes
+        the general path, one key at a time."""
+        vocab, obs, grow, put = self.vocab, self.obs, self.grow, self._put
+        counts, val = self.sparse_counts, self.val  # val: reloaded after each put()
+        n = 0
+        for item in items:
+            before = len(obs)
+            if type(item) is not dict:
+                for name, value in item_attributes(item):
+                    put(name, value)
+                val = self.val
+            else:
+                for key, value in item.items():
+                    kind = type(value)
+                    if type(key) is not str:
+                        name = None
+                    elif kind is str:
+                        name = key + ":" + value
+                    elif kind is bool or ((kind is float or kind is int) and value == 1):
+                        if not value:  # False: left out of the lists (module docstring)
+                            self._zero(key)
+                            continue
+                        name = key
+                    else:
+                        name = None
+                    if name is None:
+                        for name, number in item_attributes({key: value}):
+                            put(name, number)
+                        val = self.val
+                        continue
+                    i = vocab.get(name)
+                    if i is None:
+                        if not grow:
+                            continue
+                        i = vocab[name] = len(vocab)
+                    obs.append(i)
+                    if val is not None:
+                        val.append(1.0)
+            counts.append(len(obs) - before)
+            n += 1
+        return n
+
+    def _zero(self, name: str) -> None:
+        """An occurrence of value 0 at the current token: recorded when training, for the
+        attribute's features (an attribute never seen with another value gets none)."""
+        if self.grow:
+            i = self.zero_names.setdefault(name, len(self.zero_names))
+            self.zero_tok.append(len(self.sparse_counts))
+            self.zero_obs.append(i)
+
+    def _put(self, name: str, value: float) -> None:
+        """One occurrence; values are stored only once one differs from 1."""
+        if value == 0.0:  # scores nothing (module docstring)
+            self._zero(name)
+            return
+        i = self.vocab.get(name)
+        if i is None:
+            if not self.grow:
+                return
+            i = self.vocab[name] = len(self.vocab)
+        if value != 1.0 and self.val is None:
+            self.val = array("d", [1.0]) * len(self.obs)
+        self.obs.append(i)
+        if self.val is not None:
+            self.val.append(value)
+
+    def end(self, n: int) -> None:
+        """End a sequence of ``n`` tokens encoded with :meth:`add_pairs`."""
+        self.lengths.append(n)
+
+    def _add_matrix(self, matrix: np.ndarray, n: int, with_items: bool) -> int:
+        if matrix.ndim != 2:
+            raise InputError(f"a sequence's feature array must be 2-D (tokens x features), "
+                             f"got {matrix.ndim}-D")
+        if with_items and len(matrix) != n:
+            raise InputError(f"a sequence has {n} feature dicts but {len(matrix)} rows of "
+                             f"its feature array")
+        if not np.isfinite(matrix).all():
+            raise InputError("a sequence's feature array holds NaN or infinite values")
+        first = len(self.sparse_counts) - (n if with_items else 0)
+        if not with_items:
+            self.sparse_counts.extend([0] * len(matrix))
+        for j in range(matrix.shape[1]):
+            name = dense_name(j)
+            if name not in self.vocab and self.grow:
+                self.vocab[name] = len(self.vocab)
+        self.dense.append((first, matrix))
+        return len(matrix)
+
+    def dataset(self, labels: np.ndarray | None = None) -> Dataset:
+        """The encoded sequences as kernel arrays (labels: gold ids, or none)."""
+        seq_ptr = np.zeros(len(self.lengths) + 1, dtype=np.int64)
+        np.cumsum(np.frombuffer(self.lengths, dtype=np.int64), out=seq_ptr[1:])
+        sparse = np.frombuffer(self.sparse_counts, dtype=np.int32).astype(np.int64)
+        counts = sparse.copy()
+        dense_ids = []
+        for first, matrix in self.dense:
+            ids = np.array([self.vocab.get(dense_name(j), -1) for j in range(matrix.shape[1])],
+                           dtype=np.int32)
+            dense_ids.append(ids)
+            counts[first:first + len(matrix)] += int((ids >= 0).sum())
+        tok_ptr = np.zeros(len(counts) + 1, dtype=np.int64)
+        np.cumsum(counts, out=tok_ptr[1:])
+        n_occ = int(tok_ptr[-1])
+        if not self.dense:  # occurrences are already in token order (no copy: the arrays
+            tok_obs = np.frombuffer(self.obs, dtype=np.int32)  # keep the buffers alive)
+            tok_val = None if self.val is None else np.frombuffer(self.val, dtype=np.float64)
+        else:
+            tok_obs = np.empty(n_occ, dtype=np.int32)
+            tok_val = np.empty(n_occ, dtype=np.float64)
+            self._scatter(tok_ptr, sparse, dense_ids, tok_obs, tok_val)
+        zero_occ = self._zero_occurrences()
+        self.obs, self.val, self.dense = array("i"), None, []
+        y = np.empty(0, dtype=np.int32) if labels is None else labels
+        return Dataset(seq_ptr=seq_ptr, tok_ptr=tok_ptr, tok_obs=tok_obs, labels=y,
+                       tok_val=tok_val, zero_occ=zero_occ)
+
+    def _zero_occurrences(self) -> np.ndarray | None:
+        """(token, observation) of the value-0 occurrences of attributes in the vocabulary."""
+        ids = np.array([self.vocab.get(name, -1) for name in self.zero_names], dtype=np.int64)
+        tok = np.frombuffer(self.zero_tok, dtype=np.int64)
+        obs = ids[np.frombuffer(self.zero_obs, dtype=np.int32)] if len(tok) else ids[:0]
+        self.zero_tok, self.zero_obs, self.zero_names = array("q"), array("i"), {}
+        known = obs >= 0
+        return np.column_stack([tok[known], obs[known]]) if known.any() else None
+
+    def _scatter(self, tok_ptr: np.ndarray, sparse: np.ndarray, dense_ids: list[np.ndarray],
+                 tok_obs: np.ndarray, tok_val: np.ndarray) -> None:
+        """Each token's item attributes first, then its array columns."""
+        if len(self.obs):
+            sparse_ptr = np.zeros(len(sparse) + 1, dtype=np.int64)
+            np.cumsum(sparse, out=sparse_ptr[1:])
+            shift = np.repeat(tok_ptr[:-1] - sparse_ptr[:-1], sparse)
+            where = np.arange(int(sparse_ptr[-1]), dtype=np.int64) + shift
+            tok_obs[where] = np.frombuffer(self.obs, dtype=np.int32)
+            tok_val[where] = 1.0 if self.val is None else np.frombuffer(self.val,
+                                                                         dtype=np.float64)
+        for (first, matrix), ids in zip(self.dense, dense_ids, strict=True):
+            known = np.flatnonzero(ids >= 0)
+            n = len(matrix)
+            start = tok_ptr[first:first + n] + sparse[first:first + n]
+            where = start[:, None] + np.arange(len(known))
+            tok_obs[where] = ids[known]
+            tok_val[where] = matrix[:, known]
+
+
+def frequency_order(data: Dataset, names: list[str]) -> list[str]:
+    """Renumber the observations of ``data`` by decreasing frequency (ties: lower id first),
+    in place; returns the names in the new order."""
+    n_obs = len(names)
+    step = 1 << 22  # in slices: bincount would first copy all the ids to int64
+    count = np.zeros(n_obs, dtype=np.int64)
+    for a in range(0, len(data.tok_obs), step):
+        count += np.bincount(data.tok_obs[a:a + step], minlength=n_obs)
+    order = np.argsort(-count, kind="stable")
+    rank = np.empty(n_obs, dtype=np.int32)
+    rank[order] = np.arange(n_obs, dtype=np.int32)
+    for a in range(0, len(data.tok_obs), step):
+        data.tok_obs[a:a + step] = rank[data.tok_obs[a:a + step]]
+    if data.zero_occ is not None:
+        data.zero_occ[:, 1] = rank[data.zero_occ[:, 1]]
+    return [names[i] for i in order.tolist()]
+
+
+def attribute_space(data: Dataset, n_obs: int, n_labels: int, *, min_freq: float = 0.0,
+                    all_states: bool = False, all_transitions: bool = False,
+                    label_pairs: bool = True) -> tuple[FeatureSpace, np.ndarray, np.ndarray | None]:
+    """The feature space of a labelled attribute corpus, its empirical totals, and the
+    transition weights to keep at zero (None: none) -- see the module docstring."""
+    from crfkit.kernels import valued as values  # Numba: training only
+
+    L = n_labels
+    labs, sizes = [], np.zeros(n_obs, dtype=np.int64)
+    span = max(1, _PAIR_CELLS // L)
+    for o0 in range(0, n_obs, span):
+        o1 = min(n_obs, o0 + span)
+        freq = np.zeros((o1 - o0, L))
+        seen = np.zeros((o1 - o0, L), dtype=np.bool_)
+        values.label_totals(data.tok_ptr, data.tok_obs, data.tok_val, data.labels, o0, o1,
+                            freq, seen)
+        if data.zero_occ is not None:  # value-0 occurrences: seen, with nothing to add
+            tok, obs = data.zero_occ[:, 0], data.zero_occ[:, 1]
+            inside = (obs >= o0) & (obs < o1)
+            seen[obs[inside] - o0, data.labels[tok[inside]]] = True
+        # CRFsuite's feature.minfreq applies to the possible states too (their total is 0)
+        keep = (seen | all_states) & (freq >= min_freq)
+        rows, cols = np.nonzero(keep)
+        labs.append(cols.astype(np.int32))
+        sizes[o0:o1] = keep.sum(axis=1)
+    u_ptr = np.zeros(n_obs + 1, dtype=np.int64)
+    np.cumsum(sizes, out=u_ptr[1:])
+    u_lab = np.concatenate(labs) if labs else np.empty(0, dtype=np.int32)
+    space = FeatureSpace(n_labels=L, u_ptr=u_ptr, u_lab=u_lab, b_ptr=pointer(
+        np.empty(0, dtype=np.int64), n_obs), b_prev=np.empty(0, dtype=np.int32),
+        b_cur=np.empty(0, dtype=np.int32), has_trans=label_pairs)
+    empirical = np.zeros(space.n_weights)
+    values.path_totals(empirical, space.arrays(), data.seq_ptr, data.tok_ptr, data.tok_obs,
+                       data.tok_val, data.labels, L)
+    frozen = None
+    if label_pairs:  # CRFsuite's label pairs: seen (or all), and as frequent as minfreq
+        count = empirical[space.trans_offset:]
+        exists = ((count > 0) | all_transitions) & (count >= min_freq)
+        frozen = space.trans_offset + np.flatnonzero(~exists)
+        frozen = frozen if len(frozen) else None
+    return space, empirical, frozen
+
+
+@dataclass
+class AttributeModel:
+    """A model over attribute names: what ``crfkit.sklearn.CRF`` and ``train --format
+    crfsuite`` make, and ``label --format crfsuite`` reads. Saved in crfkit's own container
+    (no pickle); ``attributes[o]`` names observation ``o``."""
+
+    labels: list[str]
+    attributes: list[str]
+    space: FeatureSpace
+    weights: np.ndarray
+    model_type: str = "crf"
+    info: dict = field(default_factory=dict)
+
+    @property
+    def normalisation(self) -> int:
+        return MODEL_TYPES[self.model_type].normalisation
+
+    def vocab(self) -> dict[str, int]:
+        return {name: i for i, name in enumerate(self.attributes)}
+
+    def _parts(self) -> tuple[dict, dict[str, np.ndarray]]:
+        s = self.space
+        blob, offsets = fileformat.pack_strings(self.attributes)
+        meta = {"kind": ATTRIBUTE_MODEL_KIND, "type": self.model_type, "labels": self.labels,
+                "has_trans": bool(s.has_trans), "info": self.info}
+        arrays = {"weights": self.weights, "u_ptr": s.u_ptr, "u_lab": s.u_lab, "b_ptr": s.b_ptr,
+                  "b_prev": s.b_prev, "b_cur": s.b_cur, "attr_blob": blob,
+                  "attr_offsets": offsets}
+        return meta, arrays
+
+    def to_bytes(self) -> bytes:
+        return fileformat.dumps(*self._parts())
+
+    def save(self, path: str | os.PathLike) -> None:
+        """Write atomically: a crash leaves any previous file untouched."""
+        fileformat.write_file(path, *self._parts())
+
+    @classmethod
+    def from_bytes(cls, data: bytes, name: str = "<bytes>") -> AttributeModel:
+        return cls._from_parts(*fileformat.loads(data, name=name), name)
+
+    @classmethod
+    def load(cls, path: str | os.PathLike) -> AttributeModel:
+        return cls._from_parts(*fileformat.read_file(path), os.fspath(path))
+
+    def __reduce__(self):
+        return (AttributeModel.from_bytes, (self.to_bytes(),))
+
+    @classmethod
+    def _from_parts(cls, meta: dict, arrays: dict[str, np.ndarray],
+                    name: str) -> AttributeModel:
+        from crfkit.model.model import ModelChecker
+
+        check = ModelChecker(name, meta, arrays)
+        if meta.get("kind") != ATTRIBUTE_MODEL_KIND:
+            hint = (" (a pattern model: label it without --format crfsuite)"
+                    if meta.get("kind") == "crfkit-model" else "")
+            raise ModelFormatError(f"not a crfkit attribute model{hint}", path=name)
+        labels = check.labels()
+        model_type = meta.get("type")
+        if model_type not in MODEL_TYPES:
+            raise ModelFormatError(f"unknown model type {model_type!r}", path=name)
+        attributes = fileformat.unpack_strings(check.array("attr_blob", np.uint8, 1),
+                                               check.array("attr_offsets", np.int64, 1))
+        space = check.space(len(attributes), len(labels), check.value("has_trans", bool))
+        weights = check.array("weights", np.float64, 1, length=space.n_weights)
+        if not np.isfinite(weights).all():
+            raise ModelFormatError("model weights are not finite", path=name)
+        info = meta.get("info", {})
+        if not isinstance(info, dict):
+            raise ModelFormatError("bad info section in model", path=name)
+        return cls(labels, attributes, space, weights, model_type, info)
+
+
+def model_from_features(labels: list[str], attributes: list[str], owner: np.ndarray,
+                        label: np.ndarray, weight: np.ndarray,
+                        transitions: np.ndarray | None, model_type: str = "crf",
+                        info: dict | None = None) -> AttributeModel:
+    """An attribute model from its state features (``attributes[owner[k]]`` with label
+    ``label[k]`` weighs ``weight[k]``; each pair at most once) and its ``L x L``
+    transition weights (None: a model without label pairs)."""
+    L = len(labels)
+    order = np.lexsort((label, owner))
+    u_ptr = np.zeros(len(attributes) + 1, dtype=np.int64)
+    np.cumsum(np.bincount(owner, minlength=len(attributes)), out=u_ptr[1:])
+    space = FeatureSpace(n_labels=L, u_ptr=u_ptr, u_lab=label[order].astype(np.int32),
+                         b_ptr=pointer(np.empty(0, dtype=np.int64), len(attributes)),
+                         b_prev=np.empty(0, dtype=np.int32), b_cur=np.empty(0, dtype=np.int32),
+                         has_trans=transitions is not None)
+    parts = [np.asarray(weight, dtype=np.float64)[order]]
+    if transitions is not None:
+        parts.append(np.asarray(transitions, dtype=np.float64).reshape(L * L))
+    return AttributeModel(list(labels), list(attributes), space, np.concatenate(parts),
+                          model_type, dict(info or {}))
+
+
+def compacted(model: AttributeModel) -> AttributeModel:
+    """The same model without its zero state features and the attributes left with none
+    (they score nothing, so every label and probability stays the same): what CRFsuite
+    writes, and what makes an L1 model small."""
+    s, W = model.space, model.weights
+    owner = np.repeat(np.arange(s.n_obs), np.diff(s.u_ptr))
+    keep = np.flatnonzero(W[:s.n_u] != 0.0)
+    used = np.unique(owner[keep])
+    renumber = np.full(s.n_obs, -1, dtype=np.int64)
+    renumber[used] = np.arange(len(used))
+    L = s.n_labels
+    transitions = W[s.trans_offset:s.trans_offset + L * L].reshape(L, L) if s.has_trans \
+        else None
+    return model_from_features(model.labels, [model.attributes[o] for o in used.tolist()],
+                               renumber[owner[keep]], s.u_lab[keep], W[keep], transitions,
+                               model.model_type, model.info)
+
+
+def encode(sequences: Iterable, vocab: dict[str, int], *, grow: bool) -> Dataset:
+    """Sequences of token items (any form of :func:`item_attributes`, or arrays) as a
+    Dataset without labels."""
+    encoder = AttributeEncoder(vocab, grow=grow)
+    for xseq in sequences:
+        encoder.add(xseq)
+    return encoder.dataset()
+
+
+@dataclass
+class AttributeTraining:
+    """The settings of an attribute corpus that are not the algorithm's (CRFsuite's
+    ``feature.*`` and L-BFGS's gradient-norm test)."""
+
+    min_freq: float = 0.0
+    all_states: bool = False
+    all_transitions: bool = False
+    epsilon: float = 0.0  # stop when |g| / max(1, |w|) < epsilon (L-BFGS only; 0: never)
+
+
+def train(data: Dataset, labels: list[str], attributes: list[str], options,
+          settings: AttributeTraining | None = None, *, progress=None,
+          log: list[dict] | None = None, on_weights=None,
+          holdout: bool = False) -> AttributeModel:
+    """Train an attribute model on ``data`` (gold label ids in ``data.labels``, observation
+    ``o`` named ``attributes[o]``) with ``options`` (a :class:`crfkit.training.train.TrainOptions`).
+
+    ``data`` is renumbered by frequency in place (module docstring). ``on_weights``, if
+    given, is called after every iteration with the model of the current weights;
+    ``holdout``: it labels held-out data (so the compile notice counts the decoder).
+    """
+    from crfkit.kernels.blocks import set_thread_count
+    from crfkit.progress import Progress
+    from crfkit.training.corpus import Corpus
+    from crfkit.training.jitcache import announce_compile
+    from crfkit.training.train import ALGORITHMS, Monitor, Problem, recorded_options
+    from crfkit.vectors import dot
+
+    settings = settings or AttributeTraining()
+    options.validate()
+    model_type = options.model_type or "crf"
+    if data.n_tokens == 0:
+        raise InputError("training data is empty (no tokens)")
+    progress = progress or Progress(quiet=True)
+    announce_compile(progress, options.algo, model_type, holdout, attributes=True)
+    set_thread_count(options.nthread)
+    attributes = frequency_order(data, attributes)
+    space, empirical, frozen = attribute_space(
+        data, len(attributes), len(labels), min_freq=settings.min_freq,
+        all_states=settings.all_states, all_transitions=settings.all_transitions,
+        label_pairs=MODEL_TYPES[model_type].label_pairs)
+    corpus = Corpus(None, space, data, empirical, labels, 0, np.zeros(space.n_weights),
+                    frozen=frozen)
+    progress.message(f"* {model_type}, {options.algo}: {data.n_seqs} sequences, "
+                     f"{data.n_tokens} tokens, {len(labels)} labels, {len(attributes)} "
+                     f"attributes, {space.n_weights} features"
+                     f"{' (real-valued)' if data.tok_val is not None else ''}")
+    monitor = Monitor(progress, data, model_type=model_type, corpus=corpus, log=log)
+
+    def hook(info) -> str | None:
+        asked = monitor(info)
+        if asked is None and settings.epsilon > 0 and np.isfinite(info.gnorm):
+            # crfkit's serial dot: numpy's is threaded BLAS, whose threads spin after
+            # each call (~7 ms of CPU per call on a busy 2-core machine, every iteration)
+            xnorm = max(1.0, float(np.sqrt(dot(info.x, info.x))))
+            if info.gnorm / xnorm < settings.epsilon:
+                asked = f"converged (gradient norm / weight norm < {settings.epsilon:g})"
+        if on_weights is not None:
+            on_weights(AttributeModel(list(labels), attributes, space, info.x, model_type))
+        return asked
+
+    result = ALGORITHMS[options.algo].run(Problem(model_type, corpus, options), hook)
+    progress.message(f"* stopped after {result.iterations} iterations: {result.reason}")
+    info = {"algorithm": options.algo, "options": recorded_options(options, model_type,
+                                                                   devel=False),
+            "feature_options": dict(vars(settings)), "iterations": result.iterations,
+            "objective": result.f, "stop_reason": result.reason, "sequences": data.n_seqs,
+            "tokens": data.n_tokens, "nonzero_weights": int(np.count_nonzero(result.x))}
+    return AttributeModel(list(labels), attributes, space, result.x.copy(), model_type, info)
+
+
+def label_ids(y: Iterable[Iterable[str]], labels: list[str], lengths: np.ndarray, *,
+              grow: bool) -> np.ndarray:
+    """Gold label ids of every token (``labels`` grows in first-seen order with ``grow``;
+    otherwise an unknown label gets id -1); checks each sequence's length."""
+    index = {label: i for i, label in enumerate(labels)}
+    out = array("i")
+    n = 0
+    for s, yseq in enumerate(y):
+        before = len(out)
+        for label in yseq:
+            if not isinstance(label, str):
+                raise InputError(f"labels must be strings, got {label!r} in sequence {s}")
+            i = index.get(label)
+            if i is None:
+                if grow:
+                    i = index[label] = len(labels)
+                    labels.append(label)
+                else:
+                    i = -1
+            out.append(i)
+        if s >= len(lengths) or len(out) - before != lengths[s]:
+            have = lengths[s] if s < len(lengths) else 0
+            raise InputError(f"sequence {s} has {have} tokens but {len(out) - before} labels")
+        n += 1
+    if n != len(lengths):
+        raise InputError(f"{len(lengths)} sequences of features but {n} of labels")
+    return np.frombuffer(out, dtype=np.int32).copy()

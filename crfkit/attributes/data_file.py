@@ -1,0 +1,183 @@
+"""CRFsuite's data format (``--format crfsuite``): train and label its feature files as is.
+
+One token per line, a blank line after each sequence::
+
+    LABEL<TAB>ATTRIBUTE[:VALUE]<TAB>ATTRIBUTE[:VALUE]...
+
+The first unescaped ``:`` of a field separates the attribute from its value
+(a number; 1 when absent); ``\\:`` is a colon and ``\\\\`` a backslash inside
+the name. The label field is read in labelling too (it is the gold label
+that ``crfkit label --format crfsuite`` writes next to its prediction). Errors
+name the file, line and column. The same attributes given to
+:class:`crfkit.sklearn.CRF` as ``{name: value}`` dicts give the same model:
+both paths go through :class:`crfkit.attributes.attribute_model.AttributeEncoder`.
+"""
+
+from __future__ import annotations
+
+import io
+import sys
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+import numpy as np
+
+from crfkit.errors import InputError
+
+
+@dataclass
+class Sequence:
+    """One sequence: its gold labels, each token's ``(name, value)`` pairs, its first line."""
+
+    labels: list[str]
+    tokens: list[list[tuple[str, float]]]
+    line: int
+
+
+def parse_field(field: str, path: str, line: int, column: int) -> tuple[str, float]:
+    """``name[:value]`` with CRFsuite's escapes, as ``(name, value)``."""
+    if "\\" not in field:
+        name, colon, value = field.partition(":")
+    else:
+        chars, i, colon, value = [], 0, "", ""
+        while i < len(field):
+            c = field[i]
+            if c == "\\" and i + 1 < len(field) and field[i + 1] in ":\\":
+                chars.append(field[i + 1])
+                i += 2
+                continue
+            if c == ":":
+                colon, value = ":", field[i + 1:]
+                break
+            chars.append(c)
+            i += 1
+        name = "".join(chars)
+    if not colon:
+        return name, 1.0
+    try:
+        number = float(value)
+    except ValueError:
+        number = float("nan")
+    if not np.isfinite(number):
+        at = column + len(field) - len(value)
+        raise InputError(f"attribute {name!r} has value {value!r}: expected a finite number",
+                         path=path, line=line, column=at)
+    return name, number
+
+
+def format_field(name: str, value: float) -> str:
+    """The field of one attribute (escaped; ``:value`` unless it is 1), as CRFsuite reads it."""
+    name = name.replace("\\", "\\\\").replace(":", "\\:")
+    return name if value == 1.0 else f"{name}:{value!r}"
+
+
+def read_sequences(path: str, *, encoding: str = "utf-8") -> Iterator[Sequence]:
+    """The sequences of a CRFsuite data file (``-``: standard input; gzip is read too)."""
+    from crfkit.io.reader import canonical_encoding, open_binary
+
+    canonical_encoding(encoding)
+    stream, name = open_binary(path)
+    text = io.TextIOWrapper(stream, encoding=encoding, newline="")
+    try:
+        yield from _parse(text, name)
+    except UnicodeDecodeError:
+        raise InputError(f"not valid {encoding} text (give the file's encoding with "
+                         f"--encoding)", path=name) from None
+    finally:
+        if stream is not sys.stdin.buffer:
+            text.close()
+
+
+def _parse(lines, name: str) -> Iterator[Sequence]:
+    labels: list[str] = []
+    tokens: list[list[tuple[str, float]]] = []
+    first = 0
+    for number, raw in enumerate(lines, start=1):
+        text = raw.rstrip("\r\n")
+        if not text.strip():
+            if tokens:
+                yield Sequence(labels, tokens, first)
+                labels, tokens = [], []
+            continue
+        fields = text.split("\t")
+        if not tokens:
+            first = number
+        labels.append(fields[0])
+        pairs = []
+        column = len(fields[0]) + 2
+        for field in fields[1:]:
+            if field:
+                pairs.append(parse_field(field, name, number, column))
+            column += len(field) + 1
+        tokens.append(pairs)
+    if tokens:
+        yield Sequence(labels, tokens, first)
+
+
+def write_sequences(out, sequences) -> None:
+    """Write ``(labels, tokens)`` pairs (tokens: lists of ``(name, value)``) in the format."""
+    for labels, tokens in sequences:
+        for label, pairs in zip(labels, tokens, strict=True):
+            out.write("\t".join([label, *(format_field(n, v) for n, v in pairs)]) + "\n")
+        out.write("\n")
+
+
+def encode_file(path: str, vocab: dict[str, int], labels: list[str], *, grow: bool,
+                encoding: str = "utf-8"):
+    """A CRFsuite data file as a Dataset with gold label ids; ``labels`` grows in first-seen
+    order (in labelling, gold labels the model lacks get ids past its own), ``vocab`` only
+    with ``grow`` (otherwise unknown attributes are dropped)."""
+    from crfkit.attributes.attribute_model import AttributeEncoder
+
+    encoder = AttributeEncoder(vocab, grow=grow)
+    index = {label: i for i, label in enumerate(labels)}
+    gold = []
+    for seq in read_sequences(path, encoding=encoding):
+        encoder.end(encoder.add_pairs(seq.tokens))
+        for label in seq.labels:
+            i = index.get(label)
+            if i is None:
+                i = index[label] = len(labels)
+                labels.append(label)
+            gold.append(i)
+    if not gold:
+        raise InputError("no tokens in the data", path="<stdin>" if path == "-" else path)
+    return encoder.dataset(np.array(gold, dtype=np.int32))
+
+
+def train_file(path: str, options, settings, *, encoding: str = "utf-8", progress=None):
+    """Train an attribute model on a CRFsuite data file
+    (:func:`crfkit.attributes.attribute_model.train`)."""
+    from crfkit.attributes.attribute_model import train
+
+    vocab: dict[str, int] = {}
+    labels: list[str] = []
+    data = encode_file(path, vocab, labels, grow=True, encoding=encoding)
+    names = [""] * len(vocab)
+    for name, i in vocab.items():
+        names[i] = name
+    del vocab
+    model = train(data, labels, names, options, settings, progress=progress)
+    model.info["train_file"] = "<stdin>" if path == "-" else path
+    return model
+
+
+def label_file(model, path: str, out, *, labels_only: bool = False,
+               encoding: str = "utf-8") -> tuple[int, int]:
+    """Write ``GOLD<TAB>PREDICTED`` per token (``PREDICTED`` alone with ``labels_only``), a
+    blank line after each sequence, as ``crfsuite tag -r`` does; returns (tokens, correct)."""
+    from crfkit.kernels.decoder import decode
+
+    labels = list(model.labels)
+    data = encode_file(path, model.vocab(), labels, grow=False, encoding=encoding)
+    decoded = decode(model, data)
+    pred = decoded.paths[:, 0]
+    names = np.array(labels, dtype=object)
+    gold_names, pred_names = names[data.labels].tolist(), names[pred].tolist()
+    ptr = data.seq_ptr.tolist()
+    for s in range(len(ptr) - 1):
+        for t in range(ptr[s], ptr[s + 1]):
+            out.write(pred_names[t] + "\n" if labels_only
+                      else f"{gold_names[t]}\t{pred_names[t]}\n")
+        out.write("\n")
+    return data.n_tokens, int(np.count_nonzero(pred == data.labels))

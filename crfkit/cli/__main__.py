@@ -1,0 +1,5 @@
+"""python -m crfkit.cli"""
+
+from crfkit.cli import main
+
+main()

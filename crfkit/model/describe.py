@@ -1,0 +1,171 @@
+"""What a model has learnt, as text: ``crfkit dump`` and ``crfkit info``.
+
+The weight vector is flat (:mod:`crfkit.space`); a reader wants "which
+observation pushes towards which label, how hard". :func:`features` turns
+the layout back into (observation, label or transition, weight) triples:
+
+* a unigram feature prints as ``OBSERVATION<TAB>LABEL<TAB>WEIGHT``;
+* an observation bigram as ``OBSERVATION<TAB>PREV->LABEL<TAB>WEIGHT``;
+* the dense transition block as ``B<TAB>PREV->LABEL<TAB>WEIGHT``, ``B``
+  being the text of the model's (first) constant bigram pattern;
+* in a second-order model, an observation trigram as
+  ``OBSERVATION<TAB>PREV2->PREV->LABEL<TAB>WEIGHT`` and the label-trigram block
+  under the text of its constant pattern (``t`` or ``B``).
+
+The arrow is ASCII, so the dump is the same in every output encoding and greps
+the same in every terminal.
+Observations are in id order (most frequent in training first), then the
+transitions. Weights print with six significant digits. Zero weights (a
+feature the optimiser never moved) are left out.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TextIO
+
+import numpy as np
+
+from crfkit.errors import UsageError
+from crfkit.model.model import Model
+from crfkit.model.types import MODEL_TYPES
+
+ARROW = "->"
+
+
+@dataclass
+class Features:
+    """All features of a model as parallel arrays (one entry per weight)."""
+
+    observation: np.ndarray  # object: observation text
+    prev: np.ndarray  # int64: previous label id, -1 for a unigram feature
+    label: np.ndarray  # int64: label id
+    weight: np.ndarray  # float64
+    prev2: np.ndarray | None = None  # int64: label two tokens back, -1 if none (order 2)
+
+
+def features(model: Model) -> Features:
+    """Every weight of the model with the observation and label(s) it belongs to."""
+    s = model.space
+    L = s.n_labels
+    obs_text = np.array(model.featurizer.observation_strings(), dtype=object)
+    u_obs, b_obs = s.owners()
+    parts_obs = [obs_text[u_obs], obs_text[b_obs]]
+    parts_prev = [np.full(s.n_u, -1, dtype=np.int64), s.b_prev.astype(np.int64)]
+    parts_label = [s.u_lab.astype(np.int64), s.b_cur.astype(np.int64)]
+    if s.has_trans:
+        constant = next(p.text for p in model.patterns if p.is_constant and p.has_bigram)
+        parts_obs.append(np.full(L * L, constant, dtype=object))
+        parts_prev.append(np.repeat(np.arange(L, dtype=np.int64), L))
+        parts_label.append(np.tile(np.arange(L, dtype=np.int64), L))
+    skip_blocks = [p.text for p in model.patterns if p.kind == "s"]  # skip-chain blocks
+    if skip_blocks:
+        skip_blocks += model.info.get("skip", {}).get("conditions", [])  # e: observations
+    for text in skip_blocks:
+        parts_obs.append(np.full(L * L, text, dtype=object))
+        parts_prev.append(np.repeat(np.arange(L, dtype=np.int64), L))
+        parts_label.append(np.tile(np.arange(L, dtype=np.int64), L))
+    prev2 = None
+    if s.order == 2:
+        prev2 = _trigram_parts(model, obs_text, parts_obs, parts_prev, parts_label)
+    return Features(observation=np.concatenate(parts_obs), prev=np.concatenate(parts_prev),
+                    label=np.concatenate(parts_label), weight=model.weights.copy(),
+                    prev2=prev2)
+
+
+def _trigram_parts(model: Model, obs_text: np.ndarray, parts_obs: list, parts_prev: list,
+                   parts_label: list) -> np.ndarray:
+    """Append the observation trigrams and the label-trigram block of a second-order model;
+    return prev2 of every feature."""
+    s = model.space
+    L = s.n_labels
+    n_first = sum(len(p) for p in parts_label)
+    codes = s.tri[s.g_tri]
+    parts_obs.append(obs_text[np.repeat(np.arange(s.n_obs), np.diff(s.g_ptr))])
+    if s.has_tri:
+        constant = next(p.text for p in model.patterns
+                        if p.is_constant and (p.has_trigram or p.has_bigram))
+        parts_obs.append(np.full(len(s.tri), constant, dtype=object))
+        codes = np.concatenate([codes, s.tri])
+    parts_prev.append((codes // L) % L)
+    parts_label.append(codes % L)
+    return np.concatenate([np.full(n_first, -1, dtype=np.int64), codes // (L * L)])
+
+
+def dump(model: Model, out: TextIO, *, top: int | None = None, threshold: float = 0.0) -> None:
+    """Write patterns, labels, then the features with ``|weight| >= threshold`` (and non-zero).
+
+    With ``top`` only the ``top`` strongest features (largest ``|weight|``)
+    of each label are written, label by label in model order, each group
+    headed ``# LABEL``; a transition belongs to the label it leads to.
+    """
+    if top is not None and top < 1:
+        raise UsageError(f"--top must be >= 1, got {top}")
+    if threshold < 0:
+        raise UsageError(f"--threshold must be >= 0, got {threshold}")
+    f = features(model)
+    keep = (f.weight != 0.0) & (np.abs(f.weight) >= threshold)
+    out.write("# patterns\n")
+    out.write("".join(p.text + "\n" for p in model.patterns))
+    out.write("# labels\n")
+    out.write("".join(name + "\n" for name in model.labels))
+    out.write(f"# features: observation<TAB>label or previous{ARROW}label<TAB>weight\n")
+    names = np.array(model.labels, dtype=object)
+    if top is None:
+        out.write(_lines(f, np.flatnonzero(keep), names))
+        return
+    for y, name in enumerate(model.labels):
+        mine = np.flatnonzero(keep & (f.label == y))
+        # stable sort: equal strengths keep the dump order
+        best = mine[np.argsort(-np.abs(f.weight[mine]), kind="stable")[:top]]
+        out.write(f"# {name}\n")
+        out.write(_lines(f, best, names))
+
+
+def _lines(f: Features, rows: np.ndarray, names: np.ndarray) -> str:
+    prev = f.prev[rows]
+    label = names[f.label[rows]]
+    target = np.where(prev >= 0, names[np.maximum(prev, 0)] + ARROW + label, label)
+    if f.prev2 is not None:
+        prev2 = f.prev2[rows]
+        target = np.where(prev2 >= 0, names[np.maximum(prev2, 0)] + ARROW + target, target)
+    return "".join(f"{o}\t{t}\t{w:.6g}\n" for o, t, w in zip(
+        f.observation[rows].tolist(), target.tolist(), f.weight[rows].tolist(), strict=True))
+
+
+def info(model: Model) -> list[tuple[str, str]]:
+    """``(key, value)`` lines describing the model and how it was trained."""
+    s = model.space
+    nonzero = int(np.count_nonzero(model.weights))
+    lines = [
+        ("type", MODEL_TYPES[model.model_type].title),
+        ("labels", f"{s.n_labels}: {' '.join(model.labels)}"),
+        ("token columns", str(model.n_token_columns)),
+        ("observations", str(s.n_obs)),
+        ("features", f"{s.n_weights} ({s.n_u} unigram, {s.n_b} observation bigram, "
+                     f"{s.n_labels ** 2 if s.has_trans else 0} transition"
+                     + (f", {s.n_skip * s.n_labels ** 2} skip-edge" if s.n_skip else "") + ")"),
+        ("non-zero weights", str(nonzero)),
+        ("patterns", str(len(model.patterns))),
+    ]
+    if s.order == 2:
+        L = s.n_labels
+        lines[4:4] = [
+            ("order", f"2: {len(s.pairs)} label pairs (of {L ** 2}) and {len(s.tri)} label "
+                      f"trigrams (of {L ** 3}) have states"),
+            ("trigram features", f"{s.n_g} observation trigram, "
+                                 f"{len(s.tri) if s.has_tri else 0} label trigram")]
+    lines += [("", p.text) for p in model.patterns]
+    for key, value in model.info.items():
+        if isinstance(value, dict):
+            lines.append((key, " ".join(f"{k}={v}" for k, v in value.items())))
+        else:
+            lines.append((key, str(value)))
+    return lines
+
+
+def write_info(model: Model, out: TextIO) -> None:
+    """Print :func:`info` as aligned ``key: value`` lines (patterns indented below)."""
+    lines = info(model)
+    width = max(len(key) for key, _ in lines) + 1
+    out.write("".join(f"{key + ':' if key else '':<{width}} {value}\n" for key, value in lines))

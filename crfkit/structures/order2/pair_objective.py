@@ -1,0 +1,45 @@
+"""The training objective of a second-order CRF: the first-order :class:`Objective` with
+the order-2 loss kernel (:func:`crfkit.structures.order2.pair_lattice.loss_block2`) per block.
+
+Blocks, waves and the block-order sum of gradient rows are the parent's, so
+the result does not depend on the thread count either.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from crfkit import config
+from crfkit.kernels.lattice import dense_rows
+from crfkit.kernels.objective import Objective
+from crfkit.space import Dataset, FeatureSpace
+from crfkit.structures.order2 import lanes as lanes2
+from crfkit.structures.order2 import pair_lattice as order2
+
+
+class Objective2(Objective):
+    """``f = objective(w, g)`` of a second-order CRF over one dataset."""
+
+    def __init__(self, space: FeatureSpace, data: Dataset, empirical: np.ndarray,
+                 rho2: float, normalisation: int = config.NORM_GLOBAL) -> None:
+        if normalisation != config.NORM_GLOBAL:
+            raise ValueError("second-order models are CRFs (one normalisation per sequence)")
+        super().__init__(space, data, empirical, rho2, normalisation)
+        self.lattice = space.lattice
+        self.per_edge = space.n_g > 0
+        # without observation trigrams, sequences go through the lattice in SIMD lanes
+        self.edge_lists = None if self.per_edge else lanes2.edge_lists(self.lattice)
+
+    def shared(self, w: np.ndarray) -> tuple:
+        s = self.space
+        return (dense_rows(w, s.u_ptr, s.u_lab, self.n_dense, s.n_labels),)
+
+    def _loss_block(self, w: np.ndarray, shared: tuple, s0: int, s1: int, G: np.ndarray,
+                    out: np.ndarray) -> None:
+        if self.edge_lists is not None:
+            lanes2.loss_block_lanes(w, self.space_arrays, self.lattice, self.edge_lists,
+                                    self.data_arrays, self.space.n_labels, s0, s1, shared[0],
+                                    G, out)
+            return
+        order2.loss_block2(w, self.space_arrays, self.lattice, self.data_arrays,
+                           self.space.n_labels, s0, s1, self.per_edge, shared[0], G, out)

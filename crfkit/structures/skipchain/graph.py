@@ -1,0 +1,373 @@
+"""Documents and skip edges: the graph of a skip-chain CRF.
+
+**Documents.** A document is the run of sequences between two ``-DOCSTART-``
+lines, or lines matching ``--doc-sep REGEX`` (the reader's
+:class:`~crfkit.io.reader.DocStart` items); a file without markers has one
+document per sequence (so no skip edge leaves a sentence).
+
+**Skip patterns.** A pattern line of kind ``s`` (or ``S``) defines the *key*
+of a position; positions of one document with the same key (and the same skip
+pattern) are joined by skip edges. Its commands are those of any pattern, and
+a position has a key only if every command has a value there: inside the
+sequence, ``%t``/``%T`` true, ``%m``/``%M``/``%x``/``%X`` not empty. So
+
+    s:cap=%t[-1,0,"."]%m[0,0,"^\\u.*"]
+
+keys every capitalised word that does not start its sentence (``%t`` of the
+padding before a sentence is false) by the word itself (``%m`` of a word that
+does not start with an upper-case letter is empty). The key is the tuple of
+the command values; the pattern's text is only its name. Each skip pattern has
+its own ``L x L`` block of label-pair weights (earlier end's label, later
+end's label).
+
+**Conditioned skip features.** A pattern line of kind ``e`` is an
+observation of the *ends* of skip edges (Sutton and McCallum's endpoint
+disjunction): its value at either end of an edge (padding included, as for
+any pattern) gives the edge one more ``L x L`` block of label-pair weights,
+that of the observation ``SKIP | VALUE`` (``SKIP`` the skip pattern's text),
+so a model can trust some edges more than others. So
+
+    e:init=%t[-1,0,"."]
+    e:pos=%x[0,1]
+
+let a sentence-initial end (``e:init=false``) or a part of speech weaken or
+strengthen an edge. An edge's score is the sum of its blocks: its skip
+pattern's, then its observations' (each once, whether one end or both has
+it). The observations are those of the training edges, in the order first
+seen (kept in the model, ``info.skip.conditions``); an unknown one is left
+out when labelling.
+
+**Edges.** ``mode="next"`` joins each occurrence to the next one of its key
+(a path per key), ``"all"`` joins every pair (a clique per key), ``"first"``
+joins every later occurrence to the first one (a star per key: the first,
+usually fullest, mention reaches each later one in one step). At most
+``cap`` edges per document are kept, the shortest (in tokens) first, so a
+very frequent key cannot make a document dense.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from crfkit.errors import UsageError
+from crfkit.features.explain import apply_pattern
+from crfkit.features.patterns import Pattern
+from crfkit.features.strings import intern_column
+from crfkit.features.transforms import transform_values
+from crfkit.io.reader import DocStart, Sequence
+
+SKIP_MODES = ("next", "all", "first")
+NO_VALUE = {"t": "false", "T": "false"}  # the value that means "no key"; else ""
+
+
+@dataclass(frozen=True)
+class SkipOptions:
+    """How skip edges are made and how belief propagation runs (training and labelling)."""
+
+    mode: str = "next"
+    cap: int = 1000
+    bp_maxiter: int = 50
+    bp_tol: float = 1e-6
+    bp_damping: float = 0.5  # damped sum-product in training (chosen on ned.testa; README)
+    doc_sep: str | None = None  # regex of document separator lines, besides -DOCSTART-
+    label_damping: float = 0.5  # max-product BP when labelling (undamped, it can oscillate)
+
+    def validate(self) -> None:
+        if self.mode not in SKIP_MODES:
+            raise UsageError(f"unknown skip-edge mode {self.mode!r} (expected "
+                             f"{' or '.join(SKIP_MODES)})")
+        if self.cap < 0:
+            raise UsageError(f"--skip-cap must be >= 0, got {self.cap}")
+        if self.bp_maxiter < 1:
+            raise UsageError(f"--bp-maxiter must be >= 1, got {self.bp_maxiter}")
+        if not self.bp_tol >= 0:
+            raise UsageError(f"--bp-tol must be >= 0, got {self.bp_tol}")
+        if not 0 <= self.bp_damping < 1:
+            raise UsageError(f"--bp-damping must be in [0, 1), got {self.bp_damping}")
+        if not 0 <= self.label_damping < 1:
+            raise UsageError(f"--bp-label-damping must be in [0, 1), got {self.label_damping}")
+
+    def as_dict(self) -> dict:
+        return {"mode": self.mode, "cap": self.cap, "bp_maxiter": self.bp_maxiter,
+                "bp_tol": self.bp_tol, "bp_damping": self.bp_damping, "doc_sep": self.doc_sep,
+                "label_damping": self.label_damping}
+
+    @classmethod
+    def from_dict(cls, value: object) -> SkipOptions:
+        """The options a model recorded; ValueError if they are malformed. A model from
+        before ``label_damping`` labels with its training damping, as it did."""
+        if not isinstance(value, dict):
+            raise ValueError("skip-chain settings missing")
+        try:
+            options = cls(mode=value["mode"], cap=int(value["cap"]),
+                          bp_maxiter=int(value["bp_maxiter"]), bp_tol=float(value["bp_tol"]),
+                          bp_damping=float(value["bp_damping"]),
+                          doc_sep=value.get("doc_sep"),
+                          label_damping=float(value.get("label_damping",
+                                                        value["bp_damping"])))
+            if options.doc_sep is not None and not isinstance(options.doc_sep, str):
+                raise ValueError("doc_sep is not a string")
+            options.validate()
+        except (KeyError, TypeError, ValueError, UsageError) as err:
+            raise ValueError(f"bad skip-chain settings: {err}") from None
+        return options
+
+
+@dataclass
+class SkipGraph:
+    """Documents and skip edges of a corpus, as the kernels take them (all int64).
+
+    ``doc_ptr[d]:doc_ptr[d+1]``: the sequences of document d; ``edge_ptr`` its
+    edges, joining tokens ``e_i < e_j`` under skip pattern ``e_pat``;
+    ``inc_ptr[t]:inc_ptr[t+1]`` index ``inc_edge``/``inc_side`` (0: t is the edge's
+    earlier end) for every edge of token t.
+    """
+
+    doc_ptr: np.ndarray
+    edge_ptr: np.ndarray
+    e_i: np.ndarray
+    e_j: np.ndarray
+    e_pat: np.ndarray
+    inc_ptr: np.ndarray
+    inc_edge: np.ndarray
+    inc_side: np.ndarray
+
+    @property
+    def n_edges(self) -> int:
+        return len(self.e_i)
+
+    @property
+    def n_docs(self) -> int:
+        return len(self.doc_ptr) - 1
+
+    eb_ptr: np.ndarray | None = None  # edge e's weight blocks: eb_blk[eb_ptr[e]:eb_ptr[e+1]]
+    eb_blk: np.ndarray | None = None  # (None: each edge has its skip pattern's block only)
+    conditions: list[str] = field(default_factory=list)  # blocks after the patterns' (e:)
+
+    def arrays(self) -> tuple:
+        return (self.doc_ptr, self.edge_ptr, self.e_i, self.e_j, self.e_pat, self.inc_ptr,
+                self.inc_edge, self.inc_side)
+
+    def blocks(self) -> tuple[np.ndarray, np.ndarray]:
+        """``(eb_ptr, eb_blk)``: the weight blocks of every edge, as the kernels take them."""
+        if self.eb_ptr is None or self.eb_blk is None:
+            return np.arange(self.n_edges + 1, dtype=np.int64), self.e_pat
+        return self.eb_ptr, self.eb_blk
+
+    def pair_counts(self, labels: np.ndarray, n_labels: int, n_skip: int) -> np.ndarray:
+        """Gold label-pair counts of every weight block (the empirical counts); ``n_skip``
+        the number of blocks."""
+        L = n_labels
+        eb_ptr, eb_blk = self.blocks()
+        edge = np.repeat(np.arange(self.n_edges), np.diff(eb_ptr))
+        code = (eb_blk * L + labels[self.e_i[edge]]) * L + labels[self.e_j[edge]]
+        return np.bincount(code, minlength=n_skip * L * L).astype(np.float64)
+
+
+def skip_patterns(patterns: list[Pattern]) -> list[Pattern]:
+    """The skip-edge patterns (kind ``s``) among ``patterns``, in file order."""
+    return [p for p in patterns if p.kind == "s"]
+
+
+def edge_patterns(patterns: list[Pattern]) -> list[Pattern]:
+    """The skip-edge observation patterns (kind ``e``) among ``patterns``, in file order."""
+    return [p for p in patterns if p.kind == "e"]
+
+
+def split_documents(items: Iterable[Sequence | DocStart]) -> tuple[list[Sequence], list[int]]:
+    """Sequences of a reader's items, and the index of the first sequence of each document.
+
+    Without any ``-DOCSTART-`` every sequence is a document; otherwise a
+    document runs from one marker to the next (sequences before the first
+    marker form one too).
+    """
+    sequences: list[Sequence] = []
+    starts: list[int] = []
+    marked = False
+    for item in items:
+        if isinstance(item, DocStart):
+            marked = True
+            if not starts or starts[-1] != len(sequences):
+                starts.append(len(sequences))
+        elif isinstance(item, Sequence):
+            if not starts:
+                starts.append(0)
+            sequences.append(item)
+    if not marked:
+        starts = list(range(len(sequences)))
+    starts = [s for s in starts if s < len(sequences)]
+    if sequences and (not starts or starts[0] != 0):
+        starts.insert(0, 0)
+    return sequences, starts
+
+
+def doc_pointer(starts: list[int], n_seqs: int) -> np.ndarray:
+    """``doc_ptr`` from the first sequence of every document."""
+    return np.array(list(starts) + [n_seqs], dtype=np.int64)
+
+
+def position_keys(pattern: Pattern, rows: list[list[str]], seq_ptr: np.ndarray,
+                  columns: dict) -> np.ndarray:
+    """Key id of every token under one skip pattern (-1: no key), ids dense per call.
+
+    ``columns`` caches :func:`intern_column` per column across patterns.
+    """
+    n = len(rows)
+    if not n or not pattern.commands:
+        return np.full(n, -1, dtype=np.int64)
+    lengths = np.diff(seq_ptr)
+    start = np.repeat(seq_ptr[:-1], lengths)
+    index = np.arange(n, dtype=np.int64) - start
+    length = np.repeat(lengths, lengths)
+    valid = np.ones(n, dtype=bool)
+    codes = []
+    for command in pattern.commands:
+        if command.column not in columns:
+            columns[command.column] = intern_column(rows, command.column)
+        ids, distinct = columns[command.column]
+        values = transform_values(command.transform, distinct)
+        empty = NO_VALUE.get(command.letter, "")
+        bad = np.fromiter((v == empty for v in values), dtype=bool, count=len(values))
+        if command.absolute:
+            where = (np.full(n, command.offset - 1) if command.offset > 0
+                     else length + command.offset)
+        else:
+            where = index + command.offset
+        inside = (where >= 0) & (where < length)
+        value = ids[start + np.where(inside, where, 0)]
+        valid &= inside & ~bad[value]
+        # values are compared as strings: the transform's values, not the token ids
+        _, value_code = np.unique(np.array(values, dtype=object), return_inverse=True)
+        codes.append(value_code.reshape(-1)[value])
+    stacked = np.stack(codes, axis=1)
+    _, key = np.unique(stacked, axis=0, return_inverse=True)
+    return np.where(valid, key.reshape(-1), -1).astype(np.int64)
+
+
+def build_graph(sequences: list[Sequence], starts: list[int], patterns: list[Pattern],
+                options: SkipOptions, conditions: list[str] | None = None) -> SkipGraph:
+    """The documents and skip edges of ``sequences`` under the skip ``patterns``, the
+    edges conditioned by the ``e`` patterns: on the observations ``conditions`` (a
+    model's), or on all those found (training: ``None``)."""
+    lengths = np.fromiter((len(s.rows) for s in sequences), dtype=np.int64,
+                          count=len(sequences))
+    seq_ptr = np.zeros(len(sequences) + 1, dtype=np.int64)
+    np.cumsum(lengths, out=seq_ptr[1:])
+    doc_ptr = doc_pointer(starts, len(sequences))
+    doc_of_seq = np.repeat(np.arange(len(doc_ptr) - 1), np.diff(doc_ptr))
+    doc_of_tok = np.repeat(doc_of_seq, lengths)
+    rows = [row for seq in sequences for row in seq.rows]
+    columns: dict = {}
+    found_i, found_j, found_p = [], [], []
+    for p, pattern in enumerate(skip_patterns(patterns)):
+        key = position_keys(pattern, rows, seq_ptr, columns)
+        tok = np.flatnonzero(key >= 0)
+        order = np.lexsort((tok, key[tok], doc_of_tok[tok]))  # by document, key, position
+        tok = tok[order]
+        group = np.stack([doc_of_tok[tok], key[tok]], axis=1)
+        i, j = _pairs(tok, group, options.mode)
+        found_i.append(i)
+        found_j.append(j)
+        found_p.append(np.full(len(i), p, dtype=np.int64))
+    e_i = np.concatenate(found_i) if found_i else np.zeros(0, dtype=np.int64)
+    e_j = np.concatenate(found_j) if found_j else np.zeros(0, dtype=np.int64)
+    e_pat = np.concatenate(found_p) if found_p else np.zeros(0, dtype=np.int64)
+    e_doc = doc_of_tok[e_i] if len(e_i) else e_i
+    # the cap: per document, the shortest edges first
+    order = np.lexsort((e_pat, e_j, e_i, e_j - e_i, e_doc))
+    e_i, e_j, e_pat, e_doc = e_i[order], e_j[order], e_pat[order], e_doc[order]
+    first_of_doc = np.searchsorted(e_doc, e_doc, side="left")
+    keep = (np.arange(len(e_doc)) - first_of_doc) < options.cap
+    e_i, e_j, e_pat = e_i[keep], e_j[keep], e_pat[keep]
+    graph = graph_from_edges(doc_ptr, seq_ptr, e_i, e_j, e_pat)
+    if edge_patterns(patterns):
+        condition_edges(graph, sequences, seq_ptr, patterns, conditions)
+    return graph
+
+
+def condition_edges(graph: SkipGraph, sequences: list[Sequence], seq_ptr: np.ndarray,
+                    patterns: list[Pattern], conditions: list[str] | None) -> None:
+    """Give every edge of ``graph`` its weight blocks (module docstring): its skip
+    pattern's, then those of the ``e`` observations at its ends, in block order."""
+    skips, observers = skip_patterns(patterns), edge_patterns(patterns)
+    grow = conditions is None
+    found = [] if conditions is None else list(conditions)
+    index = {c: k for k, c in enumerate(found)}
+    values: dict[int, list[str]] = {}
+    for t in np.unique(np.concatenate([graph.e_i, graph.e_j])).tolist():
+        s = int(np.searchsorted(seq_ptr, t, side="right")) - 1
+        rows = sequences[s].rows
+        values[t] = [apply_pattern(p, rows, t - int(seq_ptr[s])) for p in observers]
+    eb_ptr = np.zeros(graph.n_edges + 1, dtype=np.int64)
+    eb_blk: list[int] = []
+    for e, (i, j, p) in enumerate(zip(graph.e_i.tolist(), graph.e_j.tolist(),
+                                      graph.e_pat.tolist(), strict=True)):
+        blocks = set()
+        for value in values[i] + values[j]:
+            name = f"{skips[p].text} | {value}"
+            if name not in index and grow:
+                index[name] = len(found)
+                found.append(name)
+            if name in index:
+                blocks.add(len(skips) + index[name])
+        eb_blk.append(p)
+        eb_blk.extend(sorted(blocks))
+        eb_ptr[e + 1] = len(eb_blk)
+    graph.eb_ptr = eb_ptr
+    graph.eb_blk = np.array(eb_blk, dtype=np.int64)
+    graph.conditions = found
+
+
+def graph_from_edges(doc_ptr: np.ndarray, seq_ptr: np.ndarray, e_i: np.ndarray,
+                     e_j: np.ndarray, e_pat: np.ndarray) -> SkipGraph:
+    """The graph of given skip edges (``e_i < e_j``, both in one document of ``doc_ptr``)."""
+    e_i, e_j, e_pat = (np.asarray(a, dtype=np.int64) for a in (e_i, e_j, e_pat))
+    if (e_i >= e_j).any():
+        raise ValueError("a skip edge must join an earlier token to a later one")
+    n_tok = int(seq_ptr[-1])
+    lengths = np.diff(seq_ptr)
+    doc_of_seq = np.repeat(np.arange(len(doc_ptr) - 1), np.diff(doc_ptr))
+    doc_of_tok = np.repeat(doc_of_seq, lengths)
+    if len(e_i) and (doc_of_tok[e_i] != doc_of_tok[e_j]).any():
+        raise ValueError("a skip edge must join tokens of one document")
+    order = np.lexsort((e_pat, e_j, e_i))  # by position (documents are contiguous)
+    e_i, e_j, e_pat = e_i[order], e_j[order], e_pat[order]
+    e_doc = doc_of_tok[e_i]
+    n_docs = len(doc_ptr) - 1
+    edge_ptr = np.zeros(n_docs + 1, dtype=np.int64)
+    np.cumsum(np.bincount(e_doc, minlength=n_docs), out=edge_ptr[1:])
+    ends = np.concatenate([e_i, e_j])
+    sides = np.concatenate([np.zeros(len(e_i), dtype=np.int64), np.ones(len(e_j), np.int64)])
+    edges = np.concatenate([np.arange(len(e_i)), np.arange(len(e_j))]).astype(np.int64)
+    by_token = np.lexsort((sides, edges, ends))
+    inc_ptr = np.zeros(n_tok + 1, dtype=np.int64)
+    np.cumsum(np.bincount(ends, minlength=n_tok), out=inc_ptr[1:])
+    return SkipGraph(np.asarray(doc_ptr, dtype=np.int64), edge_ptr, e_i, e_j, e_pat, inc_ptr,
+                     edges[by_token], sides[by_token])
+
+
+def _pairs(tok: np.ndarray, group: np.ndarray, mode: str) -> tuple[np.ndarray, np.ndarray]:
+    """Edges between tokens of the same group (tokens sorted by group, then position)."""
+    if len(tok) < 2:
+        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
+    same = (group[1:] == group[:-1]).all(axis=1)
+    if mode == "next":
+        return tok[:-1][same], tok[1:][same]
+    if mode == "first":
+        run = np.cumsum(np.concatenate([[0], ~same]))  # the group of each token
+        first = np.flatnonzero(np.concatenate([[True], ~same]))
+        later = np.flatnonzero(np.concatenate([[False], same]))
+        return tok[first[run[later]]], tok[later]
+    bounds = np.flatnonzero(np.concatenate([[True], ~same, [True]]))
+    firsts, seconds = [], []
+    for a, b in zip(bounds[:-1], bounds[1:], strict=True):
+        if b - a > 1:
+            ia, ja = np.triu_indices(int(b - a), k=1)
+            firsts.append(tok[a + ia])
+            seconds.append(tok[a + ja])
+    if not firsts:
+        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
+    return np.concatenate(firsts), np.concatenate(seconds)

@@ -1,0 +1,394 @@
+"""Training corpora for the kernels: vocabulary, feature space, empirical counts.
+
+Three entry points:
+
+* :func:`encode_training` builds everything from a labelled corpus — or,
+  given an existing model (``train -m``), *extends* that model: its labels,
+  string tables and observation ids are kept, new labels and observations
+  are appended, the feature space is the union of the model's features and
+  those seen in the new corpus, and the starting weights are the model's
+  (zero for new features). Appending keeps every old id valid, so old
+  weights are copied by a key lookup, never re-learnt;
+* :func:`encode_devel` encodes a development corpus under the (frozen)
+  training vocabulary, refusing labels the model cannot predict;
+* merging the model's feature space with the new corpus's is a union of
+  feature keys (:meth:`crfkit.space.FeatureSpace.keys`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from crfkit.errors import InputError, UsageError
+from crfkit.features.columns import TokenColumns, columns_of, pattern_columns
+from crfkit.features.extract import Featurizer, token_lists
+from crfkit.features.patterns import Pattern, check_columns
+from crfkit.features.strings import StringTable
+from crfkit.features.values import occurrence_values, value_matrix
+from crfkit.features.vocab import ObservationVocab
+from crfkit.io.reader import Sequence
+from crfkit.model.model import Model
+from crfkit.model.types import MODEL_TYPES
+from crfkit.space import Dataset, FeatureSpace
+from crfkit.training.memory import (
+    INDEX_BYTES,
+    MemoryBudget,
+    PatternCost,
+    check,
+    dense_costs,
+    estimate_training,
+)
+
+
+@dataclass
+class Corpus:
+    """A labelled training corpus encoded for the kernels.
+
+    ``x0`` holds the starting weights (an initial model's, or zeros); ``frozen``
+    the weights L-BFGS keeps at their start (None: none).
+    """
+
+    featurizer: Featurizer
+    space: FeatureSpace
+    data: Dataset
+    empirical: np.ndarray
+    labels: list[str]
+    n_token_columns: int
+    x0: np.ndarray
+    graph: object = None  # skip-chain models: the crfkit.structures.skipchain.graph.SkipGraph
+    frozen: np.ndarray | None = None
+
+
+def model_patterns(patterns: list[Pattern], model_type: str, order: int = 1) -> list[Pattern]:
+    """The patterns a model of this type and label order uses: MaxEnt has no label pairs,
+    so it drops bigram-only patterns (``*`` patterns keep their unigram half); a first-order
+    model drops the trigram patterns (``t``), so one file serves both orders."""
+    if order == 1:
+        patterns = [p for p in patterns if not p.has_trigram] or patterns
+    if MODEL_TYPES[model_type].label_pairs:
+        return patterns
+    kept = [p for p in patterns if p.has_unigram]
+    if not kept:
+        raise UsageError("a maxent model needs unigram patterns (u, U or *): the pattern "
+                         "file has only bigram patterns")
+    return kept
+
+
+def encode_training(patterns: list[Pattern], sequences: list[Sequence] | TokenColumns, *,
+                    cutoff: int = 1, source: str = "<input>", model_type: str = "crf",
+                    init: Model | None = None, all_features: bool = False,
+                    all_labels: bool = False, budget: MemoryBudget | None = None,
+                    order: int = 1) -> Corpus:
+    """Build the vocabulary, feature space and arrays of a training corpus.
+
+    ``sequences``: a list, or the corpus already interned by column
+    (:func:`crfkit.features.columns.collect_columns` of :func:`training_columns`;
+    not with ``%v`` patterns, which read numbers from the rows): the same corpus.
+    ``patterns`` must already be :func:`model_patterns` of the type. With
+    ``init`` the corpus extends that model (module docstring); observations
+    of the new corpus below ``cutoff`` are dropped, the model's are kept.
+    ``all_features``: every observation x label (pair), not only those seen;
+    ``all_labels``: every observation x label, the label pairs those seen
+    (CRFsuite's possible states).
+    ``order`` 2: a second-order space (:mod:`crfkit.structures.order2.pair_space`) with the ``t``
+    patterns.
+    ``budget``: with ``all_features`` or ``all_labels``, refuse (:mod:`crfkit.training.memory`)
+    before the
+    dense feature space is built if training would not fit. (Without it the
+    space is linear in the corpus; :func:`crfkit.training.train.train` checks the
+    exact space before the optimiser allocates its vectors.)
+    """
+    columns, rows = _training_columns(patterns, sequences, source, init, order)
+    n_token_columns = columns.n_columns - 1
+    labels, y = _gold(columns, n_token_columns, init)
+
+    tables = None
+    if init is not None:  # copies: training must not change the initial model
+        tables = [StringTable(t.strings) for t in init.featurizer.tables]
+    featurizer = Featurizer(patterns, tables=tables)
+    pos, components = featurizer.components_of(columns, grow=True)
+    del columns, sequences  # the interned columns live on in components
+    obs = featurizer.build_vocab(components, cutoff=cutoff)
+    del components
+    if init is not None:
+        obs = _merge_vocab(featurizer, init.featurizer.vocab, obs)
+    unigram, bigram, has_trans = feature_kinds(patterns, featurizer.listed, model_type)
+    per_obs = None
+    if all_features or all_labels:
+        dense_bigram = bigram if all_features else np.zeros_like(bigram)
+        if budget is not None:  # refuse before the dense space is built
+            _check_dense(featurizer, unigram, dense_bigram, len(labels), has_trans, budget,
+                         order if all_features else 1,
+                         "--all-features" if all_features else "--all-labels")
+        flags = np.zeros((2, len(patterns)), dtype=bool)
+        flags[0, featurizer.listed], flags[1, featurizer.listed] = unigram, dense_bigram
+        per_obs = flags[:, featurizer.vocab.pattern]
+    space, empirical = FeatureSpace.from_training(
+        obs, unigram, bigram, pos.index == 0, y, len(featurizer.vocab), len(labels), has_trans,
+        all_features=per_obs)
+    if order == 2:
+        space, empirical = _second_order(space, empirical, featurizer, obs, pos.index, y,
+                                         all_features)
+    x0 = np.zeros(space.n_weights)
+    if init is not None and order == 2:
+        space, empirical, x0 = _merge_space2(space, empirical, init.space, init.weights)
+    elif init is not None:
+        space, empirical, x0 = _merge_space(space, empirical, init.space, init.weights)
+    tok_ptr, tok_obs = token_lists(obs)
+    tok_val = None if rows is None else occurrence_values(
+        value_matrix(patterns, featurizer.listed, rows, source), obs)
+    data = Dataset(seq_ptr=pos.seq_ptr, tok_ptr=tok_ptr, tok_obs=tok_obs, labels=y,
+                   tok_val=tok_val)
+    if tok_val is not None:  # %v patterns: the gold totals are sums of values
+        empirical = valued_totals(space, data)
+    return Corpus(featurizer, space, data, empirical, labels, n_token_columns, x0)
+
+
+def _training_columns(patterns: list[Pattern], sequences: list[Sequence] | TokenColumns,
+                      source: str, init: Model | None, order: int
+                      ) -> tuple[TokenColumns, list[Sequence] | None]:
+    """The corpus interned by column, checked against the patterns and the initial model,
+    and its rows when it came as a list (None when it came interned)."""
+    rows = None
+    if not isinstance(sequences, TokenColumns):
+        rows = sequences
+        _check_row_columns(rows, source)
+        sequences = columns_of(rows, training_columns(patterns))
+    columns = sequences
+    if not columns.n_seqs:
+        raise InputError("training data is empty (no sequences)", path=source)
+    n_columns = columns.n_columns
+    if n_columns < 2:
+        raise InputError(f"training data needs token columns and a label column, found "
+                         f"{n_columns} column", path=source, line=columns.first_line)
+    n_token_columns = n_columns - 1
+    check_columns(patterns, n_token_columns, label_column=True)
+    _check_order(patterns, order)
+    if init is not None and init.n_token_columns != n_token_columns:
+        raise InputError(f"the initial model reads {init.n_token_columns} token columns, the "
+                         f"training data has {n_token_columns}", path=source,
+                         line=columns.first_line)
+    if rows is None and any(p.value for p in patterns):
+        raise ValueError("%v patterns read numbers from the rows: pass the sequences")
+    return columns, rows
+
+
+def _gold(columns: TokenColumns, label_column: int, init: Model | None
+          ) -> tuple[list[str], np.ndarray]:
+    """The labels (the initial model's first, then the new ones in order of first
+    appearance) and every token's gold label id (int32)."""
+    gold = columns.distinct[label_column]  # in order of first appearance
+    labels = list(init.labels) if init is not None else []
+    known = set(labels)
+    labels += [label for label in gold if label not in known]
+    label_index = {label: i for i, label in enumerate(labels)}
+    return labels, np.array([label_index[label] for label in gold], dtype=np.int32)[
+        columns.ids[label_column]]
+
+
+def training_columns(patterns: list[Pattern]) -> set[int]:
+    """The columns training reads: those of the patterns, and the label (-1)."""
+    return pattern_columns(patterns) | {-1}
+
+
+def _check_row_columns(sequences: list[Sequence], source: str) -> None:
+    """Every sequence of a list has the column count of the first."""
+    if not sequences:
+        raise InputError("training data is empty (no sequences)", path=source)
+    n_columns = len(sequences[0].rows[0])
+    for seq in sequences:
+        if len(seq.rows[0]) != n_columns:
+            raise InputError(f"expected {n_columns} columns, found {len(seq.rows[0])}",
+                             path=source, line=seq.lines[0])
+
+
+def valued_totals(space: FeatureSpace, data: Dataset) -> np.ndarray:
+    """The empirical feature totals of a labelled corpus with values."""
+    from crfkit.kernels.valued import path_totals  # Numba: training only
+
+    totals = np.zeros(space.n_weights)
+    path_totals(totals, space.arrays(), data.seq_ptr, data.tok_ptr, data.tok_obs,
+                data.tok_val, data.labels, space.n_labels)
+    return totals
+
+
+def feature_kinds(patterns: list[Pattern], listed: list[int], model_type: str
+                  ) -> tuple[np.ndarray, np.ndarray, bool]:
+    """Which listed patterns make unigram and observation-bigram features, and whether
+    the model has a transition block (a constant bigram pattern, CRF++'s bare ``B``)."""
+    no_pairs = not MODEL_TYPES[model_type].label_pairs
+    chosen = [patterns[p] for p in listed]
+    unigram = np.array([p.has_unigram for p in chosen], dtype=bool)
+    bigram = np.array([p.has_bigram and not p.is_constant and not no_pairs for p in chosen],
+                      dtype=bool)
+    has_trans = not no_pairs and any(p.is_constant and p.has_bigram for p in patterns)
+    return unigram, bigram, has_trans
+
+
+def _check_dense(featurizer: Featurizer, unigram: np.ndarray, bigram: np.ndarray, L: int,
+                 has_trans: bool, budget: MemoryBudget, order: int, option: str) -> None:
+    """Refuse ``option`` (``--all-features``; ``--all-labels``: ``bigram`` all False,
+    ``order`` 1) if its dense space would not fit (crfkit.training.memory)."""
+    patterns = featurizer.patterns
+    listed = [patterns[p] for p in featurizer.listed]
+    counts = np.bincount(featurizer.vocab.pattern, minlength=len(patterns))[featurizer.listed]
+    trigram = _trigram_flags(listed) if order == 2 else None
+    costs = dense_costs(listed, counts, unigram, bigram, L, trigram)
+    if order == 2:  # the label-trigram block: every trigram a state
+        costs.append(PatternCost(patterns[-1], 1, L**3))
+    estimate = estimate_training(costs, L, has_trans, budget,
+                                 unbuilt_bytes_per_weight=8 + INDEX_BYTES)
+    check(estimate, budget.limit, dense_option=option, n_labels=L)
+
+
+def _check_order(patterns: list[Pattern], order: int) -> None:
+    """Trigram patterns need a second-order model."""
+    trigram_line = next((p for p in patterns if p.has_trigram), None)
+    if trigram_line is not None and order != 2:
+        raise UsageError(f"pattern {trigram_line.text!r} (line {trigram_line.line}) is a "
+                         f"trigram pattern: train with --order 2")
+
+
+def _trigram_flags(listed: list[Pattern]) -> np.ndarray:
+    return np.array([p.has_trigram and not p.is_constant for p in listed], dtype=bool)
+
+
+def _second_order(space: FeatureSpace, empirical: np.ndarray, featurizer: Featurizer,
+                  obs: np.ndarray, index: np.ndarray, y: np.ndarray,
+                  all_features: bool) -> tuple[FeatureSpace, np.ndarray]:
+    """The second-order space (:mod:`crfkit.structures.order2.pair_space`) over a first-order
+    one."""
+    from crfkit.structures.order2.pair_space import order2_space
+
+    patterns = featurizer.patterns
+    trigram = _trigram_flags([patterns[p] for p in featurizer.listed])
+    has_tri = any(p.is_constant and (p.has_trigram or p.has_bigram) for p in patterns)
+    flags = None
+    if all_features:
+        flags = np.zeros(len(patterns), dtype=bool)
+        flags[featurizer.listed] = trigram
+        flags = flags[featurizer.vocab.pattern]
+    return order2_space(space, empirical, obs, trigram, index, y, has_tri, all_features=flags)
+
+
+@dataclass
+class DevelSet:
+    """A development corpus encoded for scoring during training.
+
+    ``data.labels`` are gold label ids; ids from ``len(corpus.labels)`` on
+    name devel labels that training never saw (``label_names`` holds all):
+    the model cannot predict them, so their tokens score as errors.
+    """
+
+    data: Dataset
+    label_names: list[str]
+    warnings: list[str]
+
+
+def encode_devel(corpus: Corpus, sequences: list[Sequence], source: str) -> DevelSet:
+    """A development corpus under the training vocabulary, with gold label ids."""
+    if not sequences:
+        raise InputError("development data is empty (no sequences)", path=source)
+    index = {label: i for i, label in enumerate(corpus.labels)}
+    names = list(corpus.labels)
+    first_line: dict[str, int] = {}
+    expected = corpus.n_token_columns + 1
+    gold = []
+    for seq in sequences:
+        for row, line in zip(seq.rows, seq.lines, strict=True):
+            if len(row) != expected:
+                raise InputError(f"expected {expected} columns (as the training data), found "
+                                 f"{len(row)}", path=source, line=line)
+            y = index.get(row[-1])
+            if y is None:
+                y = index[row[-1]] = len(names)
+                names.append(row[-1])
+                first_line[row[-1]] = line
+            gold.append(y)
+    gold_ids = np.array(gold, dtype=np.int32)
+    warnings = []
+    for label, line in first_line.items():
+        count = int(np.count_nonzero(gold_ids == index[label]))
+        warnings.append(f"{source}:{line}: label {label!r} does not occur in the training "
+                        f"data: its {count} token(s) are scored as errors")
+    featurizer = corpus.featurizer
+    pos, components = featurizer.components(sequences, grow=False)
+    obs = featurizer.observations(components)
+    tok_ptr, tok_obs = token_lists(obs)
+    tok_val = occurrence_values(value_matrix(featurizer.patterns, featurizer.listed, sequences,
+                                             source), obs)
+    data = Dataset(seq_ptr=pos.seq_ptr, tok_ptr=tok_ptr, tok_obs=tok_obs, labels=gold_ids,
+                   tok_val=tok_val)
+    return DevelSet(data, names, warnings)
+
+
+# --- warm start ----------------------------------------------------------------------------------
+def _merge_vocab(featurizer: Featurizer, old: ObservationVocab, obs: np.ndarray) -> np.ndarray:
+    """Put the old observations first (same ids), then the new corpus's unseen ones.
+
+    ``featurizer.vocab`` holds the new corpus's vocabulary on entry and the
+    merged one on return; ``obs`` (ids in the new vocabulary) is renumbered.
+    The string tables were grown from the old ones, so an observation has the
+    same key in both vocabularies.
+    """
+    new = featurizer.vocab
+    sorter = np.argsort(old.keys, kind="stable")
+    where = np.searchsorted(old.keys, new.keys, sorter=sorter)
+    where = np.minimum(where, max(len(old) - 1, 0))
+    found = np.zeros(len(new), dtype=bool)
+    if len(old):
+        found = old.keys[sorter[where]] == new.keys
+    merged_id = np.empty(len(new), dtype=np.int32)
+    if len(old):
+        merged_id[found] = sorter[where[found]]
+    merged_id[~found] = len(old) + np.arange(int((~found).sum()), dtype=np.int32)
+    fresh = new.subset(~found, featurizer.n_commands)
+    featurizer.vocab = ObservationVocab(np.concatenate([old.keys, fresh.keys]),
+                                        np.concatenate([old.pattern, fresh.pattern]),
+                                        np.concatenate([old.values, fresh.values]))
+    return np.where(obs >= 0, merged_id[np.maximum(obs, 0)], -1).astype(np.int32)
+
+
+def _merge_space(new: FeatureSpace, empirical: np.ndarray, old: FeatureSpace,
+                 old_weights: np.ndarray) -> tuple[FeatureSpace, np.ndarray, np.ndarray]:
+    """Union of the old model's features and the new corpus's, with starting weights.
+
+    Labels and observations were appended, so an old feature keeps its
+    (observation, labels) ids and only its key changes with L. The old
+    transition block (L_old x L_old) goes to the top-left of the new one.
+    """
+    L, L_old = new.n_labels, old.n_labels
+    nu_new, nb_new = new.keys()
+    ou, ob = old.keys(L)
+    u_keys = np.union1d(nu_new, ou)
+    b_keys = np.union1d(nb_new, ob)
+    space = FeatureSpace.from_keys(u_keys, b_keys, new.n_obs, L, new.has_trans)
+    emp = np.zeros(space.n_weights)
+    x0 = np.zeros(space.n_weights)
+    n_u, t_off = space.n_u, space.trans_offset
+    emp[np.searchsorted(u_keys, nu_new)] = empirical[:new.n_u]
+    emp[n_u + np.searchsorted(b_keys, nb_new)] = empirical[new.n_u:new.trans_offset]
+    x0[np.searchsorted(u_keys, ou)] = old_weights[:old.n_u]
+    x0[n_u + np.searchsorted(b_keys, ob)] = old_weights[old.n_u:old.trans_offset]
+    if space.has_trans:
+        emp[t_off:] = empirical[new.trans_offset:]
+        block = x0[t_off:].reshape(L, L)
+        if old.has_trans:
+            block[:L_old, :L_old] = old_weights[old.trans_offset:old.skip_offset].reshape(
+                L_old, L_old)
+    return space, emp, x0
+
+
+def _merge_space2(new, empirical: np.ndarray, old, old_weights: np.ndarray) -> tuple:
+    """:func:`_merge_space` for second-order spaces (:mod:`crfkit.structures.order2.pair_space`):
+    the first-order
+    parts merge as there; label-pair and trigram states are the union of both (the old
+    codes re-keyed for the larger label set), and so are the observation trigrams."""
+    from crfkit.structures.order2.pair_space import first_order_parts, merged_trigrams
+
+    base, emp, x0 = _merge_space(FeatureSpace(**first_order_parts(new)),
+                                 empirical[:new.g_offset], FeatureSpace(**first_order_parts(old)),
+                                 old_weights[:old.g_offset])
+    return merged_trigrams(base, emp, x0, new, empirical, old, old_weights)

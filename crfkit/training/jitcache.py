@@ -1,0 +1,232 @@
+"""Whether Numba still has to compile the kernels a training run needs.
+
+The kernels are compiled on their first call and kept in Numba's on-disk
+cache (``cache=True``), so only the first run after an install (or after a
+kernel changed) compiles, for about ten seconds, before its first progress
+line. :func:`announce_compile` prints one line first, so that run does not
+look hung; a warm run prints nothing.
+
+How it tells, without compiling or loading anything: each kernel's cache
+index (``<function>-<line>.py311.nbi``) maps the compiled versions to their
+data files. Numba accepts an index only if it was written by the same Numba
+version for the current source file (size and mtime); an entry is usable
+only on the same CPU (``magic_tuple``) and for the same bytecode and
+closure values. A kernel counts as cached if such an entry exists, whatever
+its argument types. The index is Numba's private format: if reading it
+fails in any way, the kernel counts as cached, so that a Numba upgrade can
+at worst lose the line, never print it on a warm run.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterable
+
+from crfkit.progress import Progress
+
+# Compile time of each group of kernels, in seconds, on the 2-core machine the
+# README's figures come from (first run of each path with an empty cache).
+COUNTING, CRF, LOCAL, SGD, PERCEPTRON, DEVEL = 3, 7, 4, 9, 5, 4
+ONLINE = 6  # l2sgd, pa, arow (kernels.online; measured on a loaded machine)
+ORDER2 = 12  # crf --order 2 (kernels.lanes2 / order2; measured on a loaded machine)
+# crfkit label through Numba's decoder (-n, -s, --marginals, -p; large inputs), by order,
+# and a skip-chain model's belief propagation (the last two taken as the first's).
+DECODE, DECODE2, SKIP_DECODE = 11, 11, 11
+# crfkit.sklearn: an attribute corpus's counting kernels
+ATTRIBUTE_COUNTING = 3
+
+
+def announce_compile(progress: Progress, algo: str, model_type: str, devel: bool,
+                     order: int = 1, *, attributes: bool = False) -> None:
+    """Tell the user, before it happens, that the kernels of this training are compiled
+    (``attributes``: a training on attribute sequences,
+    :mod:`crfkit.attributes.attribute_model`)."""
+    if progress.quiet:
+        return
+    seconds = compile_seconds(algo, model_type, devel, order, attributes=attributes)
+    if seconds:
+        progress.message(compile_note(seconds))
+
+
+def announce_label_compile(echo: Callable[[str], None], order: int, skip: bool) -> None:
+    """The same line for ``crfkit label`` when its Numba decoder is not compiled yet."""
+    seconds = sum(s for s, kernels in _label_groups(order, skip)
+                  if not all(any(is_cached(d) for d in alt) for alt in kernels()))
+    if seconds:
+        echo(compile_note(seconds))
+
+
+def compile_note(seconds: float) -> str:
+    """The announcement, its figure scaled to the machine's load now (:func:`load_factor`)."""
+    return f"* compiling kernels (first run only, about {round(seconds * load_factor())} s)"
+
+
+def load_factor() -> float:
+    """How many times longer than on an idle machine a compilation takes now: it runs on
+    one thread, which gets about cores/load of a core once more threads than cores want
+    to run (the 1-minute load average counts them)."""
+    try:
+        load = os.getloadavg()[0]
+    except (AttributeError, OSError):  # no load average on this system
+        return 1.0
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    return max(1.0, load / max(1, cores or 1))
+
+
+def compile_seconds(algo: str, model_type: str, devel: bool, order: int = 1, *,
+                    attributes: bool = False) -> int:
+    """Estimated compile time of the kernels this training needs that are not cached (0: none);
+    ``order`` 2: a second-order crf (``--order 2``)."""
+    groups = _groups(algo, model_type, devel, order)
+    if attributes:  # an attribute corpus is counted by its own kernels, not by intern's
+        groups = _attribute_groups(groups)
+    return _uncached_seconds(groups)
+
+
+def decode_compile_seconds() -> int:
+    """Estimated compile time of the labelling kernels if they are not cached (0: cached)."""
+    return _uncached_seconds([(DECODE, _devel)])
+
+
+def _uncached_seconds(groups: Iterable[tuple[int, Kernels]]) -> int:
+    return sum(seconds for seconds, kernels in groups
+               if not all(any(is_cached(d) for d in alternatives) for alternatives in kernels()))
+
+
+def is_cached(dispatcher: object) -> bool:
+    """True if Numba's on-disk cache holds a version of this kernel usable here."""
+    try:
+        cache = dispatcher._cache  # type: ignore[attr-defined]
+        index = cache._cache_file._load_index()
+        if not index:
+            return False
+        wanted = cache._index_key(None, dispatcher.targetctx.codegen())[1:]  # type: ignore
+        return any(key[1:] == wanted for key in index)
+    except Exception:  # not a caching dispatcher (NUMBA_DISABLE_JIT), or a new Numba
+        return True
+
+
+Kernels = Callable[[], list[tuple[object, ...]]]  # per kernel: dispatchers, any one will do
+
+
+def _groups(algo: str, model_type: str, devel: bool, order: int = 1
+            ) -> Iterable[tuple[int, Kernels]]:
+    """The groups of kernels a training runs (imported only when asked).
+
+    Only kernels that every such run calls are checked (not L-BFGS's, which
+    a run stopping after one iteration never calls): a kernel that is never
+    called is never cached, and would announce a compilation on every run.
+    """
+    yield COUNTING, _counting
+    if order == 2:  # l-bfgs or sgd-l1 (train refuses the others)
+        yield (SGD, _sgd2) if algo == "sgd-l1" else (ORDER2, _order2)
+        if devel:
+            yield DEVEL, _devel2
+        return
+    if algo == "l-bfgs":
+        yield (CRF, _crf) if model_type == "crf" else (LOCAL, _local)
+    elif algo == "sgd-l1":
+        yield SGD, _sgd
+    elif algo == "ap":
+        yield PERCEPTRON, _perceptron
+    elif algo in ("l2sgd", "pa", "arow"):
+        yield ONLINE, lambda: _online(algo)
+    if devel:
+        yield DEVEL, _devel
+
+
+def _label_groups(order: int, skip: bool) -> Iterable[tuple[int, Kernels]]:
+    """The kernels ``crfkit label`` compiles when it decodes through Numba."""
+    if skip:
+        yield SKIP_DECODE, _skip_decode
+    else:
+        yield (DECODE2, _devel2) if order == 2 else (DECODE, _devel)
+
+
+def _attribute_groups(groups: Iterable[tuple[int, Kernels]]
+                      ) -> Iterable[tuple[int, Kernels]]:
+    """The training's groups with the counting kernels of an attribute corpus."""
+    for seconds, kernels in groups:
+        yield (ATTRIBUTE_COUNTING, _attribute_counting) if kernels is _counting \
+            else (seconds, kernels)
+
+
+def _attribute_counting() -> list[tuple[object, ...]]:
+    from crfkit.kernels import valued as values
+
+    return [(values.label_totals,), (values.path_totals,)]
+
+
+def _skip_decode() -> list[tuple[object, ...]]:
+    from crfkit.structures.skipchain import belief as skipchain
+
+    return [(skipchain.skip_decode_block,)]
+# crfkit.sklearn: an attribute corpus's counting kernels
+ATTRIBUTE_COUNTING = 3
+
+
+def _counting() -> list[tuple[object, ...]]:
+    from crfkit.features import intern
+
+    return [(intern.intern_rows,), (intern.observed_pairs,)]
+
+
+def _crf() -> list[tuple[object, ...]]:
+    from crfkit.kernels import lattice, loss
+
+    # the training kernel has two versions (loss.crf_loss_block); a corpus needs one
+    return [tuple(loss.CRF_LOSS_KERNELS.values()), (loss.shared_scores,),
+            (lattice.max_abs,), (loss.add_blocks,)]
+
+
+def _order2() -> list[tuple[object, ...]]:
+    from crfkit.kernels import lattice, loss
+    from crfkit.structures.order2 import lanes as lanes2
+    from crfkit.structures.order2 import pair_lattice as order2
+
+    # lanes without observation trigrams, one sequence at a time with them
+    return [(lanes2.loss_block_lanes, order2.loss_block2), (lattice.dense_rows,),
+            (loss.add_blocks,)]
+
+
+def _local() -> list[tuple[object, ...]]:
+    from crfkit.kernels import loss
+
+    return [(loss.local_loss_block,), (loss.add_blocks,)]
+
+
+def _sgd() -> list[tuple[object, ...]]:
+    from crfkit.kernels import epochs, sgdfused
+
+    # the fused epoch for plain corpora, the reference one for valued corpora
+    return [(sgdfused.sgd_epoch_fused, epochs.sgd_epoch)]
+
+
+def _sgd2() -> list[tuple[object, ...]]:
+    from crfkit.structures.order2 import pair_epochs as epochs2
+
+    return [(epochs2.sgd_epoch2,)]
+
+
+def _perceptron() -> list[tuple[object, ...]]:
+    from crfkit.kernels import crfsuite_epochs
+
+    return [(crfsuite_epochs.ap_epoch,)]
+
+
+def _online(algo: str) -> list[tuple[object, ...]]:
+    from crfkit.kernels import crfsuite_epochs
+
+    return [(getattr(crfsuite_epochs, f"{algo}_epoch"),)]
+
+
+def _devel() -> list[tuple[object, ...]]:
+    from crfkit.kernels import decoder
+
+    return [(decoder.decode_block,)]
+
+
+def _devel2() -> list[tuple[object, ...]]:
+    from crfkit.structures.order2 import pair_decoder as decoder2
+
+    return [(decoder2.decode_block2,)]

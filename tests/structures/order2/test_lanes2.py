@@ -1,0 +1,73 @@
+"""The lane kernel of second-order training (crfkit.structures.order2.lanes) against the
+one-sequence-at-a-time kernel (crfkit.structures.order2.pair_lattice.loss_block2): the same loss,
+gradient and error counts up to float reassociation, for groups of sequences of
+mixed lengths (ends inside a group, one-token sequences, a short last group),
+and a lane's overflow (NaN) still stops the objective."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from crfkit.errors import CrfkitError
+from crfkit.kernels.lattice import dense_rows
+from crfkit.structures.order2 import lanes as lanes2
+from crfkit.structures.order2 import pair_lattice as order2
+from crfkit.structures.order2.pair_objective import Objective2
+from tests.structures.order2.reference import random_data, random_space
+
+
+def both_kernels(space, data, W, n_dense):
+    """(f-part, gradient, errors) of the lane and the per-sequence kernels on one block."""
+    Wd = dense_rows(W, space.u_ptr, space.u_lab, n_dense, space.n_labels)
+    lat2 = space.lattice
+    got = []
+    for lanes in (True, False):
+        G, out = np.empty(space.n_weights), np.empty(3)
+        args = (space.arrays(), lat2)
+        if lanes:
+            lanes2.loss_block_lanes(W, *args, lanes2.edge_lists(lat2), data.arrays(),
+                                    space.n_labels, 0, data.n_seqs, Wd, G, out)
+        else:
+            order2.loss_block2(W, *args, data.arrays(), space.n_labels, 0, data.n_seqs,
+                               False, Wd, G, out)
+        got.append((G, out))
+    return got
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2, 3])
+def test_lanes_match_one_sequence_at_a_time(seed):
+    rng = np.random.default_rng(seed)
+    L = 3 + seed % 3
+    space = random_space(rng, L, 6, dense=seed == 3, obs_tri=False, has_tri=seed != 2)
+    lengths = [int(x) for x in rng.integers(1, 9, size=lanes2.LANES * 2 + 3)]
+    lengths[seed] = 1
+    data = random_data(rng, lengths, 6, L)
+    W = rng.normal(scale=1.0, size=space.n_weights)
+    (g_lanes, out_lanes), (g_one, out_one) = both_kernels(space, data, W, n_dense=seed % 4)
+    assert out_lanes[0] == pytest.approx(out_one[0], rel=1e-12)
+    assert out_lanes[1:].tolist() == out_one[1:].tolist()
+    np.testing.assert_allclose(g_lanes, g_one, rtol=1e-11, atol=1e-12)
+    assert np.abs(g_one).max() > 0.1  # the comparison is not between two empty rows
+
+
+def test_objective_uses_lanes_without_observation_trigrams():
+    rng = np.random.default_rng(5)
+    space = random_space(rng, 4, 5, obs_tri=False)
+    data = random_data(rng, [3, 5, 1, 4], 5, 4)
+    objective = Objective2(space, data, np.zeros(space.n_weights), rho2=1.0)
+    assert objective.edge_lists is not None
+    with_tri = random_space(rng, 4, 5, obs_tri=True)
+    assert Objective2(with_tri, data, np.zeros(with_tri.n_weights), 1.0).edge_lists is None
+
+
+def test_overflow_in_one_lane_is_reported():
+    rng = np.random.default_rng(6)
+    space = random_space(rng, 3, 4, obs_tri=False)
+    data = random_data(rng, [4, 6, 2, 5, 3], 4, 3)
+    objective = Objective2(space, data, np.zeros(space.n_weights), rho2=1.0)
+    W = np.zeros(space.n_weights)
+    W[space.u_ptr[1]:space.u_ptr[2]] = np.nan  # a diverged weight of observation 1
+    assert (data.tok_obs == 1).any()
+    with pytest.raises(CrfkitError, match="overflow"):
+        objective(W, np.empty_like(W))
