@@ -1034,10 +1034,12 @@ def patterns_command(pattern_file, data_file, list_shipped, sequence_number, sep
 @cli.command("help", short_help="Show the manual page of crfkit or of a command.")
 @click.argument("command_name", metavar="[COMMAND]", required=False)
 @click.option("--troff", is_flag=True, help="Print the page's troff source instead.")
+@click.option("--markdown", is_flag=True,
+              help="Print the page as Markdown (the documentation's command reference).")
 @click.option("--write-man", "man_dir", default=None, metavar="DIR",
               help="Write crfkit.1 and crfkit-COMMAND.1 for every command into DIR (for "
                    "example ~/.local/share/man/man1), so that 'man crfkit-train' works.")
-def help_command(command_name, troff, man_dir) -> None:
+def help_command(command_name, troff, markdown, man_dir) -> None:
     """Show the manual page of crfkit, or of COMMAND, built from the options themselves.
 
     On a terminal the page opens in man; elsewhere (a pipe, a file) it is the
@@ -1050,6 +1052,10 @@ def help_command(command_name, troff, man_dir) -> None:
             click.echo(path)
     elif troff:
         click.echo(render_page(cli, command_name), nl=False)
+    elif markdown:
+        from crfkit.helpmarkdown import render_markdown
+
+        click.echo(render_markdown(cli, command_name), nl=False)
     else:
         show_help(cli, command_name)
 

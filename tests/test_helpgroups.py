@@ -99,3 +99,15 @@ def test_troff_escapes_hyphens_backslashes_and_leading_dots():
 
 def test_help_for_an_unknown_command_is_one_error_line():
     one_error_line(run("help", "tran"), "tran", "train")
+
+
+def test_markdown_reference_has_the_groups_and_every_option_of_train():
+    from crfkit.helpmarkdown import render_markdown
+
+    page = run("help", "train", "--markdown").stdout
+    assert page == render_markdown(cli, "train")
+    headings = [line[3:] for line in page.splitlines() if line.startswith("## ")]
+    assert headings == [title for title, _ in cli.commands["train"].option_groups]
+    for option in _options("train"):
+        assert f"`{option.opts[0]}" in page, option.opts
+    assert "LABEL&lt;TAB&gt;ATTR" in page and "`-T, --type crf\\|memm" in page
