@@ -17,7 +17,7 @@ import sys
 import click
 
 from crfkit import __version__
-from crfkit.errors import UsageError
+from crfkit.errors import OutputError, UsageError
 from crfkit.helpgroups import grouped_options
 
 PROGRAM = "crfkit"
@@ -108,7 +108,11 @@ def write_pages(group: click.Group, directory: str) -> list[str]:
     if missing); returns the paths written."""
     from crfkit.atomic import atomic_output
 
-    os.makedirs(directory, exist_ok=True)
+    try:
+        os.makedirs(directory, exist_ok=True)
+    except OSError as err:
+        raise OutputError(f"{directory}: cannot create the directory: "
+                          f"{err.strerror or err}") from None
     names = [None, *group.list_commands(click.Context(group))]
     written = []
     for command_name in names:

@@ -116,3 +116,9 @@ def test_markdown_reference_has_the_groups_and_every_option_of_train():
         for spelling in option.opts + option.secondary_opts:
             assert re.search(rf"(^|, ){re.escape(spelling)}\b", options_column, re.M), spelling
     assert "LABEL&lt;TAB&gt;ATTR" in page and "`-T, --type crf\\|memm" in page
+
+
+def test_write_man_into_an_impossible_directory_is_one_error_line(tmp_path):
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    one_error_line(run("help", "--write-man", blocker / "man1"), str(blocker / "man1"))
