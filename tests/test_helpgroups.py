@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import re
+import shutil
+import subprocess
 
 import click
 import pytest
@@ -122,3 +124,33 @@ def test_write_man_into_an_impossible_directory_is_one_error_line(tmp_path):
     blocker = tmp_path / "file"
     blocker.write_text("")
     one_error_line(run("help", "--write-man", blocker / "man1"), str(blocker / "man1"))
+
+
+def test_help_on_a_terminal_opens_the_manual_page_in_man(monkeypatch):
+    import crfkit.manpage as manpage
+
+    shown = []
+    monkeypatch.setattr(manpage.sys, "stdout", _Terminal())
+    monkeypatch.setattr(manpage.sys, "platform", "linux")
+    monkeypatch.setattr(manpage.shutil, "which", lambda name: f"/usr/bin/{name}")
+    monkeypatch.setattr(manpage.subprocess, "run",
+                        lambda argv, input, text: shown.append((argv, input)) or _Done())
+    manpage.show_help(cli, "tune")
+    assert shown == [(["man", "-l", "-"], render_page(cli, "tune"))]
+
+
+class _Terminal:
+    def isatty(self) -> bool:
+        return True
+
+
+class _Done:
+    returncode = 0
+
+
+@pytest.mark.skipif(shutil.which("groff") is None, reason="groff is not installed")
+def test_groff_reads_every_page_without_a_warning(tmp_path):
+    for path in write_pages(cli, str(tmp_path)):
+        checked = subprocess.run(["groff", "-man", "-ww", "-z", path], capture_output=True,
+                                 text=True)
+        assert checked.returncode == 0 and checked.stderr == "", (path, checked.stderr)
