@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING
 import click
 
 from crfkit import __version__
+from crfkit.cli.helpgroups import LABEL_GROUPS, TRAIN_GROUPS, TUNE_GROUPS, GroupedCommand
 from crfkit.errors import CrfkitError
 from crfkit.io import shipped
 from crfkit.model.types import MODEL_TYPES
@@ -94,7 +95,8 @@ keeps them equal)."""
 ALGORITHM_NAMES = ("l-bfgs", "sgd-l1", "ap", "l2sgd", "pa", "arow")
 
 
-@cli.command("train", short_help="Train a model on a labelled column file.")
+@cli.command("train", cls=GroupedCommand, option_groups=TRAIN_GROUPS,
+             short_help="Train a model on a labelled column file.")
 @click.option("-p", "--pattern", "pattern_file", default=None, metavar="FILE",
               help="Pattern (template) file, CRF++ or Wapiti syntax (optional with -m), or "
                    "the name of a shipped one ('crfkit patterns --list').")
@@ -446,7 +448,8 @@ def _existing_file(path: str | None, option: str, numeric_hint: str | None) -> N
     raise UsageError(f"{option}: {path!r} {problem}{hint}")
 
 
-@cli.command("tune", short_help="Choose the regularisation strength (devel set or folds).")
+@cli.command("tune", cls=GroupedCommand, option_groups=TUNE_GROUPS,
+             short_help="Choose the regularisation strength (devel set or folds).")
 @click.option("-p", "--pattern", "pattern_file", required=True, metavar="FILE",
               help="Pattern (template) file, CRF++ or Wapiti syntax, or the name of a "
                    "shipped one ('crfkit patterns --list').")
@@ -595,7 +598,8 @@ def _run_tune(given: dict, t, path: list, pattern_file: str, input_file: str,
         click.get_current_context().exit(130)
 
 
-@cli.command("label", short_help="Label a column file with a trained model.")
+@cli.command("label", cls=GroupedCommand, option_groups=LABEL_GROUPS,
+             short_help="Label a column file with a trained model.")
 @click.option("-m", "--model", "model_file", required=True,
               type=click.Path(exists=True, dir_okay=False), help="Model file from 'crfkit train'.")
 @click.argument("input_file", metavar="[INPUT]", default="-", type=click.Path(allow_dash=True))
@@ -1050,6 +1054,35 @@ def patterns_command(pattern_file, data_file, list_shipped, sequence_number, sep
                f"lines {seq.lines[0]}-{seq.lines[-1]}")
     for line in explain_sequence(patterns, seq.rows, seq.lines):
         click.echo(line)
+
+
+@cli.command("help", short_help="Show the manual page of crfkit or of a command.")
+@click.argument("command_name", metavar="[COMMAND]", required=False)
+@click.option("--troff", is_flag=True, help="Print the page's troff source instead.")
+@click.option("--markdown", is_flag=True,
+              help="Print the page as Markdown (the documentation's command reference).")
+@click.option("--write-man", "man_dir", default=None, metavar="DIR",
+              help="Write crfkit.1 and crfkit-COMMAND.1 for every command into DIR (for "
+                   "example ~/.local/share/man/man1), so that 'man crfkit-train' works.")
+def help_command(command_name, troff, markdown, man_dir) -> None:
+    """Show the manual page of crfkit, or of COMMAND, built from the options themselves.
+
+    On a terminal the page opens in man; elsewhere (a pipe, a file) it is the
+    text of 'crfkit COMMAND --help', with the same option groups.
+    """
+    from crfkit.cli.manpage import render_page, show_help, write_pages
+
+    if man_dir is not None:
+        for path in write_pages(cli, man_dir):
+            click.echo(path)
+    elif troff:
+        click.echo(render_page(cli, command_name), nl=False)
+    elif markdown:
+        from crfkit.cli.helpmarkdown import render_markdown
+
+        click.echo(render_markdown(cli, command_name), nl=False)
+    else:
+        show_help(cli, command_name)
 
 
 def main() -> None:

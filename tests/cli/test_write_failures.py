@@ -57,6 +57,8 @@ COMMANDS = [
     (["convert", "{crfpp}", FULL], "file"),
     (["--help"], "stdout"),
     (["train", "--help"], "stdout"),
+    (["help", "train"], "stdout"),
+    (["help", "--troff", "train"], "stdout"),
     (["--version"], "stdout"),
 ]
 
