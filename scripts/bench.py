@@ -1206,7 +1206,8 @@ def iteration_work(args, files: dict, sides: dict[str, dict | None]) -> dict:
     A tool run with ``--extrapolate`` that stopped at its cap gets crfkit's
     iteration count as its target: the peers would need about as many, which
     is an assumption (the output says so). The others' converged time is
-    their measured training wall time.
+    their measured training wall time. With ``--maxiter`` no tool runs to its
+    stopping rule, so there is no converged time.
     """
     crfkit = sides.get("crfkit") or {}
     observations = crfkit.get("observations")
@@ -1215,13 +1216,15 @@ def iteration_work(args, files: dict, sides: dict[str, dict | None]) -> dict:
     for name, result in sides.items():
         if not result:
             continue
+        bench_iterations.add_peak_fraction(result, flops, args.peak_gflops)
+        if args.maxiter:
+            continue
         cap = args.extrapolate.get(name)
         stopped_early = cap is not None and result.get("iterations", 0) >= cap
         if stopped_early and crfkit.get("iterations"):
             bench_iterations.extrapolate(result, crfkit["iterations"])
         elif not stopped_early and result.get("train_wall_s") is not None:
             result["converged_train_s"] = result["train_wall_s"]
-        bench_iterations.add_peak_fraction(result, flops, args.peak_gflops)
     return {"flops_per_iteration": flops, "tokens": files["train_tokens"],
             "labels": files["labels"], "observations": observations,
             "peak_gflops": args.peak_gflops}
@@ -1306,8 +1309,8 @@ def report_iterations(args, sides: dict[str, dict | None], work: dict) -> None:
                   f"{result['extrapolated_to']} at {result['s_per_iteration_2_4']:.3f} "
                   "s/iteration (2-4)")
         elif result and name in args.extrapolate:
-            print(f"NOTE  {name}: stopped before --extrapolate's cap or without crfkit's "
-                  "iteration count: not extrapolated")
+            print(f"NOTE  {name}: not extrapolated (converged before --extrapolate's cap, "
+                  "no crfkit iteration count, or --maxiter given)")
     if args.plot:
         title = (f"{args.train.parent.name}/{args.train.name}, {args.pattern.name}: "
                  f"{work['tokens']:,} tokens, {work['labels']} labels")

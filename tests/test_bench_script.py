@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import importlib.util
 import random
 import re
@@ -286,3 +287,25 @@ def test_token_accuracy(tmp_path):
     bench.write_column_file(path, [[["a", "x", "x"], ["b", "y", "z"]],
                                    [["c", "z", "z"], ["d", "x", "x"]]])
     assert bench.scores_of(path, "accuracy") == {"test_accuracy": 75.0}
+
+
+def test_iteration_work_extrapolates_only_tools_stopped_at_their_cap():
+    def run(maxiter):
+        args = argparse.Namespace(extrapolate={"wapiti": 3, "crf++": 5}, maxiter=maxiter,
+                                  peak_gflops=10.0)
+        sides = {"crfkit": {"iterations": 50, "train_wall_s": 20.0, "observations": 7},
+                 "wapiti": {"iterations": 3, "train_wall_s": 9.0},  # stopped at its cap
+                 "crf++": {"iterations": 4, "train_wall_s": 8.0},  # converged before it
+                 "crfsuite": None}
+        bench_iterations.add_steady(sides["wapiti"], [3.0, 2.0, 2.0])
+        files = {"train_tokens": 100, "labels": 4}
+        return bench.iteration_work(args, files, sides), sides
+    work, sides = run(0)
+    assert work["flops_per_iteration"] == 2 * 3 * 100 * 16 + 2 * 7 * 4
+    assert sides["wapiti"]["converged_train_s"] == pytest.approx(9.0 + 47 * 2.0)
+    assert sides["wapiti"]["extrapolated_from"] == 3
+    assert sides["crf++"]["converged_train_s"] == 8.0 and "extrapolated_from" not in sides["crf++"]
+    assert sides["crfkit"]["converged_train_s"] == 20.0
+    _, capped = run(10)
+    assert not any("converged_train_s" in side for side in capped.values() if side)
+    assert capped["wapiti"]["gflops_per_s"] == pytest.approx(work["flops_per_iteration"] / 2e9)
