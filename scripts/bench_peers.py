@@ -19,7 +19,9 @@ features
     ``%x``). CRF++ templates know ``U`` and ``B`` lines only: each ``u`` line
     becomes a ``U`` line, each ``b`` line a ``B`` line and each ``*`` line both
     (the same observation, once per kind), so CRF++ gets the same
-    observations; files with other commands than ``%x`` are refused for CRF++.
+    observations. ``%X`` commands, and tests and matches of the current
+    token, reach CRF++ as extra columns (``bench_columns.py``), written before
+    it starts and not timed; other commands are refused for CRF++.
     Which (observation, label) pairs get a weight differs by design: crfkit
     and CRFsuite keep the pairs seen in training, CRF++ and Wapiti every
     label for every observation (the ``features`` row shows the counts).
@@ -43,7 +45,8 @@ prints a line per objective evaluation (its line search's trial points
 included), so its ``iterations`` are evaluations. ``s / iteration`` is the
 wall time between the first and last progress line (timestamped as the
 lines arrive) divided by the lines between them: start-up and feature
-generation are left out, as for crfkit and CRFsuite.
+generation are left out, as for crfkit and CRFsuite. ``iteration_s`` has
+each iteration's seconds from the tool's own log (``bench_iterations.py``).
 """
 
 from __future__ import annotations
@@ -54,6 +57,9 @@ import subprocess
 import time
 from dataclasses import dataclass
 from pathlib import Path
+
+import bench_columns
+from bench_iterations import durations, wapiti_iteration_s
 
 PEERS = ("crf++", "wapiti")
 _NAME_PATH = re.compile(r"^(\w[\w+-]*)=(\S.*)$")
@@ -84,21 +90,38 @@ def build_peers(script: Path) -> dict[str, str]:
     return paths
 
 
-def crfpp_template(patterns: list) -> str:
-    """CRF++'s template for crfkit ``patterns`` (module docstring); raise if impossible."""
+def crfpp_template(patterns: list, n_columns: int) -> tuple[str, list[tuple]]:
+    """CRF++'s template for crfkit ``patterns`` (module docstring), and its derived columns.
+
+    ``n_columns`` is the number of observation columns. A ``%X`` command, and
+    a ``%t``/``%T``/``%m``/``%M`` command reading the current token, reads the
+    derived column :func:`bench_columns.write_derived` fills (column
+    ``n_columns + k`` for the k-th transform returned). A test or match of a
+    neighbour is refused: out of the sequence crfkit gives it ``false`` or an
+    empty string, CRF++ its padding token, so the features would differ.
+    """
+    transforms: list[tuple] = []
     lines = []
     for pattern in patterns:
+        spellings = []
         for command in pattern.commands:
-            if command.letter != "x" or command.absolute:
+            if command.absolute or (command.letter not in "xX" and command.offset != 0):
                 raise PeerUnavailable(
-                    f"line {pattern.line}: CRF++ templates have relative %x commands only, "
-                    f"not {command.spelling!r}")
-        body = pattern.text[1:]
+                    f"line {pattern.line}: CRF++ gets {command.spelling!r} only as a derived "
+                    "column, which is exact for relative %x/%X commands and for tests or "
+                    "matches of the current token")
+            column = command.column
+            if command.letter != "x":
+                if command.transform not in transforms:
+                    transforms.append(command.transform)
+                column = n_columns + transforms.index(command.transform)
+            spellings.append(f"%x[{command.offset},{column}]")
+        body = pattern.render(spellings)[1:]
         if pattern.has_unigram:
             lines.append("U" + body)
         if pattern.has_bigram:
             lines.append("B" + body)
-    return "\n".join(lines) + "\n"
+    return "\n".join(lines) + "\n", transforms
 
 
 @dataclass
@@ -194,20 +217,39 @@ def train_crfpp(paths: dict, settings: dict, patterns: list, files: dict,
     if rho1 > 0 and rho2 > 0:
         raise PeerUnavailable("CRF++ has no elastic net (both -1 and -2 set)")
     algo, cost = ("CRF-L1", 1 / rho1) if rho1 > 0 else ("CRF-L2", 1 / rho2 if rho2 else 1e12)
+    first = next(bench_columns.read_column_file(files["train"]))
+    text, transforms = crfpp_template(patterns, len(first[0]) - 1)
     template = workdir / "crfpp.template"
-    template.write_text(crfpp_template(patterns), encoding="utf-8")
+    template.write_text(text, encoding="utf-8")
     model = workdir / "crfpp.model"
+    result: dict = {"derived_columns": transforms}
+    train = peer_input(result, files["train"], workdir)
     cmd = [paths["crf_learn"], "-a", algo, "-c", repr(cost), "-f", "1",
            "-e", repr(settings["stopeps"] / settings["stopwin"]),
            "-p", str(settings["threads"]), "-m", str(settings["maxiter"] or 100000),
-           str(template), str(files["train"]), str(model)]
+           str(template), str(train), str(model)]
     run = run_timed(cmd, workdir, _CRFPP_PROGRESS)
     features = _CRFPP_FEATURES.search(run.output)
-    return {"command": cmd, "train_wall_s": run.wall_s, "train_process_wall_s": run.wall_s,
+    starts = [stamp for stamp, _ in run.progress]
+    return {**result, "command": cmd, "iteration_s": durations(starts),
+            "train_wall_s": run.wall_s, "train_process_wall_s": run.wall_s,
             "train_max_rss_mb": run.max_rss_mb, "model_mb": model.stat().st_size / MB,
             "features": int(features.group(1)) if features else None,
             "iterations_are": "objective evaluations", **_iteration_figures(run),
             "label_command": [paths["crf_test"], "-m", str(model)]}
+
+
+def peer_input(result: dict, source: Path, workdir: Path) -> Path:
+    """The file CRF++ reads for ``source``: with its derived columns (written once), if any."""
+    transforms = result.get("derived_columns")
+    if not transforms:
+        return Path(source)
+    known = result.setdefault("inputs", {})
+    if str(source) not in known:
+        dest = workdir / f"crfpp-{len(known)}-{Path(source).name}"
+        bench_columns.write_derived([tuple(t) for t in transforms], source, dest)
+        known[str(source)] = str(dest)
+    return Path(known[str(source)])
 
 
 def train_wapiti(paths: dict, settings: dict, pattern: Path, files: dict,
@@ -221,7 +263,8 @@ def train_wapiti(paths: dict, settings: dict, pattern: Path, files: dict,
            "-i", str(settings["maxiter"]), str(files["train"]), str(model)]
     run = run_timed(cmd, workdir, _WAPITI_PROGRESS, stdout_path=workdir / "wapiti-train.out")
     features = _WAPITI_FEATURES.search(run.output)
-    return {"command": cmd, "train_wall_s": run.wall_s, "train_process_wall_s": run.wall_s,
+    return {"command": cmd, "iteration_s": wapiti_iteration_s(run.output),
+            "train_wall_s": run.wall_s, "train_process_wall_s": run.wall_s,
             "train_max_rss_mb": run.max_rss_mb, "model_mb": model.stat().st_size / MB,
             "features": int(features.group(1)) if features else None,
             **_iteration_figures(run),
