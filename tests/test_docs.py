@@ -161,3 +161,15 @@ def test_markers_found(tmp_path) -> None:
     blocks = page_blocks(page, tmp_path)
     assert [(b.language, b.code, b.expected) for b in blocks] == [
         ("sh", "echo hi\n", "hi\n"), ("python", "print(1)\n", None)]
+
+
+def test_readme_is_the_front_door() -> None:
+    """Short, with the two commands CI runs, and no run dates or commit hashes."""
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    assert len(readme.splitlines()) <= 150
+    assert "pip install -e . && crfkit train -p patterns/address.pat" in readme
+    assert "pip install -e '.[dev]' && python -m pytest -q" in readme
+    for page in [ROOT / "README.md", *sorted(DOCS.rglob("*.md"))]:
+        text = page.read_text(encoding="utf-8")
+        assert not re.search(r"\b20\d\d-\d\d-\d\d\b", text), page
+        assert not re.search(r"\b(session|issue) ?#?\d", text, re.I), page
