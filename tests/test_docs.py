@@ -13,6 +13,7 @@ The comments are invisible on the rendered page.
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import re
 import subprocess
@@ -25,7 +26,7 @@ import pytest
 from tests.helpers import ROOT
 
 DOCS = ROOT / "docs"
-SHARED = ROOT.parent / "shared"
+SHARED = Path(os.environ.get("CRFKIT_SHARED", ROOT.parent / "shared"))
 FENCE = re.compile(r"^```(\w*)[^\n]*\n(.*?)^```\s*$", re.S | re.M)
 MARK = re.compile(r"<!--\s*(run(?: slow)?|output)\s*-->\s*$")
 
@@ -88,6 +89,14 @@ def matches(expected: str, actual: str) -> bool:
     return re.fullmatch(pattern, actual.rstrip("\n") + "\n") is not None
 
 
+def missing_modules(block: Block) -> list[str]:
+    """The top-level modules a Python block imports that are not installed (optional extras)."""
+    if block.language != "python":
+        return []
+    names = re.findall(r"^(?:from|import) (\w+)", block.code, re.M)
+    return [name for name in names if importlib.util.find_spec(name) is None]
+
+
 class PageRunner:
     """One working directory per page; runs its blocks in order, each at most once."""
 
@@ -135,6 +144,8 @@ def _param(block: Block):
 def test_block_runs(block: Block, runner: PageRunner) -> None:
     if "../shared" in block.code and not SHARED.exists():
         pytest.skip("the shared corpora (../shared) are not beside this checkout")
+    for module in missing_modules(block):
+        pytest.skip(f"{block.name} imports {module}, which is not installed")
     done = runner.run(block)
     assert done.returncode == 0, f"{block.name} failed:\n{block.code}\n{done.stderr[-2000:]}"
     if block.expected is not None:
