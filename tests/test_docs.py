@@ -23,8 +23,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import ROOT
-
+ROOT = Path(__file__).resolve().parents[1]  # not tests.helpers: it loads Numba, unused here
 DOCS = ROOT / "docs"
 SHARED = Path(os.environ.get("CRFKIT_SHARED", ROOT.parent / "shared"))
 FENCE = re.compile(r"^```(\w*)[^\n]*\n(.*?)^```\s*$", re.S | re.M)
