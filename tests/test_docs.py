@@ -23,7 +23,8 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]  # not tests.helpers: it loads Numba, unused here
+# The checkout's root, wherever under tests/ this file sits (not tests.helpers: it loads Numba).
+ROOT = next(p for p in Path(__file__).resolve().parents if (p / "pyproject.toml").exists())
 DOCS = ROOT / "docs"
 SHARED = Path(os.environ.get("CRFKIT_SHARED", ROOT.parent / "shared"))
 FENCE = re.compile(r"^```(\w*)[^\n]*\n(.*?)^```\s*$", re.S | re.M)
