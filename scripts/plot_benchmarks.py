@@ -1,0 +1,62 @@
+"""Draw the benchmarks page's plot from the figures recorded on that page.
+
+    python scripts/plot_benchmarks.py [OUT.png]     (default: docs/img/bench-peers.png)
+
+The numbers below are copied from docs/benchmarks.md (CoNLL-2000,
+patterns/chunking.pat, the 2-core machine): training wall time against
+python-crfsuite (median of the four converged ``scripts/bench.py --skip-peers``
+runs), seconds per iteration and labelling speed of the four tools
+(``scripts/bench.py --maxiter 3``). Change them there and here together.
+Needs matplotlib (``pip install 'crfkit[plot]'``).
+"""
+
+from __future__ import annotations
+
+import statistics
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+TOOLS = ("crfkit", "crfsuite", "CRF++", "Wapiti")
+TRAINING_WALL = {"crfkit": [19.76, 18.25, 17.68, 19.63],
+                 "crfsuite": [66.62, 66.13, 62.77, 64.55]}
+SECONDS_PER_ITERATION = {"crfkit": 0.163, "crfsuite": 0.577, "CRF++": 3.168, "Wapiti": 1.376}
+LABELLING_TOKENS_PER_S = {"crfkit": 548_667, "crfsuite": 157_172, "CRF++": 152_497,
+                          "Wapiti": 104_482}
+COLOURS = {"crfkit": "tab:blue", "crfsuite": "tab:orange", "CRF++": "tab:green",
+           "Wapiti": "tab:red"}
+
+
+def bars(axes, values: dict[str, float], title: str, unit: str, fmt: str) -> None:
+    """One horizontal bar a tool, its value written at the bar's end."""
+    names = [tool for tool in TOOLS if tool in values]
+    numbers = [values[name] for name in names]
+    axes.barh(names, numbers, color=[COLOURS[name] for name in names])
+    axes.invert_yaxis()
+    axes.set_title(title)
+    axes.set_xlabel(unit)
+    for row, number in enumerate(numbers):
+        axes.text(number, row, " " + format(number, fmt), va="center")
+    axes.set_xlim(0, max(numbers) * 1.3)
+
+
+def main(out: Path) -> None:
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    figure = Figure(figsize=(12, 3.2), layout="constrained")
+    FigureCanvasAgg(figure)
+    left, middle, right = figure.subplots(1, 3)
+    wall = {tool: statistics.median(runs) for tool, runs in TRAINING_WALL.items()}
+    bars(left, wall, "training, converged (lower: better)", "seconds", ".1f")
+    bars(middle, SECONDS_PER_ITERATION, "one iteration (lower: better)", "seconds",
+         ".3f")
+    thousands = {tool: value / 1000 for tool, value in LABELLING_TOKENS_PER_S.items()}
+    bars(right, thousands, "labelling (higher: better)",
+         "thousand tokens per second", ".0f")
+    figure.savefig(out, dpi=100)
+    print(f"written {out}")
+
+
+if __name__ == "__main__":
+    main(Path(sys.argv[1]) if len(sys.argv) > 1 else ROOT / "docs/img/bench-peers.png")
