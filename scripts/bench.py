@@ -120,7 +120,7 @@ warm label start (s)
     ``NUMBA_CACHE_DIR``: every kernel is compiled (slow; takes minutes on
     a busy 2-core machine).
 
-Finally the script checks the bars of the speed issue (train wall ratio <=
+Finally the script checks the speed targets (train wall ratio <=
 0.7, s/iteration ratio <= 0.5, label tokens/s ratio >= 1.5, crfkit warm start
 < 1 s, RSS ratio <= 1.5, model size ratio <= 1.0, F1 within 0.1 points) and
 those against the peers (label tokens/s >= 3x CRF++'s and >= 5x Wapiti's;
@@ -837,7 +837,7 @@ def format_table(crfkit: dict | None, crfsuite: dict | None,
     return "\n".join(lines)
 
 
-# (peer, key, bar text, limit, crfkit/peer must be <= limit): issue 21's peer bars
+# (peer, key, target text, limit, crfkit/peer must be <= limit): the targets against the peers
 PEER_BARS = [
     ("crf++", "label_tokens_per_s", "label tokens/s >= 3x CRF++'s", 3.0, False),
     ("wapiti", "label_tokens_per_s", "label tokens/s >= 5x Wapiti's", 5.0, False),
@@ -847,7 +847,7 @@ PEER_BARS = [
 
 def check_bars(crfkit: dict | None, crfsuite: dict | None,
                peers: dict[str, dict | None] | None = None) -> list[tuple[str, str, str]]:
-    """(verdict, bar, measured) for each bar of the speed issues."""
+    """(verdict, target, measured) for each speed target."""
     def verdict(ok: bool | None) -> str:
         return "n/a " if ok is None else ("PASS" if ok else "FAIL")
 
