@@ -109,6 +109,11 @@ class FeatureSpace:
         return self.n_u + self.n_b
 
     @property
+    def chain_weights(self) -> int:
+        """Where the chain's weights end (a structure's own blocks follow)."""
+        return self.skip_offset
+
+    @property
     def skip_offset(self) -> int:
         return self.trans_offset + (self.n_labels**2 if self.has_trans else 0)
 
@@ -213,6 +218,36 @@ class FeatureSpace:
             pairs = y[np.flatnonzero(inner) - 1] * L + y[inner]
             empirical[space.trans_offset :] = np.bincount(pairs, minlength=L * L)
         return space, empirical
+
+
+def merge_spaces(new: FeatureSpace, empirical: np.ndarray, old: FeatureSpace,
+                 old_weights: np.ndarray) -> tuple[FeatureSpace, np.ndarray, np.ndarray]:
+    """Union of the old model's features and the new corpus's, with starting weights.
+
+    Labels and observations were appended, so an old feature keeps its
+    (observation, labels) ids and only its key changes with L. The old
+    transition block (L_old x L_old) goes to the top-left of the new one.
+    """
+    L, L_old = new.n_labels, old.n_labels
+    nu_new, nb_new = new.keys()
+    ou, ob = old.keys(L)
+    u_keys = np.union1d(nu_new, ou)
+    b_keys = np.union1d(nb_new, ob)
+    space = FeatureSpace.from_keys(u_keys, b_keys, new.n_obs, L, new.has_trans)
+    emp = np.zeros(space.n_weights)
+    x0 = np.zeros(space.n_weights)
+    n_u, t_off = space.n_u, space.trans_offset
+    emp[np.searchsorted(u_keys, nu_new)] = empirical[:new.n_u]
+    emp[n_u + np.searchsorted(b_keys, nb_new)] = empirical[new.n_u:new.trans_offset]
+    x0[np.searchsorted(u_keys, ou)] = old_weights[:old.n_u]
+    x0[n_u + np.searchsorted(b_keys, ob)] = old_weights[old.n_u:old.trans_offset]
+    if space.has_trans:
+        emp[t_off:] = empirical[new.trans_offset:]
+        block = x0[t_off:].reshape(L, L)
+        if old.has_trans:
+            block[:L_old, :L_old] = old_weights[old.trans_offset:old.chain_weights].reshape(
+                L_old, L_old)
+    return space, emp, x0
 
 
 def owners(ptr: np.ndarray) -> np.ndarray:

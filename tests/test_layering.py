@@ -13,12 +13,17 @@ and those under ``TYPE_CHECKING``. The rules:
   model;
 * ``crfkit/features/`` imports nothing but ``config``, ``errors``,
   ``reader`` and itself: extraction knows sequences and patterns only;
-* no module imports another module's private (``_name``) names.
+* no module imports another module's private (``_name``) names;
+* outside ``crfkit/structures/`` no module branches on a structure (second order,
+  skip chain) or imports a structure's own modules: the registry and the interface
+  (``crfkit.structures``, ``crfkit.structures.base``) are the only seam, and the
+  structures import nothing from the stages above them.
 """
 
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 import pytest
@@ -27,7 +32,7 @@ PACKAGE = Path(__file__).resolve().parent.parent / "crfkit"
 
 ALLOWED = {
     "crfkit.kernels": {"crfkit.config", "crfkit.errors", "crfkit.space", "crfkit.vectors"},
-    "crfkit.optim": {"crfkit.config", "crfkit.errors", "crfkit.vectors"},
+    "crfkit.optim": {"crfkit.config", "crfkit.errors", "crfkit.options", "crfkit.vectors"},
     "crfkit.features": {"crfkit.config", "crfkit.errors", "crfkit.io.reader"},
 }
 
@@ -166,3 +171,42 @@ def test_a_broken_rule_is_reported(tmp_path, files, expected):
     root = write_package(tmp_path, {"__init__.py": "", "kernels/__init__.py": "",
                                     "optim/__init__.py": "", "features/__init__.py": "", **files})
     assert violations(import_graph(root)) == [expected]
+
+
+# outside crfkit/structures/, a structure is seen through the registry and base only
+BANNED = re.compile(r"order *== *2|\.order\b|skip_edges|n_skip|skip_offset")
+OPEN_STRUCTURE_MODULES = {"crfkit.structures", "crfkit.structures.base"}
+ABOVE_STRUCTURES = ("crfkit.training", "crfkit.labelling", "crfkit.cli", "crfkit.evaluation",
+                    "crfkit.dask", "crfkit.sklearn", "crfkit.model.model")
+
+def structure_leaks(graph, root: Path = PACKAGE) -> list[str]:
+    found = []
+    for name, imports in sorted(graph.items()):
+        inside = name == "crfkit.structures" or name.startswith("crfkit.structures.")
+        for target, _, line in imports:
+            if inside and target.startswith(ABOVE_STRUCTURES):
+                found.append(f"{name}:{line} imports {target} (structures sit below it)")
+            elif (not inside and target.startswith("crfkit.structures.")
+                  and target not in OPEN_STRUCTURE_MODULES):
+                found.append(f"{name}:{line} imports {target} (a structure's own module)")
+    for path in sorted(root.rglob("*.py")):
+        if "structures" in path.relative_to(root).parts:
+            continue
+        for no, text in enumerate(path.read_text().splitlines(), 1):
+            if BANNED.search(text):
+                found.append(f"{module_name(path, root)}:{no} branches on a structure")
+    return found
+
+@pytest.mark.xfail(strict=True, reason="until the structures' work packages land")
+def test_no_structure_branch_outside_structures():
+    assert structure_leaks(import_graph()) == []
+
+def test_a_structure_leak_is_reported(tmp_path):   # "shows it failing once"
+    root = write_package(tmp_path, {"__init__.py": "", "structures/__init__.py": "",
+                                    "structures/order2/__init__.py": "",
+                                    "structures/order2/pair_space.py": "",
+                                    "label.py": "from crfkit.structures.order2 import pair_space\n"
+                                                "if space.order == 2:\n    pass\n"})
+    assert structure_leaks(import_graph(root), root) == [
+        "crfkit.label:1 imports crfkit.structures.order2.pair_space (a structure's own module)",
+        "crfkit.label:2 branches on a structure"]

@@ -47,49 +47,16 @@ slow (seconds) for a batch made of one 50,000-token sequence.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Protocol
 
 import numpy as np
 
 from crfkit.config import NORM_MAXENT, NORM_MEMM
+from crfkit.kernels.decoded import Decoded, Weighted, Weights  # noqa: F401  (their old home)
 from crfkit.space import Dataset, FeatureSpace
 
 CHUNK_CELLS = 1 << 20  # floats in one (L, L, rows) block of transitions: 8 MB
 DENSE_CELLS = 1 << 22  # floats in the table of observation rows of unigram scores: 32 MB
 ROW_CHUNK = 2048  # tokens whose scores are summed at once (stays in cache)
-
-
-class Weighted(Protocol):
-    """What decoding reads of a model: a :class:`crfkit.model.model.Model` is one."""
-
-    space: FeatureSpace
-    weights: np.ndarray  # float64 (space.n_weights,)
-    normalisation: int  # config.NORM_*: how the model type normalises
-
-
-@dataclass
-class Weights:
-    """A feature space with weights under training (scoring a development set)."""
-
-    space: FeatureSpace
-    weights: np.ndarray
-    normalisation: int
-
-
-@dataclass
-class Decoded:
-    """Raw decoding results of a batch, from :func:`best_paths` or
-    :func:`crfkit.kernels.decoder.decode`.
-
-    Defined here, on the numpy side, so that the plain labelling path and the
-    output formatting need not import the Numba decoder to name it.
-    """
-
-    paths: np.ndarray  # int32 (n_tokens, N): label id of rank r at each token, -1 if missing
-    scores: np.ndarray  # float64 (n_seqs, N): path scores, -inf where missing or impossible
-    log_z: np.ndarray  # float64 (n_seqs,): log Z over the allowed paths, NaN if not computed
-    marginals: np.ndarray | None  # float64 (n_tokens, L) token marginals, if asked for
-    unsettled: int = 0  # skip-chain: documents whose belief propagation did not converge
 
 
 def best_paths(model: Weighted, data: Dataset, *, token_ok: np.ndarray | None = None,

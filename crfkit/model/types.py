@@ -37,6 +37,7 @@ class ModelType:
     normalisation: int  # config.NORM_*
     label_pairs: bool  # transitions and observation bigrams exist
     online: bool  # sgd-l1 and ap (CRF epochs) train it exactly
+    structure: str | None = None  # the structure this type implies (crfkit.structures)
     skip_edges: bool = False  # documents and skip edges (crfkit.structures.skipchain.graph)
     # label orders it has kernels for (crfkit.structures.order2.pair_lattice)
     orders: tuple[int, ...] = (1,)
@@ -61,7 +62,8 @@ MODEL_TYPES: dict[str, ModelType] = {t.name: t for t in (
               "skip-chain CRF: a linear chain plus skip edges between repeated keys of a "
               "document (s: patterns), loopy belief propagation (the default when the "
               "pattern file has s: lines)",
-              NORM_GLOBAL, label_pairs=True, online=False, skip_edges=True),
+              NORM_GLOBAL, label_pairs=True, online=False, structure="skipchain",
+              skip_edges=True),
 )}
 
 DEFAULT_TYPE = "crf"

@@ -31,7 +31,7 @@ from crfkit.features.vocab import ObservationVocab
 from crfkit.io.reader import Sequence
 from crfkit.model.model import Model
 from crfkit.model.types import MODEL_TYPES
-from crfkit.space import Dataset, FeatureSpace
+from crfkit.space import Dataset, FeatureSpace, merge_spaces
 from crfkit.training.memory import (
     INDEX_BYTES,
     MemoryBudget,
@@ -135,7 +135,7 @@ def encode_training(patterns: list[Pattern], sequences: list[Sequence] | TokenCo
     if init is not None and order == 2:
         space, empirical, x0 = _merge_space2(space, empirical, init.space, init.weights)
     elif init is not None:
-        space, empirical, x0 = _merge_space(space, empirical, init.space, init.weights)
+        space, empirical, x0 = merge_spaces(space, empirical, init.space, init.weights)
     tok_ptr, tok_obs = token_lists(obs)
     tok_val = None if rows is None else occurrence_values(
         value_matrix(patterns, featurizer.listed, rows, source), obs)
@@ -351,36 +351,6 @@ def _merge_vocab(featurizer: Featurizer, old: ObservationVocab, obs: np.ndarray)
     return np.where(obs >= 0, merged_id[np.maximum(obs, 0)], -1).astype(np.int32)
 
 
-def _merge_space(new: FeatureSpace, empirical: np.ndarray, old: FeatureSpace,
-                 old_weights: np.ndarray) -> tuple[FeatureSpace, np.ndarray, np.ndarray]:
-    """Union of the old model's features and the new corpus's, with starting weights.
-
-    Labels and observations were appended, so an old feature keeps its
-    (observation, labels) ids and only its key changes with L. The old
-    transition block (L_old x L_old) goes to the top-left of the new one.
-    """
-    L, L_old = new.n_labels, old.n_labels
-    nu_new, nb_new = new.keys()
-    ou, ob = old.keys(L)
-    u_keys = np.union1d(nu_new, ou)
-    b_keys = np.union1d(nb_new, ob)
-    space = FeatureSpace.from_keys(u_keys, b_keys, new.n_obs, L, new.has_trans)
-    emp = np.zeros(space.n_weights)
-    x0 = np.zeros(space.n_weights)
-    n_u, t_off = space.n_u, space.trans_offset
-    emp[np.searchsorted(u_keys, nu_new)] = empirical[:new.n_u]
-    emp[n_u + np.searchsorted(b_keys, nb_new)] = empirical[new.n_u:new.trans_offset]
-    x0[np.searchsorted(u_keys, ou)] = old_weights[:old.n_u]
-    x0[n_u + np.searchsorted(b_keys, ob)] = old_weights[old.n_u:old.trans_offset]
-    if space.has_trans:
-        emp[t_off:] = empirical[new.trans_offset:]
-        block = x0[t_off:].reshape(L, L)
-        if old.has_trans:
-            block[:L_old, :L_old] = old_weights[old.trans_offset:old.skip_offset].reshape(
-                L_old, L_old)
-    return space, emp, x0
-
-
 def _merge_space2(new, empirical: np.ndarray, old, old_weights: np.ndarray) -> tuple:
     """:func:`_merge_space` for second-order spaces (:mod:`crfkit.structures.order2.pair_space`):
     the first-order
@@ -388,7 +358,7 @@ def _merge_space2(new, empirical: np.ndarray, old, old_weights: np.ndarray) -> t
     codes re-keyed for the larger label set), and so are the observation trigrams."""
     from crfkit.structures.order2.pair_space import first_order_parts, merged_trigrams
 
-    base, emp, x0 = _merge_space(FeatureSpace(**first_order_parts(new)),
+    base, emp, x0 = merge_spaces(FeatureSpace(**first_order_parts(new)),
                                  empirical[:new.g_offset], FeatureSpace(**first_order_parts(old)),
                                  old_weights[:old.g_offset])
     return merged_trigrams(base, emp, x0, new, empirical, old, old_weights)

@@ -27,8 +27,8 @@ from crfkit.progress import Progress
 # Compile time of each group of kernels, in seconds, on the 2-core machine the
 # README's figures come from (first run of each path with an empty cache).
 COUNTING, CRF, LOCAL, SGD, PERCEPTRON, DEVEL = 3, 7, 4, 9, 5, 4
-ONLINE = 6  # l2sgd, pa, arow (kernels.online; measured on a loaded machine)
-ORDER2 = 12  # crf --order 2 (kernels.lanes2 / order2; measured on a loaded machine)
+ONLINE = 6  # l2sgd, pa, arow (kernels.crfsuite_epochs)
+ORDER2 = 12  # crf --order 2 (structures.order2's lanes / pair lattice)
 # crfkit label through Numba's decoder (-n, -s, --marginals, -p; large inputs), by order,
 # and a skip-chain model's belief propagation (the last two taken as the first's).
 DECODE, DECODE2, SKIP_DECODE = 11, 11, 11
@@ -161,10 +161,6 @@ def _skip_decode() -> list[tuple[object, ...]]:
     from crfkit.structures.skipchain import belief as skipchain
 
     return [(skipchain.skip_decode_block,)]
-# crfkit.sklearn: an attribute corpus's counting kernels
-ATTRIBUTE_COUNTING = 3
-
-
 def _counting() -> list[tuple[object, ...]]:
     from crfkit.features import intern
 
