@@ -69,7 +69,7 @@ s / iteration
     own per-iteration figures use CPU ``clock()`` and are kept in the JSON).
 test F1
     Chunk F1 (percent, conlleval rules) of each tool's labelled test file,
-    both scored with ``crfkit.evaluation.conlleval.evaluate``.
+    both scored with ``crfkit.evaluation.scoring.evaluate``.
 peak RSS train (MB)
     Peak RSS of the training child process (MiB), by GNU time when installed:
     ``ru_maxrss`` from ``wait4`` never reports less than this script's own
@@ -499,7 +499,7 @@ def crfsuite_child(kind: str, params: dict, workdir: Path, name: str) -> tuple[C
 
 def f1_of(path: Path) -> float:
     """Chunk F1 (percent) of a labelled file whose last two columns are gold, predicted."""
-    from crfkit.evaluation.conlleval import evaluate
+    from crfkit.evaluation.scoring import evaluate
 
     gold, pred = [], []
     for rows in read_column_file(path):

@@ -361,7 +361,7 @@ def _draw_f1_strength(fig: Any, points: list[dict], result: Any) -> None:
 # --- eval ------------------------------------------------------------------------------------
 def eval_report(directory: str, report: Any, errors: Any, source: str | None, *,
                 plot: bool | None = None) -> list[str]:
-    """The report of ``crfkit eval --report`` (an :class:`crfkit.evaluation.conlleval.EvalReport`
+    """The report of ``crfkit eval --report`` (an :class:`crfkit.evaluation.counts.EvalReport`
     and
     its :class:`crfkit.evaluation.confusion.ChunkErrors`): per-type scores, the confusion matrix as
     CSV and a heat map, per-type precision/recall/F1 bars."""
