@@ -226,7 +226,7 @@ class _Decoder:
         request = DecodeRequest(nbest=opts.n, log_z=log_z, marginals=marginals,
                                 posterior=opts.posterior, token_ok=token_ok,
                                 trans_ok=self.trans_ok, kernels=opts.prefer_kernels,
-                                sequences=batch, starts=_document_starts(len(batch), markers),
+                                sequences=batch, starts=markers or [],
                                 values={k: v for k, v in opts.structure.items()
                                         if v is not None})
         dec = self.structure.decode(self.model, data, request)
@@ -258,15 +258,6 @@ def _refuse_foreign_options(model: Model, options: LabelOptions) -> None:
             owners = [c.name for c in structures() if option in c.label_options]
             raise UsageError(f"{option.flags[-1]} applies to {' and '.join(owners)} models "
                              f"only (this one is a {model.model_type})")
-
-
-def _document_starts(n_seqs: int, markers: list[int] | None) -> list[int]:
-    """First sequence of each document of a batch: at every marker position, or every
-    sequence when the batch has no marker."""
-    if not markers:
-        return list(range(n_seqs))
-    starts = sorted({0, *(m for m in markers if m < n_seqs)})
-    return [s for s in starts if s < n_seqs]
 
 
 def _first_dead_token(token_ok: np.ndarray, trans_ok: np.ndarray | None) -> int:
