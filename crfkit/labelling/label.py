@@ -257,7 +257,8 @@ def _refuse_foreign_options(model: Model, options: LabelOptions) -> None:
         if options.structure.get(option.name) is not None and option not in mine:
             owners = [c.name for c in structures() if option in c.label_options]
             raise UsageError(f"{option.flags[-1]} applies to {' and '.join(owners)} models "
-                             f"only (this one is a {model.model_type})")
+                             f"only (this one is a {model.model_type}: a "
+                             f"{model.structure.title})")
 
 
 def _first_dead_token(token_ok: np.ndarray, trans_ok: np.ndarray | None) -> int:

@@ -86,7 +86,7 @@ def test_a_declared_option_is_checked_and_refused_for_other_structures(toy, chai
         LabelOptions(structure={"toy_knob": -1}).validate()
     out = io.StringIO()
     with pytest.raises(UsageError, match=r"--toy-knob applies to toy models only \(this one "
-                                         r"is a crf\)"):
+                                         r"is a crf: a linear chain\)"):
         label_stream(chain_model, read_items(io.BytesIO(TEST.encode())), out,
                      LabelOptions(structure={"toy_knob": 1}))
     label_stream(chain_model, read_items(io.BytesIO(TEST.encode())), out,
