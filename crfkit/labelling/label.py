@@ -33,7 +33,7 @@ from typing import Any, TextIO
 import numpy as np
 
 from crfkit.errors import CrfkitError, InputError, UsageError
-from crfkit.features.extract import token_lists
+from crfkit.features.extract import Featurizer, token_lists
 from crfkit.features.values import occurrence_values, value_matrix
 from crfkit.io.reader import Item, Sequence
 from crfkit.kernels.decoded import Decoded
@@ -147,14 +147,22 @@ class LabelStats:
 # --- encoding and decoding of one batch -----------------------------------------------------
 def encode(model: Model, sequences: list[Sequence], source: str = "<input>") -> Dataset:
     """Arrays for a batch of sequences under the model's frozen vocabulary."""
-    featurizer = model.featurizer
+    return encode_sequences(model.featurizer, sequences, source)
+
+
+def encode_sequences(featurizer: Featurizer, sequences: list[Sequence], source: str,
+                     labels: np.ndarray | None = None) -> Dataset:
+    """Arrays for sequences under a frozen vocabulary. ``labels``: their gold ids (a
+    development set, which the kernels decode: it does not keep the observation matrix
+    that only numpy's best path reads)."""
     pos, components = featurizer.components(sequences, grow=False)
     obs = featurizer.observations(components)
     tok_ptr, tok_obs = token_lists(obs)
     tok_val = occurrence_values(value_matrix(featurizer.patterns, featurizer.listed, sequences,
                                              source), obs)
     return Dataset(seq_ptr=pos.seq_ptr, tok_ptr=tok_ptr, tok_obs=tok_obs,
-                   labels=np.zeros(0, dtype=np.int32), obs_matrix=obs, tok_val=tok_val)
+                   labels=np.zeros(0, dtype=np.int32) if labels is None else labels,
+                   obs_matrix=obs if labels is None else None, tok_val=tok_val)
 
 
 class _Decoder:

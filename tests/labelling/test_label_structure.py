@@ -8,12 +8,13 @@ import io
 from dataclasses import replace
 from typing import ClassVar
 
+import numpy as np
 import pytest
 
 from crfkit import structures
 from crfkit.errors import UsageError
 from crfkit.io.reader import read_items, read_sequences
-from crfkit.labelling.label import LabelOptions, label, label_stream
+from crfkit.labelling.label import LabelOptions, encode, encode_sequences, label, label_stream
 from crfkit.model.model import Model
 from crfkit.options import Option
 from crfkit.structures.chain import Chain
@@ -91,3 +92,14 @@ def test_a_declared_option_is_checked_and_refused_for_other_structures(toy, chai
                      LabelOptions(structure={"toy_knob": 1}))
     label_stream(chain_model, read_items(io.BytesIO(TEST.encode())), out,
                  LabelOptions(structure={"toy_knob": None}))  # not given: no refusal
+
+
+def test_a_development_set_is_encoded_as_labelling_encodes(chain_model):
+    sequences = list(read_sequences(io.BytesIO(TEST.encode())))
+    gold = np.arange(sum(len(s.rows) for s in sequences), dtype=np.int32) % 2
+    plain = encode(chain_model, sequences)
+    devel = encode_sequences(chain_model.featurizer, sequences, "<devel>", gold)
+    for name in ("seq_ptr", "tok_ptr", "tok_obs"):
+        np.testing.assert_array_equal(getattr(devel, name), getattr(plain, name))
+    np.testing.assert_array_equal(devel.labels, gold)
+    assert plain.obs_matrix is not None and devel.obs_matrix is None
