@@ -24,7 +24,7 @@ _EXPORTS = {
     "CrfkitError": "crfkit.errors",
     "Model": "crfkit.model.model",
     "TrainOptions": "crfkit.training.train",
-    "evaluate": "crfkit.evaluation.conlleval",
+    "evaluate": "crfkit.evaluation.scoring",
     "label_sequences": "crfkit.labelling.label",
     "parse_patterns": "crfkit.features.patterns",
     "read_patterns": "crfkit.features.patterns",

@@ -83,7 +83,7 @@ s / iteration
     own per-iteration figures use CPU ``clock()`` and are kept in the JSON).
 test F1
     Chunk F1 (percent, conlleval rules) of each tool's labelled test file,
-    both scored with ``crfkit.evaluation.conlleval.evaluate`` (``--metric f1``).
+    both scored with ``crfkit.evaluation.scoring.evaluate`` (``--metric f1``).
 test accuracy (%)
     Token accuracy of each tool's labelled test file (the POS score).
 s / iteration (2-4, own log)
@@ -535,7 +535,7 @@ def scores_of(path: Path, metric: str) -> dict:
 
 def f1_of(path: Path) -> float:
     """Chunk F1 (percent) of a labelled file whose last two columns are gold, predicted."""
-    from crfkit.evaluation.conlleval import evaluate
+    from crfkit.evaluation.scoring import evaluate
 
     gold, pred = [], []
     for rows in read_column_file(path):

@@ -175,3 +175,19 @@ def toy_corpus(n: int = 40, seed: int = 0):
                   for t in tags])
         y.append(tags)
     return X, y
+
+# Three tagged sentences (word, part of speech, chunk tag): the smallest chunking corpus.
+CHUNK_TRAIN = ("the DT B-NP\ncat NN I-NP\nsat VBD B-VP\non IN O\nthe DT B-NP\nmat NN I-NP\n\n"
+               "a DT B-NP\ndog NN I-NP\nran VBD B-VP\n\nbig JJ B-NP\ndogs NNS I-NP\n"
+               "bark VBP B-VP\n")
+
+
+def trained_model(folder: Path, patterns: str, train: str, *options: object) -> Path:
+    """Train a model by the CLI on the texts given (written into ``folder`` as ``p.pat`` and
+    ``train.txt``); its path, ``folder/m.model``."""
+    (folder / "p.pat").write_text(patterns)
+    (folder / "train.txt").write_text(train)
+    model = folder / "m.model"
+    result = run("train", "-q", "-p", folder / "p.pat", *options, folder / "train.txt", model)
+    assert result.exit_code == 0, result.stderr
+    return model

@@ -129,7 +129,7 @@ def test_train_with_lone_surrogates_is_one_error_line(tmp_path):
 
 def test_eval_refuses_lone_surrogates(tmp_path):
     from crfkit.errors import InputError
-    from crfkit.evaluation.conlleval import read_eval_file
+    from crfkit.evaluation.reading import read_eval_file
 
     path = tmp_path / "tags.txt"
     path.write_bytes(b"w O O\nw B-+2AA- O\n")

@@ -407,7 +407,7 @@ class AttributeModel:
     @classmethod
     def _from_parts(cls, meta: dict, arrays: dict[str, np.ndarray],
                     name: str) -> AttributeModel:
-        from crfkit.model.model import ModelChecker
+        from crfkit.io.model_checker import ModelChecker
 
         check = ModelChecker(name, meta, arrays)
         if meta.get("kind") != ATTRIBUTE_MODEL_KIND:

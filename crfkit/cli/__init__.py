@@ -710,7 +710,7 @@ def label_command(model_file, input_file, output_file, labels_only, check, nthre
                            constraints=constraints, scores=score, nbest_columns=nbest_columns,
                            check=check, labels_only=labels_only,
                            separator="\t" if sep == "tab" else " ",
-                           bp_damping=bp_damping, bp_maxiter=bp_maxiter)
+                           structure={"bp_damping": bp_damping, "bp_maxiter": bp_maxiter})
     options.validate()
     model = read_model(model_file, patterns=patterns_file, encoding=encoding or "utf-8")
     if dask_address is not None and _documents_of(model)[0]:  # shards would cut documents

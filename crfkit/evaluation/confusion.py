@@ -5,9 +5,9 @@ wrong. Two views:
 
 * **Token confusion**: for each gold tag (row), how many of its tokens got
   each predicted tag (column); the diagonal is the correct tokens. Counted
-  from :attr:`crfkit.evaluation.conlleval.EvalReport.tag_pairs`.
+  from :attr:`crfkit.evaluation.counts.EvalReport.tag_pairs`.
 * **Chunk error classes**. Chunks are read with conlleval's rules
-  (:mod:`crfkit.evaluation.conlleval`: the same options ``-r``, ``-o``, ``--scheme``);
+  (:mod:`crfkit.evaluation.scoring`: the same options ``-r``, ``-o``, ``--scheme``);
   a chunk is a span of tokens and the type of its first token. Every gold
   chunk falls in exactly one class:
 
@@ -32,7 +32,8 @@ from itertools import chain
 
 import numpy as np
 
-from crfkit.evaluation.conlleval import EvalReport, chunk_end, chunk_start, split_tag
+from crfkit.evaluation.counts import EvalReport
+from crfkit.evaluation.scoring import chunk_end, chunk_start, split_tag
 
 __all__ = ["CLASSES", "ChunkErrors", "chunk_errors", "chunk_spans", "confusion_document",
            "confusion_matrix", "format_confusion"]

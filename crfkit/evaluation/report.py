@@ -32,6 +32,7 @@ import math
 import os
 import sys
 from collections.abc import Callable, Sequence
+from functools import partial
 from typing import Any
 
 from crfkit.errors import UsageError
@@ -192,62 +193,69 @@ def training_plots(report: Report, rows: Sequence[dict], *, prefix: str = "",
     if not its:
         return
     col = {c: [r.get(c) for r in rows] for c in LOG_COLUMNS}
+    has_f1 = not all(_missing(v) for v in col["devel_f1"])
+    for name, title, plot, shown in (
+            ("objective", "Objective and gradient norm", _objective_plot, True),
+            ("token_error", "Token error", _error_plot, True),
+            ("devel_f1", "Development chunk F1", _devel_f1_plot, has_f1),
+            ("time", "Time per iteration", _timing_plot, True)):
+        if shown:
+            report.figure(f"{prefix}{name}.png", f"{what}{title}",
+                          partial(plot, its=its, col=col, what=what))
+
+
+def _objective_plot(fig, its: list, col: dict, what: str) -> None:
     has_grad = not all(_missing(v) for v in col["gradient_norm"])
+    ax = fig.add_subplot()
+    ax.plot(its, col["objective"], color="tab:blue", label="objective")
+    ax.set_xlabel("iteration")
+    ax.set_ylabel("objective", color="tab:blue")
+    if min(col["objective"]) > 0:
+        ax.set_yscale("log")
+    if has_grad:
+        ax2 = ax.twinx()
+        ax2.plot(its, col["gradient_norm"], color="tab:red", linewidth=0.8)
+        ax2.set_ylabel("gradient norm", color="tab:red")
+        ax2.set_yscale("log")
+    ax.set_title(f"{what}objective{' and gradient norm' if has_grad else ''}")
 
-    def objective(fig) -> None:
-        ax = fig.add_subplot()
-        ax.plot(its, col["objective"], color="tab:blue", label="objective")
-        ax.set_xlabel("iteration")
-        ax.set_ylabel("objective", color="tab:blue")
-        if min(col["objective"]) > 0:
-            ax.set_yscale("log")
-        if has_grad:
-            ax2 = ax.twinx()
-            ax2.plot(its, col["gradient_norm"], color="tab:red", linewidth=0.8)
-            ax2.set_ylabel("gradient norm", color="tab:red")
-            ax2.set_yscale("log")
-        ax.set_title(f"{what}objective{' and gradient norm' if has_grad else ''}")
 
-    def errors(fig) -> None:
-        ax = fig.add_subplot()
-        ax.plot(its, col["token_error"], label="training token error")
-        if not all(_missing(v) for v in col["devel_error"]):
-            ax.plot(its, col["devel_error"], label="devel token error")
-        ax.set_xlabel("iteration")
-        ax.set_ylabel("token error (%)")
-        shown = [v for c in ("token_error", "devel_error") for v in col[c] if not _missing(v)]
-        if min(shown) > 0:  # log: the late, small errors stay visible
-            ax.set_yscale("log")
-        ax.legend()
-        ax.set_title(f"{what}token error")
+def _error_plot(fig, its: list, col: dict, what: str) -> None:
+    ax = fig.add_subplot()
+    ax.plot(its, col["token_error"], label="training token error")
+    if not all(_missing(v) for v in col["devel_error"]):
+        ax.plot(its, col["devel_error"], label="devel token error")
+    ax.set_xlabel("iteration")
+    ax.set_ylabel("token error (%)")
+    shown = [v for c in ("token_error", "devel_error") for v in col[c] if not _missing(v)]
+    if min(shown) > 0:  # log: the late, small errors stay visible
+        ax.set_yscale("log")
+    ax.legend()
+    ax.set_title(f"{what}token error")
 
-    def devel_f1(fig) -> None:
-        ax = fig.add_subplot()
-        ax.plot(its, col["devel_f1"], color="tab:green")
-        best = max(range(len(its)), key=lambda i: col["devel_f1"][i])
-        ax.plot([its[best]], [col["devel_f1"][best]], "o", color="tab:green")
-        ax.annotate(f"best {col['devel_f1'][best]:.2f} (iteration {its[best]})",
-                    (its[best], col["devel_f1"][best]), textcoords="offset points",
-                    xytext=(0, -14), ha="right" if best > len(its) / 2 else "left")
-        ax.set_xlabel("iteration")
-        ax.set_ylabel("devel chunk F1")
-        top = max(col["devel_f1"])
-        ax.set_ylim(max(0.0, top - 10.0), top + 0.5)  # the early, low values off the scale
-        ax.set_title(f"{what}development chunk F1")
 
-    def timing(fig) -> None:
-        ax = fig.add_subplot()
-        ax.plot(its, col["iteration_seconds"], color="tab:gray")
-        ax.set_xlabel("iteration")
-        ax.set_ylabel("seconds")
-        ax.set_ylim(bottom=0)
-        ax.set_title(f"{what}time per iteration")
+def _devel_f1_plot(fig, its: list, col: dict, what: str) -> None:
+    ax = fig.add_subplot()
+    ax.plot(its, col["devel_f1"], color="tab:green")
+    best = max(range(len(its)), key=lambda i: col["devel_f1"][i])
+    ax.plot([its[best]], [col["devel_f1"][best]], "o", color="tab:green")
+    ax.annotate(f"best {col['devel_f1'][best]:.2f} (iteration {its[best]})",
+                (its[best], col["devel_f1"][best]), textcoords="offset points",
+                xytext=(0, -14), ha="right" if best > len(its) / 2 else "left")
+    ax.set_xlabel("iteration")
+    ax.set_ylabel("devel chunk F1")
+    top = max(col["devel_f1"])
+    ax.set_ylim(max(0.0, top - 10.0), top + 0.5)  # the early, low values off the scale
+    ax.set_title(f"{what}development chunk F1")
 
-    report.figure(f"{prefix}objective.png", f"{what}Objective and gradient norm", objective)
-    report.figure(f"{prefix}token_error.png", f"{what}Token error", errors)
-    if not all(_missing(v) for v in col["devel_f1"]):
-        report.figure(f"{prefix}devel_f1.png", f"{what}Development chunk F1", devel_f1)
-    report.figure(f"{prefix}time.png", f"{what}Time per iteration", timing)
+
+def _timing_plot(fig, its: list, col: dict, what: str) -> None:
+    ax = fig.add_subplot()
+    ax.plot(its, col["iteration_seconds"], color="tab:gray")
+    ax.set_xlabel("iteration")
+    ax.set_ylabel("seconds")
+    ax.set_ylim(bottom=0)
+    ax.set_title(f"{what}time per iteration")
 
 
 def training_report(directory: str, rows: Sequence[dict], settings: dict[str, Any], *,
@@ -361,7 +369,7 @@ def _draw_f1_strength(fig: Any, points: list[dict], result: Any) -> None:
 # --- eval ------------------------------------------------------------------------------------
 def eval_report(directory: str, report: Any, errors: Any, source: str | None, *,
                 plot: bool | None = None) -> list[str]:
-    """The report of ``crfkit eval --report`` (an :class:`crfkit.evaluation.conlleval.EvalReport`
+    """The report of ``crfkit eval --report`` (an :class:`crfkit.evaluation.counts.EvalReport`
     and
     its :class:`crfkit.evaluation.confusion.ChunkErrors`): per-type scores, the confusion matrix as
     CSV and a heat map, per-type precision/recall/F1 bars."""

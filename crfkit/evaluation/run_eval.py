@@ -1,6 +1,6 @@
 """The ``crfkit eval`` command: read, check the scheme, score, format, analyse, draw.
 
-The scoring itself is :mod:`crfkit.evaluation.conlleval` (conlleval's rules and report);
+The scoring itself is :mod:`crfkit.evaluation.scoring` (conlleval's rules and report);
 the error analysis :mod:`crfkit.evaluation.confusion`; the plots :mod:`crfkit.evaluation.report`
 (imported only when asked, so plain ``eval`` never loads matplotlib).
 """
@@ -12,15 +12,14 @@ from typing import IO
 
 from crfkit.errors import UsageError
 from crfkit.evaluation.confusion import chunk_errors, confusion_document, format_confusion
-from crfkit.evaluation.conlleval import (
-    check_scheme,
-    evaluate_tags,
+from crfkit.evaluation.formatting import (
     format_conlleval,
     format_json,
     format_latex,
     format_token_table,
-    read_eval_file,
 )
+from crfkit.evaluation.reading import read_eval_file
+from crfkit.evaluation.scoring import check_scheme, evaluate_tags
 
 
 def run_eval_command(

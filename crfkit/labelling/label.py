@@ -3,10 +3,10 @@
 :func:`label` is the Python API (one :class:`LabelResult` per sequence);
 :func:`label_stream` writes column output batch by batch over a streaming
 reader, so memory stays bounded whatever the input size, and output order
-is input order. Decoding itself lives in :mod:`crfkit.kernels.bestpath` when only
-the best path is wanted (numpy only, so plain labelling never waits for
-Numba to load), and in :mod:`crfkit.kernels.decoder` (Numba kernels, imported on
-first use) for n-best, scores, marginals and posterior decoding.
+is input order. Decoding is the model's structure's
+(:meth:`crfkit.structures.base.Structure.decode`): the linear chain serves a plain
+best path with numpy (so plain labelling never waits for Numba to load) and the
+rest with Numba's kernels, imported on first use.
 
 Output formats are described in :mod:`crfkit.labelling.output`; ``-DOCSTART-``
 lines (:class:`crfkit.io.reader.DocStart`) are not labelled but copied to the
@@ -26,30 +26,28 @@ from __future__ import annotations
 
 import os
 import time
-from collections import deque
 from collections.abc import Callable, Iterable, Iterator
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from itertools import islice
-from typing import TextIO
+from typing import Any, TextIO
 
 import numpy as np
 
 from crfkit.errors import CrfkitError, InputError, UsageError
-from crfkit.features.extract import token_lists
+from crfkit.features.extract import Featurizer, token_lists
 from crfkit.features.values import occurrence_values, value_matrix
-from crfkit.io.reader import PAUSE, DocStart, Item, Sequence
-from crfkit.kernels.bestpath import Decoded, best_paths
+from crfkit.io.reader import Item, Sequence
+from crfkit.kernels.decoded import Decoded
+from crfkit.labelling.batches import Batch, batches, decoded_batches, item_batches
 from crfkit.labelling.constraints import CONSTRAINTS, constraint_masks
 from crfkit.labelling.output import ColumnWriter
 from crfkit.model.model import Model
-from crfkit.model.types import MODEL_TYPES
 from crfkit.space import Dataset
+from crfkit.structures import label_options, structures
+from crfkit.structures.base import DecodeRequest
 
 # Tokens per batch: large enough that numpy's per-call overhead is amortised,
 # small enough that a file of sentences splits over the worker threads.
 BATCH_TOKENS = 25_000
-SERIAL_BATCHES = 2  # decoded in the calling thread before worker threads start
 PLACEHOLDERS = frozenset({"_", ""})
 PROGRESS_SECONDS = 0.25  # at most four progress updates a second
 
@@ -71,9 +69,8 @@ class LabelOptions:
     separator: str = " "
     # Decode the plain best path with Numba's decoder too (see kernel_decoding_pays)
     prefer_kernels: bool = False
-    # skip-chain models: belief propagation's damping and rounds instead of the recorded ones
-    bp_damping: float | None = None
-    bp_maxiter: int | None = None
+    # the structures' label options (crfkit.structures.label_options) by name; None: not given
+    structure: dict[str, Any] = field(default_factory=dict)
 
     @property
     def n(self) -> int:
@@ -95,10 +92,11 @@ class LabelOptions:
         return self.n > 1 and not self.nbest_columns
 
     def validate(self) -> None:
-        if self.bp_damping is not None and not 0 <= self.bp_damping < 1:
-            raise UsageError(f"--bp-damping must be in [0, 1), got {self.bp_damping}")
-        if self.bp_maxiter is not None and self.bp_maxiter < 1:
-            raise UsageError(f"--bp-maxiter must be >= 1, got {self.bp_maxiter}")
+        for option in label_options():
+            value = self.structure.get(option.name)
+            problem = option.check(value) if value is not None and option.check else None
+            if problem:
+                raise UsageError(problem)
         if self.nbest is not None and self.nbest < 1:
             raise UsageError(f"-n/--nbest must be >= 1, got {self.nbest}")
         if self.posterior and self.n > 1:
@@ -149,14 +147,22 @@ class LabelStats:
 # --- encoding and decoding of one batch -----------------------------------------------------
 def encode(model: Model, sequences: list[Sequence], source: str = "<input>") -> Dataset:
     """Arrays for a batch of sequences under the model's frozen vocabulary."""
-    featurizer = model.featurizer
+    return encode_sequences(model.featurizer, sequences, source)
+
+
+def encode_sequences(featurizer: Featurizer, sequences: list[Sequence], source: str,
+                     labels: np.ndarray | None = None) -> Dataset:
+    """Arrays for sequences under a frozen vocabulary. ``labels``: their gold ids (a
+    development set, which the kernels decode: it does not keep the observation matrix
+    that only numpy's best path reads)."""
     pos, components = featurizer.components(sequences, grow=False)
     obs = featurizer.observations(components)
     tok_ptr, tok_obs = token_lists(obs)
     tok_val = occurrence_values(value_matrix(featurizer.patterns, featurizer.listed, sequences,
                                              source), obs)
     return Dataset(seq_ptr=pos.seq_ptr, tok_ptr=tok_ptr, tok_obs=tok_obs,
-                   labels=np.zeros(0, dtype=np.int32), obs_matrix=obs, tok_val=tok_val)
+                   labels=np.zeros(0, dtype=np.int32) if labels is None else labels,
+                   obs_matrix=obs if labels is None else None, tok_val=tok_val)
 
 
 class _Decoder:
@@ -165,23 +171,14 @@ class _Decoder:
     def __init__(self, model: Model, options: LabelOptions, source: str) -> None:
         options.validate()
         self.model, self.options, self.source = model, options, source
+        self.structure = model.structure
         self.start_ok, self.trans_ok = constraint_masks(model.labels, options.constraints)
         self.label_index = {name: i for i, name in enumerate(model.labels)}
-        self.skip = MODEL_TYPES[model.model_type].skip_edges
-        if self.skip:
-            refused = [name for name, on in (("-n/--nbest", options.n > 1),
-                                             ("-s/--score", options.scores),
-                                             ("--force", options.force),
-                                             ("--constraints", options.constraints))
-                       if on]
-            if refused:
-                raise UsageError(f"{refused[0]} is not available with a {model.model_type} "
-                                 f"model (its labels come from belief propagation; -p and "
-                                 f"--marginals are)")
-        elif options.bp_damping is not None or options.bp_maxiter is not None:
-            name = "--bp-damping" if options.bp_damping is not None else "--bp-maxiter"
-            raise UsageError(f"{name} applies to skipchain models only (this one is a "
-                             f"{model.model_type}: it has no belief propagation)")
+        self.structure.refuse_labelling({"-n/--nbest": options.n > 1,
+                                         "-s/--score": options.scores,
+                                         "--force": options.force,
+                                         "--constraints": bool(options.constraints)})
+        _refuse_foreign_options(model, options)
 
     def check_columns(self, batch: list[Sequence]) -> None:
         opts = self.options
@@ -228,42 +225,48 @@ class _Decoder:
 
     def decode(self, batch: list[Sequence], *, log_z: bool, marginals: bool,
                markers: list[int] | None = None) -> Decoded:
-        """Decode a batch; ``markers``: the sequences that start a document (skip-chain
-        models; without any, every sequence is a document)."""
+        """Decode a batch; ``markers``: the sequences that start a document (structures
+        that label documents; without any, every sequence is a document)."""
         self.check_columns(batch)
         data = encode(self.model, batch, self.source)
-        if self.skip:
-            from crfkit.structures.skipchain.documents import batch_starts, decode_documents
-
-            return decode_documents(self.model, batch, data, batch_starts(len(batch), markers),
-                                    posterior=self.options.posterior, marginals=marginals,
-                                    damping=self.options.bp_damping,
-                                    maxiter=self.options.bp_maxiter)
         token_ok = self.token_mask(batch, data)
         opts = self.options
-        if opts.n == 1 and not (log_z or marginals or opts.posterior or opts.prefer_kernels) \
-                and data.tok_val is None and self.model.space.order == 1:
-            dec = best_paths(self.model, data, token_ok=token_ok, trans_ok=self.trans_ok)
-        else:
-            # Numba: loaded only when needed; the decoder of the model's label order
-            from crfkit.structures.order2.pair_decoder import decode_any
+        request = DecodeRequest(nbest=opts.n, log_z=log_z, marginals=marginals,
+                                posterior=opts.posterior, token_ok=token_ok,
+                                trans_ok=self.trans_ok, kernels=opts.prefer_kernels,
+                                sequences=batch, starts=markers or [],
+                                values={k: v for k, v in opts.structure.items()
+                                        if v is not None})
+        dec = self.structure.decode(self.model, data, request)
+        self.check_decoded(batch, data, dec, token_ok, log_z or marginals or opts.posterior)
+        return dec
 
-            dec = decode_any(self.model, data, nbest=opts.n, log_z=log_z, marginals=marginals,
-                             posterior=opts.posterior, token_ok=token_ok,
-                             trans_ok=self.trans_ok)
+    def check_decoded(self, batch: list[Sequence], data: Dataset, dec: Decoded,
+                      token_ok: np.ndarray | None, normalised: bool) -> None:
+        """One error line for a sequence no allowed path labels, or an underflow."""
         impossible = np.flatnonzero(~(dec.scores[:, 0] > -np.inf))
         if len(impossible):
             s = int(impossible[0])
             t0, t1 = int(data.seq_ptr[s]), int(data.seq_ptr[s + 1])
             t = 0 if token_ok is None else _first_dead_token(token_ok[t0:t1], self.trans_ok)
             raise InputError("no label sequence satisfies both the forced labels and "
-                             f"--constraints {opts.constraints}",
+                             f"--constraints {self.options.constraints}",
                              path=self.source, line=batch[s].lines[t])
-        if (log_z or marginals or opts.posterior) and not np.isfinite(dec.log_z).all():
+        if normalised and not np.isfinite(dec.log_z).all():
             s = int(np.flatnonzero(~np.isfinite(dec.log_z))[0])
             raise CrfkitError("numerical underflow in forward-backward (extreme weights)",
                               path=self.source, line=batch[s].lines[0])
-        return dec
+
+
+def _refuse_foreign_options(model: Model, options: LabelOptions) -> None:
+    """A structure's label option given for a model of another structure: one line."""
+    mine = model.structure.label_options
+    for option in label_options():
+        if options.structure.get(option.name) is not None and option not in mine:
+            owners = [c.name for c in structures() if option in c.label_options]
+            raise UsageError(f"{option.flags[-1]} applies to {' and '.join(owners)} models "
+                             f"only (this one is a {model.model_type}: a "
+                             f"{model.structure.title})")
 
 
 def _first_dead_token(token_ok: np.ndarray, trans_ok: np.ndarray | None) -> int:
@@ -296,7 +299,7 @@ def label(model: Model, sequences: Iterable[Sequence | list[list[str]]], *, nbes
     decoder = _Decoder(model, options, "<input>")
     names = np.array(model.labels, dtype=object)
     results = []
-    for batch in batches(_as_sequence(s) for s in sequences):
+    for batch in batches((_as_sequence(s) for s in sequences), BATCH_TOKENS):
         dec = decoder.decode(batch, log_z=True, marginals=marginals)
         ptr = np.concatenate([[0], np.cumsum([len(seq.rows) for seq in batch])])
         for s in range(len(batch)):
@@ -318,7 +321,7 @@ def label_sequences(model: Model, sequences: list[Sequence]) -> list[list[str]]:
 def _viterbi_only(model: Model, sequences: list[Sequence]) -> Iterator[LabelResult]:
     decoder = _Decoder(model, LabelOptions(), "<input>")
     names = np.array(model.labels, dtype=object)
-    for batch in batches(sequences):
+    for batch in batches(sequences, BATCH_TOKENS):
         dec = decoder.decode(batch, log_z=False, marginals=False)
         ptr = np.concatenate([[0], np.cumsum([len(seq.rows) for seq in batch])])
         for s in range(len(batch)):
@@ -333,71 +336,6 @@ def _as_sequence(seq: Sequence | list[list[str]]) -> Sequence:
     if not rows:
         raise UsageError("cannot label an empty sequence")
     return Sequence(rows=rows, lines=list(range(1, len(rows) + 1)))
-
-
-def batches(sequences: Iterable[Sequence], max_tokens: int | None = None
-            ) -> Iterator[list[Sequence]]:
-    """Group a stream of sequences into lists of about ``max_tokens`` tokens
-    (default :data:`BATCH_TOKENS`)."""
-    if max_tokens is None:
-        max_tokens = BATCH_TOKENS
-    batch: list[Sequence] = []
-    size = 0
-    for seq in sequences:
-        batch.append(seq)
-        size += len(seq.rows)
-        if size >= max_tokens:
-            yield batch
-            batch, size = [], 0
-    if batch:
-        yield batch
-
-
-@dataclass
-class Batch:
-    """Sequences decoded together, the document markers among them, and whether the
-    input paused after them (then the output is flushed: someone may be waiting)."""
-
-    sequences: list[Sequence] = field(default_factory=list)
-    markers: list[tuple[int, DocStart]] = field(default_factory=list)  # (before sequence i, m)
-    flush: bool = False
-
-    @property
-    def empty(self) -> bool:
-        return not (self.sequences or self.markers)
-
-
-def item_batches(items: Iterable[Item], max_tokens: int | None = None, *,
-                 documents: bool = False) -> Iterator[Batch]:
-    """Group the reader's items into batches of about ``max_tokens`` tokens (default
-    :data:`BATCH_TOKENS`), ending a batch early at every :data:`~crfkit.io.reader.PAUSE`.
-
-    ``documents``: a full batch ends only before a ``-DOCSTART-`` (or, in a file
-    without markers, at any sequence), so skip-chain models see whole documents.
-    """
-    if max_tokens is None:
-        max_tokens = BATCH_TOKENS
-    batch, size = Batch(), 0
-    marked = False
-    for item in items:
-        if item is PAUSE:  # even an empty batch: what was written before must be flushed
-            batch.flush = True
-            yield batch
-            batch, size = Batch(), 0
-        elif isinstance(item, DocStart):
-            if documents and size >= max_tokens:
-                yield batch
-                batch, size = Batch(), 0
-            marked = True
-            batch.markers.append((len(batch.sequences), item))
-        else:
-            batch.sequences.append(item)
-            size += len(item.rows)
-            if size >= max_tokens and not (documents and marked):
-                yield batch
-                batch, size = Batch(), 0
-    if not batch.empty:
-        yield batch
 
 
 class TokenMeter:
@@ -462,11 +400,18 @@ def label_stream(model: Model, sequences: Iterable[Item], out: TextIO,
     names = np.array(model.labels, dtype=object)
     stats = LabelStats()
     # The Numba decoder is parallel inside; the numpy one gets a thread per batch.
-    workers = 1 if opts.uses_kernels or decoder.skip else threads
-    for batch, dec in decoded_batches(decoder, item_batches(sequences, documents=decoder.skip),
-                                      workers,
-                                      log_z=opts.scores or opts.blocks,
-                                      marginals=opts.scores or opts.marginals):
+    documents = model.structure.documents
+    workers = 1 if opts.uses_kernels or documents else threads
+    log_z, marginals = opts.scores or opts.blocks, opts.scores or opts.marginals
+
+    def decode(batch: Batch) -> Decoded | None:
+        if not batch.sequences:
+            return None
+        return decoder.decode(batch.sequences, log_z=log_z, marginals=marginals,
+                              markers=[i for i, _ in batch.markers])
+
+    for batch, dec in decoded_batches(
+            decode, item_batches(sequences, BATCH_TOKENS, documents=documents), workers):
         seqs = batch.sequences
         rows = [row for seq in seqs for row in seq.rows]
         seq_ptr = np.concatenate([[0], np.cumsum([len(seq.rows) for seq in seqs])])
@@ -487,7 +432,7 @@ def label_stream(model: Model, sequences: Iterable[Item], out: TextIO,
 
 
 # An input file this large labels faster through Numba's decoder, start-up included, when
-# the model has observation bigrams (module docstring of kernel_decoding_pays).
+# the model has observation bigrams (the manual gives the measurement).
 KERNEL_DECODING_BYTES = 1 << 20
 
 
@@ -495,56 +440,13 @@ def kernel_decoding_pays(model: Model, input_file: str) -> bool:
     """Whether the plain best path of ``input_file`` is faster through Numba's decoder.
 
     numpy's best path (:mod:`crfkit.kernels.bestpath`) builds an L x L block per
-    token when the model has observation bigrams (``*``/``b`` patterns): ~18 us a
-    token on CoNLL-2000 with Wapiti's chunking patterns, against ~1 s to load Numba
-    and its cached decoder, after which a token costs a few microseconds. The break
-    even is ~60k tokens (~0.8 MB of CoNLL-2000 text); a regular file of at least
+    token when the model has observation bigrams (``*``/``b`` patterns), where Numba's
+    decoder, once loaded, costs a few microseconds a token: a regular file of at least
     :data:`KERNEL_DECODING_BYTES` goes through Numba. A pipe or terminal keeps numpy:
     its size is unknown, and a co-process wants its first labels at once.
     """
     return (model.space.n_b > 0 and input_file != "-" and os.path.isfile(input_file)
             and os.path.getsize(input_file) >= KERNEL_DECODING_BYTES)
-
-
-def decoded_batches(decoder: _Decoder, batches: Iterable[Batch], threads: int, *,
-                    log_z: bool, marginals: bool) -> Iterator[tuple[Batch, Decoded | None]]:
-    """Each batch with its decoding (None without sequences), in input order, ``threads``
-    batches decoding at once.
-
-    numpy releases the GIL in parts of its array loops, so batches decoded in
-    threads overlap somewhat (and overlap the reading of the next batch): on
-    5M tokens two threads label in 19.0-20.0 s against 20.2-20.9 s with one.
-    (Little more: ``take`` and ufuncs on arrays of a few thousand rows hold the
-    GIL much of the time; two threads doing them run no faster than one.)
-    At most ``threads + 1`` batches are in flight, so memory stays bounded; a
-    batch to flush is handed over with all before it at once. An error is
-    raised after the batches before it have been handed over, as it would be
-    in one thread. The first :data:`SERIAL_BATCHES` are decoded in the calling
-    thread: for a short input the hand-offs cost more than the overlap gains
-    (CoNLL-2000 test, 2 batches: 0.35 s serial, 0.38 s with threads).
-    """
-    def decode(batch: Batch) -> Decoded | None:
-        if not batch.sequences:
-            return None
-        return decoder.decode(batch.sequences, log_z=log_z, marginals=marginals,
-                              markers=[i for i, _ in batch.markers])
-
-    batches = iter(batches)
-    for batch in islice(batches, None if threads <= 1 else SERIAL_BATCHES):
-        yield batch, decode(batch)
-    if threads <= 1:
-        return
-    with ThreadPoolExecutor(threads) as pool:
-        pending: deque = deque()
-        for batch in batches:
-            pending.append((batch, pool.submit(decode, batch)))
-            keep = 0 if batch.flush else threads
-            while len(pending) > keep:
-                done, future = pending.popleft()
-                yield done, future.result()
-        while pending:
-            done, future = pending.popleft()
-            yield done, future.result()
 
 
 def check_output_encoding(model: Model, encoding: str) -> None:

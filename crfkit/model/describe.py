@@ -8,9 +8,8 @@ the layout back into (observation, label or transition, weight) triples:
 * an observation bigram as ``OBSERVATION<TAB>PREV->LABEL<TAB>WEIGHT``;
 * the dense transition block as ``B<TAB>PREV->LABEL<TAB>WEIGHT``, ``B``
   being the text of the model's (first) constant bigram pattern;
-* in a second-order model, an observation trigram as
-  ``OBSERVATION<TAB>PREV2->PREV->LABEL<TAB>WEIGHT`` and the label-trigram block
-  under the text of its constant pattern (``t`` or ``B``).
+* then the rows of the model's structure (:meth:`crfkit.structures.base.Structure.dump_rows`),
+  with a label two tokens back as ``PREV2->PREV->LABEL`` where the structure has one.
 
 The arrow is ASCII, so the dump is the same in every output encoding and greps
 the same in every terminal.
@@ -29,6 +28,7 @@ import numpy as np
 from crfkit.errors import UsageError
 from crfkit.model.model import Model
 from crfkit.model.types import MODEL_TYPES
+from crfkit.structures.base import DumpParts
 
 ARROW = "->"
 
@@ -50,46 +50,18 @@ def features(model: Model) -> Features:
     L = s.n_labels
     obs_text = np.array(model.featurizer.observation_strings(), dtype=object)
     u_obs, b_obs = s.owners()
-    parts_obs = [obs_text[u_obs], obs_text[b_obs]]
-    parts_prev = [np.full(s.n_u, -1, dtype=np.int64), s.b_prev.astype(np.int64)]
-    parts_label = [s.u_lab.astype(np.int64), s.b_cur.astype(np.int64)]
+    parts = DumpParts(observation=[obs_text[u_obs], obs_text[b_obs]],
+                      prev=[np.full(s.n_u, -1, dtype=np.int64), s.b_prev.astype(np.int64)],
+                      label=[s.u_lab.astype(np.int64), s.b_cur.astype(np.int64)])
     if s.has_trans:
         constant = next(p.text for p in model.patterns if p.is_constant and p.has_bigram)
-        parts_obs.append(np.full(L * L, constant, dtype=object))
-        parts_prev.append(np.repeat(np.arange(L, dtype=np.int64), L))
-        parts_label.append(np.tile(np.arange(L, dtype=np.int64), L))
-    skip_blocks = [p.text for p in model.patterns if p.kind == "s"]  # skip-chain blocks
-    if skip_blocks:
-        skip_blocks += model.info.get("skip", {}).get("conditions", [])  # e: observations
-    for text in skip_blocks:
-        parts_obs.append(np.full(L * L, text, dtype=object))
-        parts_prev.append(np.repeat(np.arange(L, dtype=np.int64), L))
-        parts_label.append(np.tile(np.arange(L, dtype=np.int64), L))
-    prev2 = None
-    if s.order == 2:
-        prev2 = _trigram_parts(model, obs_text, parts_obs, parts_prev, parts_label)
-    return Features(observation=np.concatenate(parts_obs), prev=np.concatenate(parts_prev),
-                    label=np.concatenate(parts_label), weight=model.weights.copy(),
-                    prev2=prev2)
-
-
-def _trigram_parts(model: Model, obs_text: np.ndarray, parts_obs: list, parts_prev: list,
-                   parts_label: list) -> np.ndarray:
-    """Append the observation trigrams and the label-trigram block of a second-order model;
-    return prev2 of every feature."""
-    s = model.space
-    L = s.n_labels
-    n_first = sum(len(p) for p in parts_label)
-    codes = s.tri[s.g_tri]
-    parts_obs.append(obs_text[np.repeat(np.arange(s.n_obs), np.diff(s.g_ptr))])
-    if s.has_tri:
-        constant = next(p.text for p in model.patterns
-                        if p.is_constant and (p.has_trigram or p.has_bigram))
-        parts_obs.append(np.full(len(s.tri), constant, dtype=object))
-        codes = np.concatenate([codes, s.tri])
-    parts_prev.append((codes // L) % L)
-    parts_label.append(codes % L)
-    return np.concatenate([np.full(n_first, -1, dtype=np.int64), codes // (L * L)])
+        parts.observation.append(np.full(L * L, constant, dtype=object))
+        parts.prev.append(np.repeat(np.arange(L, dtype=np.int64), L))
+        parts.label.append(np.tile(np.arange(L, dtype=np.int64), L))
+    prev2 = model.structure.dump_rows(model, obs_text, parts)
+    return Features(observation=np.concatenate(parts.observation),
+                    prev=np.concatenate(parts.prev), label=np.concatenate(parts.label),
+                    weight=model.weights.copy(), prev2=prev2)
 
 
 def dump(model: Model, out: TextIO, *, top: int | None = None, threshold: float = 0.0) -> None:
@@ -137,24 +109,19 @@ def info(model: Model) -> list[tuple[str, str]]:
     """``(key, value)`` lines describing the model and how it was trained."""
     s = model.space
     nonzero = int(np.count_nonzero(model.weights))
+    described = model.structure.describe(model)
+    counts = [f"{s.n_u} unigram", f"{s.n_b} observation bigram",
+              f"{s.n_labels ** 2 if s.has_trans else 0} transition", *described.feature_counts]
     lines = [
         ("type", MODEL_TYPES[model.model_type].title),
         ("labels", f"{s.n_labels}: {' '.join(model.labels)}"),
         ("token columns", str(model.n_token_columns)),
         ("observations", str(s.n_obs)),
-        ("features", f"{s.n_weights} ({s.n_u} unigram, {s.n_b} observation bigram, "
-                     f"{s.n_labels ** 2 if s.has_trans else 0} transition"
-                     + (f", {s.n_skip * s.n_labels ** 2} skip-edge" if s.n_skip else "") + ")"),
+        *described.lines,
+        ("features", f"{s.n_weights} ({', '.join(counts)})"),
         ("non-zero weights", str(nonzero)),
         ("patterns", str(len(model.patterns))),
     ]
-    if s.order == 2:
-        L = s.n_labels
-        lines[4:4] = [
-            ("order", f"2: {len(s.pairs)} label pairs (of {L ** 2}) and {len(s.tri)} label "
-                      f"trigrams (of {L ** 3}) have states"),
-            ("trigram features", f"{s.n_g} observation trigram, "
-                                 f"{len(s.tri) if s.has_tri else 0} label trigram")]
     lines += [("", p.text) for p in model.patterns]
     for key, value in model.info.items():
         if isinstance(value, dict):

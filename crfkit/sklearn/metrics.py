@@ -3,7 +3,7 @@
 The ``flat_*`` metrics flatten the sequences and call scikit-learn's metric of
 the same name (keyword arguments pass through); :func:`sequence_accuracy_score`
 counts whole sequences; :func:`chunk_f1_score` is crfkit's conlleval
-(:mod:`crfkit.evaluation.conlleval`) as a fraction, the score NER and chunking papers
+(:mod:`crfkit.evaluation.scoring`) as a fraction, the score NER and chunking papers
 report. :data:`scorers` holds them as ``make_scorer`` objects for
 ``GridSearchCV(scoring=...)`` and ``cross_val_score``.
 """
@@ -67,8 +67,8 @@ def chunk_f1_score(y_true: Sequence[Sequence[str]], y_pred: Sequence[Sequence[st
 
 
 def conlleval_report(y_true, y_pred, *, outside: str = "O", scheme: str | None = None):
-    """crfkit's full conlleval report (:class:`crfkit.evaluation.conlleval.EvalReport`)."""
-    from crfkit.evaluation.conlleval import evaluate
+    """crfkit's full conlleval report (:class:`crfkit.evaluation.counts.EvalReport`)."""
+    from crfkit.evaluation.scoring import evaluate
 
     return evaluate([list(s) for s in y_true], [list(s) for s in y_pred], outside=outside,
                     scheme=scheme)

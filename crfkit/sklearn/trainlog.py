@@ -54,7 +54,7 @@ def holdout_scores(gold: list[list[str]], pred: list[list[str]],
                    labels: list[str]) -> dict:
     """CRFsuite's holdout evaluation of one iteration, under sklearn-crfsuite's keys, plus
     crfkit's ``devel_error`` (token error, %) and ``devel_f1`` (conlleval chunk F1, %)."""
-    from crfkit.evaluation.conlleval import evaluate
+    from crfkit.evaluation.scoring import evaluate
 
     flat_gold = [t for seq in gold for t in seq]
     flat_pred = [t for seq in pred for t in seq]

@@ -33,7 +33,7 @@ import numpy as np
 
 from crfkit.config import N_BLOCKS
 from crfkit.errors import UsageError
-from crfkit.evaluation.conlleval import evaluate
+from crfkit.evaluation.scoring import evaluate
 from crfkit.features.columns import collect_columns
 from crfkit.features.patterns import Pattern
 from crfkit.features.strings import StringTable

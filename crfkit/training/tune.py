@@ -62,7 +62,7 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 
 from crfkit.errors import UsageError
-from crfkit.evaluation.conlleval import evaluate
+from crfkit.evaluation.scoring import evaluate
 from crfkit.features.patterns import Pattern
 from crfkit.io.reader import Sequence as Sentence
 from crfkit.kernels.bestpath import Weights

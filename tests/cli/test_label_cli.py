@@ -15,11 +15,10 @@ import pytest
 from crfkit.io.reader import read_sequences
 from crfkit.labelling.label import label
 from crfkit.model.model import Model
-from tests.helpers import one_error_line, run
+from tests.helpers import CHUNK_TRAIN, one_error_line, run, trained_model
 
 PATTERNS = "U00:%x[0,0]\nU01:%x[-1,0]/%x[0,0]\nU02:%x[0,1]\nB\n"
-TRAIN = ("the DT B-NP\ncat NN I-NP\nsat VBD B-VP\non IN O\nthe DT B-NP\nmat NN I-NP\n\n"
-         "a DT B-NP\ndog NN I-NP\nran VBD B-VP\n\nbig JJ B-NP\ndogs NNS I-NP\nbark VBP B-VP\n")
+TRAIN = CHUNK_TRAIN
 TEST = "the DT\ndog NN\nran VBD\n\nbig JJ\ncat NN\n"
 
 
@@ -27,13 +26,8 @@ TEST = "the DT\ndog NN\nran VBD\n\nbig JJ\ncat NN\n"
 @pytest.fixture(scope="module")
 def setup(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("label")
-    (tmp / "p.pat").write_text(PATTERNS)
-    (tmp / "train.txt").write_text(TRAIN)
     (tmp / "test.txt").write_text(TEST)
-    model = tmp / "m.model"
-    result = run("train", "-q", "-p", str(tmp / "p.pat"), "-2", "0.5", str(tmp / "train.txt"),
-                 str(model))
-    assert result.exit_code == 0, result.stderr
+    model = trained_model(tmp, PATTERNS, TRAIN, "-2", "0.5")
     return tmp, str(model), Model.load(model)
 
 

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from crfkit.evaluation.confusion import chunk_errors, chunk_spans, confusion_matrix
-from crfkit.evaluation.conlleval import evaluate_tags
+from crfkit.evaluation.scoring import evaluate_tags
 from tests.helpers import run
 
 # Every chunk class once (None: a sentence break). Gold chunks: NP[0,2) correct,

@@ -1,6 +1,6 @@
-"""Tests of crfkit.evaluation.conlleval: conlleval's counts on hand-counted examples, its
-output format
-(byte for byte where we know it), the JSON/--tokens extras, input errors and the CLI.
+"""Tests of crfkit.evaluation (scoring, reading, formatting): conlleval's counts on
+hand-counted examples, its output format (byte for byte where we know it), the
+JSON/--tokens extras, input errors and the CLI.
 
 The differential check against conlleval.pl itself is scripts/conlleval_diff.py; nothing
 here needs perl. Each example's counts are worked out by hand in the comments, with
@@ -23,19 +23,16 @@ from hypothesis import strategies as st
 
 from crfkit.cli import cli
 from crfkit.errors import InputError, UsageError
-from crfkit.evaluation.conlleval import (
-    EvalInput,
-    EvalReport,
-    check_scheme,
-    evaluate,
-    evaluate_tags,
+from crfkit.evaluation.counts import EvalReport
+from crfkit.evaluation.formatting import (
     format_conlleval,
     format_json,
     format_latex,
     format_token_table,
-    read_eval_file,
 )
+from crfkit.evaluation.reading import EvalInput, read_eval_file
 from crfkit.evaluation.run_eval import run_eval_command
+from crfkit.evaluation.scoring import check_scheme, evaluate, evaluate_tags
 from tests.helpers import one_error_line
 
 

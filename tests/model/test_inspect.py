@@ -19,24 +19,17 @@ from crfkit.io.reader import Sequence
 from crfkit.kernels import lattice
 from crfkit.labelling.label import encode
 from crfkit.model.model import Model
-from tests.helpers import run
+from tests.helpers import CHUNK_TRAIN, run, trained_model
 
 PATTERNS = "U00:%x[0,0]\nU01:%x[-1,0]/%x[0,0]\n*:pos=%x[0,1]\nb:w=%X[0,0]\nB\n"
-TRAIN = ("the DT B-NP\ncat NN I-NP\nsat VBD B-VP\non IN O\nthe DT B-NP\nmat NN I-NP\n\n"
-         "a DT B-NP\ndog NN I-NP\nran VBD B-VP\n\nBig JJ B-NP\ndogs NNS I-NP\nbark VBP B-VP\n")
+TRAIN = CHUNK_TRAIN.replace("big JJ", "Big JJ")  # a capital for the %X pattern
 ARROW = "->"
 
 
 @pytest.fixture(scope="module")
 def trained(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("inspect")
-    (tmp / "p.pat").write_text(PATTERNS)
-    (tmp / "train.txt").write_text(TRAIN)
-    model = tmp / "m.model"
-    result = run("train", "-q", "-p", str(tmp / "p.pat"), "-2", "0.3", str(tmp / "train.txt"),
-                 str(model))
-    assert result.exit_code == 0, result.stderr
-    return tmp, model
+    return tmp, trained_model(tmp, PATTERNS, TRAIN, "-2", "0.3")
 
 
 def parse_dump(text: str) -> tuple[dict[str, list[str]], list[tuple[str, str, float]]]:

@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from crfkit.evaluation.conlleval import evaluate
+from crfkit.evaluation.scoring import evaluate
 from crfkit.io.reader import read_sequences
 from crfkit.labelling.label import encode
 from crfkit.model.model import Model

@@ -153,7 +153,7 @@ def test_tune_trains_second_order_models(address_sample) -> None:
     """--order 2: the folds are second-order corpora, the held-out part is decoded with
     the second-order decoder (the point's F1 is the model's own labelling's) and no
     likely point is scored (train refuses likely features with --order 2)."""
-    from crfkit.evaluation.conlleval import evaluate
+    from crfkit.evaluation.scoring import evaluate
     from crfkit.labelling.label import label
 
     patterns, train_seqs, devel = _sample(address_sample)
