@@ -34,6 +34,7 @@ from crfkit.structures.skipchain.documents import (
     decode_documents,
     recorded_skip_options,
     skip_bytes,
+    unmarked_input_warning,
 )
 from crfkit.structures.skipchain.graph import edge_patterns, skip_patterns
 from crfkit.structures.skipchain.options import LABEL_OPTIONS, TRAIN_OPTIONS, skip_options
@@ -92,6 +93,10 @@ class SkipChain(Chain):
 
     def doc_sep(self, info: Mapping[str, Any]) -> str | None:
         return recorded_skip_options(info).doc_sep
+
+    def label_notes(self, sequences: int, markers: int, doc_sep: str | None) -> list[str]:
+        warning = unmarked_input_warning(sequences, markers, doc_sep)
+        return [warning] if warning else []
 
     # -- encoding and training -------------------------------------------------------------
     def attach(self, corpus, sequences, starts, values, init, progress) -> None:

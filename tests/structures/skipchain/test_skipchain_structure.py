@@ -309,3 +309,15 @@ def test_kernels_are_belief_propagations():
     for numpy_will_do in (True, False):
         [(_, label_kernels)] = SkipChain().label_kernels(numpy_will_do)
         assert label_kernels() == [(belief.skip_decode_block,)]
+
+
+def test_label_notes_are_the_unmarked_input_warning():
+    from crfkit.structures.base import Structure
+    from crfkit.structures.skipchain.documents import unmarked_input_warning
+
+    for sequences, markers, doc_sep in ((5, 0, None), (5, 0, "^=+$"), (5, 2, None),
+                                        (1, 0, None)):
+        old = unmarked_input_warning(sequences, markers, doc_sep)
+        assert SkipChain().label_notes(sequences, markers, doc_sep) == ([old] if old else [])
+    assert SkipChain().label_notes(5, 0, None)
+    assert Structure.label_notes(SkipChain(), 5, 0, None) == []  # the neutral default
