@@ -298,7 +298,7 @@ def _settle_document(W, space, data, graph, d, L, per_token, S, trans, exp_trans
     run, 1 if BP did not settle)."""
     seq_ptr, tok_ptr, tok_obs = data[0], data[1], data[2]
     u_ptr, u_lab = space[0], space[1]
-    doc_ptr = graph[0]
+    doc_ptr = graph.doc_ptr
     g0 = seq_ptr[doc_ptr[d]]
     D = seq_ptr[doc_ptr[d + 1]] - g0
     if D == 0:
@@ -402,7 +402,7 @@ def skip_decode_block(W, space, data, graph, L, per_token, S, d0, d1, trans,
     """
     seq_ptr, tok_ptr, tok_obs, labels = data
     u_ptr, u_lab, b_ptr, b_prev, b_cur, n_u, trans_offset, has_trans = space
-    doc_ptr = graph[0]
+    doc_ptr = graph.doc_ptr
     work, psi_doc, expu_doc, logb, scratch, marks, Tmax = _buffers(seq_ptr, doc_ptr, d0, d1, L,
                                                                    per_token, exp_trans)
     psi, phi, expu, expb, alpha, beta, scale, pair, tmp = work
@@ -424,7 +424,8 @@ def skip_decode_block(W, space, data, graph, L, per_token, S, d0, d1, trans,
             if T == 0:
                 continue
             if max_product:
-                augmented(psi_doc, g0, t0, T, L, graph[5], graph[6], graph[7], msg, psi)
+                augmented(psi_doc, g0, t0, T, L, graph.inc_ptr, graph.inc_edge, graph.inc_side,
+                          msg, psi)
                 chain_phi(W, space, tok_ptr, tok_obs, t0, T, per_token, trans, phi)
                 viterbi(psi, phi, per_token, T, L, expu, back, path)
                 for t in range(T):

@@ -59,7 +59,7 @@ def chain_pass(W, space, tok_ptr, tok_obs, t0, T, L, per_token, trans, exp_trans
     does (log Z' = their sum); the marginals are alpha * beta of ``work``.
     """
     u_ptr, u_lab, b_ptr, b_prev, b_cur, n_u, trans_offset, has_trans = space
-    inc_ptr, inc_edge, inc_side = graph[5], graph[6], graph[7]
+    inc_ptr, inc_edge, inc_side = graph.inc_ptr, graph.inc_edge, graph.inc_side
     psi, phi, expu, expb, alpha, beta, scale, pair, tmp = work
     augmented(psi_doc, g0, t0, T, L, inc_ptr, inc_edge, inc_side, msg, psi)
     shift = 0.0
@@ -104,7 +104,7 @@ def chain_beliefs(W, space, tok_ptr, tok_obs, t0, T, L, per_token, trans, exp_tr
     rows before the chain's first token with an edge.
     """
     u_ptr, u_lab, b_ptr, b_prev, b_cur, n_u, trans_offset, has_trans = space
-    inc_ptr, inc_edge, inc_side = graph[5], graph[6], graph[7]
+    inc_ptr, inc_edge, inc_side = graph.inc_ptr, graph.inc_edge, graph.inc_side
     psi, phi, expu, expb, alpha, beta, scale, pair, tmp = work
     first = -1
     for t in range(T):

@@ -49,6 +49,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 import numpy as np
 
@@ -116,6 +117,19 @@ class SkipOptions:
         return options
 
 
+class GraphArrays(NamedTuple):
+    """The ``graph`` argument of the skip-chain kernels (:class:`SkipGraph`'s arrays)."""
+
+    doc_ptr: np.ndarray
+    edge_ptr: np.ndarray
+    e_i: np.ndarray
+    e_j: np.ndarray
+    e_pat: np.ndarray
+    inc_ptr: np.ndarray
+    inc_edge: np.ndarray
+    inc_side: np.ndarray
+
+
 @dataclass
 class SkipGraph:
     """Documents and skip edges of a corpus, as the kernels take them (all int64).
@@ -147,9 +161,9 @@ class SkipGraph:
     eb_blk: np.ndarray | None = None  # (None: each edge has its skip pattern's block only)
     conditions: list[str] = field(default_factory=list)  # blocks after the patterns' (e:)
 
-    def arrays(self) -> tuple:
-        return (self.doc_ptr, self.edge_ptr, self.e_i, self.e_j, self.e_pat, self.inc_ptr,
-                self.inc_edge, self.inc_side)
+    def arrays(self) -> GraphArrays:
+        return GraphArrays(self.doc_ptr, self.edge_ptr, self.e_i, self.e_j, self.e_pat,
+                           self.inc_ptr, self.inc_edge, self.inc_side)
 
     def blocks(self) -> tuple[np.ndarray, np.ndarray]:
         """``(eb_ptr, eb_blk)``: the weight blocks of every edge, as the kernels take them."""
