@@ -117,17 +117,9 @@ class SkipOptions:
         return options
 
 
-class GraphArrays(NamedTuple):
-    """The ``graph`` argument of the skip-chain kernels (:class:`SkipGraph`'s arrays)."""
-
-    doc_ptr: np.ndarray
-    edge_ptr: np.ndarray
-    e_i: np.ndarray
-    e_j: np.ndarray
-    e_pat: np.ndarray
-    inc_ptr: np.ndarray
-    inc_edge: np.ndarray
-    inc_side: np.ndarray
+# The ``graph`` argument of the skip-chain kernels: :class:`SkipGraph`'s arrays, by name.
+GraphArrays = NamedTuple("GraphArrays", [(name, np.ndarray) for name in (
+    "doc_ptr", "edge_ptr", "e_i", "e_j", "e_pat", "inc_ptr", "inc_edge", "inc_side")])
 
 
 @dataclass
@@ -162,8 +154,7 @@ class SkipGraph:
     conditions: list[str] = field(default_factory=list)  # blocks after the patterns' (e:)
 
     def arrays(self) -> GraphArrays:
-        return GraphArrays(self.doc_ptr, self.edge_ptr, self.e_i, self.e_j, self.e_pat,
-                           self.inc_ptr, self.inc_edge, self.inc_side)
+        return GraphArrays(*(getattr(self, name) for name in GraphArrays._fields))
 
     def blocks(self) -> tuple[np.ndarray, np.ndarray]:
         """``(eb_ptr, eb_blk)``: the weight blocks of every edge, as the kernels take them."""
