@@ -57,7 +57,6 @@ def test_edges_get_the_blocks_of_the_explained_values():
     sequences = random_documents(3) + random_documents(4)
     graph = build_graph(sequences, [0], skip + EDGE, SkipOptions(mode="all"))
     assert graph.n_edges
-    rows = [row for seq in sequences for row in seq.rows]
     starts = np.cumsum([0] + [len(s.rows) for s in sequences])
     for e in range(graph.n_edges):
         names = set()
@@ -68,4 +67,3 @@ def test_edges_get_the_blocks_of_the_explained_values():
         blocks = graph.eb_blk[graph.eb_ptr[e]:graph.eb_ptr[e + 1]]
         assert blocks[0] == graph.e_pat[e]
         assert {graph.conditions[b - 1] for b in blocks[1:]} == names
-    assert len(rows) == starts[-1]
