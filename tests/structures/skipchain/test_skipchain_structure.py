@@ -321,3 +321,16 @@ def test_label_notes_are_the_unmarked_input_warning():
         assert SkipChain().label_notes(sequences, markers, doc_sep) == ([old] if old else [])
     assert SkipChain().label_notes(5, 0, None)
     assert Structure.label_notes(SkipChain(), 5, 0, None) == []  # the neutral default
+
+
+def test_the_registry_reaches_the_skip_chain():
+    from crfkit.structures import choose, label_options, of_model, train_options
+
+    assert isinstance(choose(Choice(None, PATTERNS + SKIP, {})), SkipChain)
+    assert isinstance(choose(Choice("skipchain", PATTERNS, {})), SkipChain)
+    assert isinstance(choose(Choice(None, PATTERNS, {"structure": "skipchain"})), SkipChain)
+    assert not isinstance(choose(Choice(None, PATTERNS, {})), SkipChain)
+    assert isinstance(of_model({"type": "skipchain"}), SkipChain)
+    assert not isinstance(of_model({"type": "crf"}), SkipChain)
+    assert set(SkipChain.train_options) <= set(train_options())
+    assert set(SkipChain.label_options) <= set(label_options())
