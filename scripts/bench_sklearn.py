@@ -254,8 +254,8 @@ def fit_crfsuite(params: dict, X_train, y_train, X_test) -> tuple[float, float, 
 
 
 def write_crfsuite_file(path: str, X, y) -> None:
-    from crfkit.attributes.attribute_model import item_attributes
     from crfkit.attributes.data_file import write_sequences
+    from crfkit.attributes.encoder import item_attributes
 
     with open(path, "w", encoding="utf-8") as out:
         write_sequences(out, ((yseq, [list(item_attributes(item)) for item in xseq])

@@ -10,7 +10,7 @@ the name. The label field is read in labelling too (it is the gold label
 that ``crfkit label --format crfsuite`` writes next to its prediction). Errors
 name the file, line and column. The same attributes given to
 :class:`crfkit.sklearn.CRF` as ``{name: value}`` dicts give the same model:
-both paths go through :class:`crfkit.attributes.attribute_model.AttributeEncoder`.
+both paths go through :class:`crfkit.attributes.encoder.AttributeEncoder`.
 """
 
 from __future__ import annotations
@@ -127,7 +127,7 @@ def encode_file(path: str, vocab: dict[str, int], labels: list[str], *, grow: bo
     """A CRFsuite data file as a Dataset with gold label ids; ``labels`` grows in first-seen
     order (in labelling, gold labels the model lacks get ids past its own), ``vocab`` only
     with ``grow`` (otherwise unknown attributes are dropped)."""
-    from crfkit.attributes.attribute_model import AttributeEncoder
+    from crfkit.attributes.encoder import AttributeEncoder
 
     encoder = AttributeEncoder(vocab, grow=grow)
     index = {label: i for i, label in enumerate(labels)}

@@ -159,7 +159,13 @@ def observed_pairs(obs, columns, labels, first_token, n_obs, n_labels, pairs):
     distinct codes, ascending, are ``codes[ptr[o]:ptr[o + 1]]``.
     """
     L = n_labels
-    K = L * L if pairs else L
+    start, entries = _codes_by_observation(obs, columns, labels, first_token, n_obs, L, pairs)
+    return _distinct_codes(entries, start, n_obs, L * L if pairs else L)
+
+
+@njit(**JIT)
+def _codes_by_observation(obs, columns, labels, first_token, n_obs, L, pairs):
+    """Every entry's code, grouped by observation: ``entries[start[o]:start[o + 1]]``."""
     n_tok = obs.shape[0]
     start = np.zeros(n_obs + 1, dtype=np.int64)
     for t in range(n_tok):
@@ -182,9 +188,16 @@ def observed_pairs(obs, columns, labels, first_token, n_obs, n_labels, pairs):
             if o >= 0:
                 entries[fill[o]] = code
                 fill[o] += 1
+    return start, entries
 
-    # The distinct codes overwrite ``entries`` in place: observation o's are
-    # written at m <= start[o], after its own entries have been tallied.
+
+@njit(**JIT)
+def _distinct_codes(entries, start, n_obs, K):
+    """Each observation's distinct codes (of ``K``), ascending, and their counts, as CSR.
+
+    The distinct codes overwrite ``entries`` in place: observation o's are written at
+    m <= start[o], after its own entries have been tallied.
+    """
     tally = np.zeros(K, dtype=np.int64)
     touched = np.empty(K, dtype=np.int32)
     ptr = np.zeros(n_obs + 1, dtype=np.int64)

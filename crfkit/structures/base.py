@@ -273,3 +273,8 @@ class Structure(ABC):
         """The groups ``crfkit label`` compiles (``numpy_will_do``: the options ask only for
         the plain best path, which a structure may serve without Numba)."""
         return ()
+
+    def label_notes(self, sequences: int, markers: int, doc_sep: str | None) -> list[str]:
+        """Lines ``crfkit label`` prints after labelling ``sequences`` with ``markers``
+        document markers (a skip chain: input without markers lost its skip edges)."""
+        return []

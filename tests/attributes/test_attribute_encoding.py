@@ -1,9 +1,9 @@
 """The attribute encoder's inline path for flat dicts gives what the general path gives.
 
-:meth:`crfkit.attributes.attribute_model.AttributeEncoder.add` reads flat dicts of strings, bools
+:meth:`crfkit.attributes.encoder.AttributeEncoder.add` reads flat dicts of strings, bools
 and
 the number 1 inline (the sklearn-crfsuite tutorial's features) and everything else
-through :func:`crfkit.attributes.attribute_model.item_attributes`; both must give the same ids,
+through :func:`crfkit.attributes.encoder.item_attributes`; both must give the same ids,
 values
 and token boundaries, whatever the order in which the kinds come.
 """
@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from crfkit.attributes.attribute_model import AttributeEncoder, item_attributes
+from crfkit.attributes.encoder import AttributeEncoder, item_attributes
 from crfkit.errors import InputError
 
 MIXED = [

@@ -60,7 +60,7 @@ def test_cli_trains_the_python_paths_model_and_labels_for_eval(tmp_path):
     assert result.exit_code == 0, result.output
     cli_model = AttributeModel.load(model_path)
     # the Python path: the same pairs through the estimator's encoder
-    from crfkit.attributes.attribute_model import AttributeEncoder
+    from crfkit.attributes.encoder import AttributeEncoder
 
     vocab: dict[str, int] = {}
     encoder = AttributeEncoder(vocab, grow=True)

@@ -17,7 +17,8 @@ from sklearn.exceptions import NotFittedError  # noqa: E402
 from sklearn.model_selection import GridSearchCV, cross_val_score  # noqa: E402
 from sklearn.pipeline import Pipeline  # noqa: E402
 
-from crfkit.attributes.attribute_model import encode, item_attributes  # noqa: E402
+from crfkit.attributes.attribute_model import encode  # noqa: E402
+from crfkit.attributes.encoder import item_attributes  # noqa: E402
 from crfkit.sklearn import CRF  # noqa: E402
 from crfkit.sklearn import metrics as crf_metrics  # noqa: E402
 

@@ -72,19 +72,17 @@ from crfkit.kernels.gradient import (
     unigram_expectations,
     work_buffers,
 )
-from crfkit.kernels.lattice import (
-    bigram_scores,
-    exp_shifted,
-    exp_transitions_factors,
-    flush_dense,
-    forward_backward,
-    scaled_backward,
-    scaled_forward,
-    unigram_scores,
-    viterbi,
+from crfkit.kernels.lattice import flush_dense, unigram_scores, viterbi
+from crfkit.structures.skipchain.chain_pass import (
+    augmented,
+    chain_beliefs,
+    chain_pass,
+    chain_phi,
+    fixed_exps,
+    has_edges,
+    max_marginals,
+    store_beliefs,
 )
-
-LOG_FLOOR = -700.0  # log of a belief that underflowed to 0 (keeps cavities finite)
 
 
 @njit(**JIT)
@@ -108,147 +106,6 @@ def longest_document(seq_ptr, doc_ptr, d0, d1):
     for d in range(d0, d1):
         longest = max(longest, seq_ptr[doc_ptr[d + 1]] - seq_ptr[doc_ptr[d]])
     return longest
-
-
-@njit(**JIT)
-def _has_edges(inc_ptr, t0, T):
-    return inc_ptr[t0 + T] > inc_ptr[t0]
-
-
-@njit(**JIT)
-def _augmented(psi_doc, g0, t0, T, L, inc_ptr, inc_edge, inc_side, msg, psi):
-    """psi[:T] = unigram scores of tokens t0.. (rows of psi_doc from document token g0)
-    plus the skip messages they receive."""
-    for t in range(T):
-        _token_scores(psi_doc, g0, t0 + t, L, inc_ptr, inc_edge, inc_side, msg, psi[t])
-
-
-@njit(inline="always", **JIT)
-def _token_scores(psi_doc, g0, g, L, inc_ptr, inc_edge, inc_side, msg, row):
-    """row = document token g's unigram scores plus the skip messages it receives."""
-    for y in range(L):
-        row[y] = psi_doc[g - g0, y]
-    for k in range(inc_ptr[g], inc_ptr[g + 1]):
-        e = inc_edge[k]
-        side = inc_side[k]
-        for y in range(L):
-            row[y] += msg[e, side, y]
-
-
-@njit(**JIT)
-def _chain_pass(W, space, tok_ptr, tok_obs, t0, T, L, per_token, trans, exp_trans, trans_shift,
-                expw, psi_doc, g0, graph, msg, work):
-    """Forward-backward of one chain with the skip messages as unary scores.
-
-    Returns (shift, logz) as :func:`crfkit.kernels.gradient.sequence_gradient`
-    does (log Z' = their sum); the marginals are alpha * beta of ``work``.
-    """
-    u_ptr, u_lab, b_ptr, b_prev, b_cur, n_u, trans_offset, has_trans = space
-    inc_ptr, inc_edge, inc_side = graph[5], graph[6], graph[7]
-    psi, phi, expu, expb, alpha, beta, scale, pair, tmp = work
-    _augmented(psi_doc, g0, t0, T, L, inc_ptr, inc_edge, inc_side, msg, psi)
-    shift = 0.0
-    if per_token:
-        shift = exp_transitions_factors(W, b_ptr, b_prev, b_cur, n_u, tok_ptr, tok_obs, t0, T,
-                                        trans, exp_trans[0], trans_shift, expw, phi, expb)
-    else:
-        shift = trans_shift * (T - 1)
-    logz = forward_backward(psi, expb, per_token, T, L, expu, alpha, beta, scale, tmp)
-    return shift, logz
-
-
-@njit(**JIT)
-def _store_beliefs(t0, T, L, g0, inc_ptr, alpha, beta, logb):
-    """logb[token] = log marginal (alpha * beta) of the chain's tokens that have skip edges."""
-    for t in range(T):
-        g = t0 + t
-        if inc_ptr[g + 1] > inc_ptr[g]:
-            for y in range(L):
-                v = alpha[t, y] * beta[t, y]
-                logb[g - g0, y] = np.log(v) if v > 0.0 else LOG_FLOOR
-
-
-@njit(**JIT)
-def _fixed_exps(psi_doc, D, L, g0, inc_ptr, expu_doc):
-    """expu_doc[t] = exp(psi_doc[t] - max) for the document's tokens without skip edges:
-    BP rounds change only the scores of tokens with edges, so these are computed once."""
-    for t in range(D):
-        g = g0 + t
-        if inc_ptr[g + 1] == inc_ptr[g]:
-            exp_shifted(psi_doc[t], expu_doc[t])
-
-
-@njit(**JIT)
-def _chain_beliefs(W, space, tok_ptr, tok_obs, t0, T, L, per_token, trans, exp_trans,
-                   trans_shift, expw, psi_doc, expu_doc, g0, graph, msg, work, logb):
-    """One BP round over a chain: the log beliefs of its tokens that have skip edges.
-
-    The same arithmetic, bit for bit, as :func:`_chain_pass` then :func:`_store_beliefs`
-    for those tokens, without what a round does not use: log Z, the exponentials of
-    tokens without edges (``expu_doc``, computed once a document) and the backward
-    rows before the chain's first token with an edge.
-    """
-    u_ptr, u_lab, b_ptr, b_prev, b_cur, n_u, trans_offset, has_trans = space
-    inc_ptr, inc_edge, inc_side = graph[5], graph[6], graph[7]
-    psi, phi, expu, expb, alpha, beta, scale, pair, tmp = work
-    first = -1
-    for t in range(T):
-        g = t0 + t
-        if inc_ptr[g + 1] > inc_ptr[g]:
-            if first < 0:
-                first = t
-            _token_scores(psi_doc, g0, g, L, inc_ptr, inc_edge, inc_side, msg, psi[t])
-            exp_shifted(psi[t], expu[t])
-        else:
-            for y in range(L):
-                expu[t, y] = expu_doc[g - g0, y]
-    if per_token:
-        exp_transitions_factors(W, b_ptr, b_prev, b_cur, n_u, tok_ptr, tok_obs, t0, T,
-                                trans, exp_trans[0], trans_shift, expw, phi, expb)
-    # an underflowing scale leaves the rest of the lattice unset, as in _chain_pass (whose
-    # NaN log Z the round ignores: the evaluation's final pass returns it)
-    if scaled_forward(expu, expb, per_token, T, L, alpha, scale, tmp):
-        scaled_backward(expu, expb, per_token, T, L, beta, scale, tmp, first)
-    _store_beliefs(t0, T, L, g0, inc_ptr, alpha, beta, logb)
-
-
-@njit(**JIT)
-def _max_marginals(psi, phi, per_token, T, L, fwd, bwd, logb_rows, g_first, inc_ptr, g0):
-    """Log max-marginals (max-sum forward + backward) of a chain, shifted to max 0, into
-    ``logb_rows`` for its tokens that have skip edges."""
-    for y in range(L):
-        fwd[0, y] = psi[0, y]
-    for t in range(1, T):
-        M = phi[t] if per_token else phi[0]
-        for b in range(L):
-            best = -np.inf
-            for a in range(L):
-                v = fwd[t - 1, a] + M[a, b]
-                if v > best:
-                    best = v
-            fwd[t, b] = best + psi[t, b]
-    for y in range(L):
-        bwd[T - 1, y] = 0.0
-    for t in range(T - 2, -1, -1):
-        M = phi[t + 1] if per_token else phi[0]
-        for a in range(L):
-            best = -np.inf
-            for b in range(L):
-                v = M[a, b] + psi[t + 1, b] + bwd[t + 1, b]
-                if v > best:
-                    best = v
-            bwd[t, a] = best
-    for t in range(T):
-        g = g_first + t
-        if inc_ptr[g + 1] > inc_ptr[g]:
-            m = -np.inf
-            for y in range(L):
-                v = fwd[t, y] + bwd[t, y]
-                logb_rows[g - g0, y] = v
-                if v > m:
-                    m = v
-            for y in range(L):
-                logb_rows[g - g0, y] = max(logb_rows[g - g0, y] - m, LOG_FLOOR)
 
 
 @njit(**JIT)
@@ -339,19 +196,6 @@ def _row_max(row, n):
 
 
 @njit(**JIT)
-def _chain_phi(W, space, tok_ptr, tok_obs, t0, T, per_token, trans, phi):
-    """Log transition scores of a chain: phi[1:T] with observation bigrams, else phi[0]."""
-    u_ptr, u_lab, b_ptr, b_prev, b_cur, n_u, trans_offset, has_trans = space
-    if per_token:
-        bigram_scores(W, tok_ptr, tok_obs, None, b_ptr, b_prev, b_cur, n_u, trans, t0, T, phi)
-    else:
-        L = trans.shape[0]
-        for a in range(L):
-            for b in range(L):
-                phi[0, a, b] = trans[a, b]
-
-
-@njit(**JIT)
 def _propagate(W, space, data, graph, d, L, per_token, trans, exp_trans, trans_shift, expw,
                S, psi_doc, expu_doc, logb, msg, work, bp, max_product, scratch, marks):
     """Loopy BP on document d (schedule: module docstring). Returns the rounds run, negated
@@ -378,20 +222,20 @@ def _propagate(W, space, data, graph, d, L, per_token, trans, exp_trans, trans_s
             sent_of[g - g0] = s - s0
         dirty[s - s0] = True
     if not max_product:
-        _fixed_exps(psi_doc, seq_ptr[s1] - g0, L, g0, inc_ptr, expu_doc)
+        fixed_exps(psi_doc, seq_ptr[s1] - g0, L, g0, inc_ptr, expu_doc)
     for it in range(int(maxiter)):
         for s in range(s0, s1):
             t0 = seq_ptr[s]
             T = seq_ptr[s + 1] - t0
-            if T == 0 or not dirty[s - s0] or not _has_edges(inc_ptr, t0, T):
+            if T == 0 or not dirty[s - s0] or not has_edges(inc_ptr, t0, T):
                 continue
             dirty[s - s0] = False
             if max_product:
-                _augmented(psi_doc, g0, t0, T, L, inc_ptr, inc_edge, inc_side, msg, psi)
-                _chain_phi(W, space, tok_ptr, tok_obs, t0, T, per_token, trans, phi)
-                _max_marginals(psi, phi, per_token, T, L, alpha, beta, logb, t0, inc_ptr, g0)
+                augmented(psi_doc, g0, t0, T, L, inc_ptr, inc_edge, inc_side, msg, psi)
+                chain_phi(W, space, tok_ptr, tok_obs, t0, T, per_token, trans, phi)
+                max_marginals(psi, phi, per_token, T, L, alpha, beta, logb, t0, inc_ptr, g0)
             else:
-                _chain_beliefs(W, space, tok_ptr, tok_obs, t0, T, L, per_token, trans,
+                chain_beliefs(W, space, tok_ptr, tok_obs, t0, T, L, per_token, trans,
                                exp_trans, trans_shift, expw, psi_doc, expu_doc, g0, graph, msg,
                                work, logb)
         change = _update_edges(S, L, e0, e1, e_i, e_j, g0, logb, msg,
@@ -454,7 +298,7 @@ def _settle_document(W, space, data, graph, d, L, per_token, S, trans, exp_trans
     run, 1 if BP did not settle)."""
     seq_ptr, tok_ptr, tok_obs = data[0], data[1], data[2]
     u_ptr, u_lab = space[0], space[1]
-    doc_ptr = graph[0]
+    doc_ptr = graph.doc_ptr
     g0 = seq_ptr[doc_ptr[d]]
     D = seq_ptr[doc_ptr[d + 1]] - g0
     if D == 0:
@@ -466,6 +310,24 @@ def _settle_document(W, space, data, graph, d, L, per_token, S, trans, exp_trans
     if r < 0:
         bp_counts[1] += 1
     return True
+
+
+@njit(inline="always", **JIT)
+def _chain_expectations(G, Gd, space, tok_ptr, tok_obs, t0, T, L, per_token, work, g0,
+                        inc_ptr, logb):
+    """A chain's expected label-pair and unigram counts into G (``Gd``: the dense rows),
+    and the log beliefs of its tokens that have skip edges, from its lattice in ``work``."""
+    u_ptr, u_lab, b_ptr, b_prev, b_cur, n_u, trans_offset, has_trans = space
+    psi, phi, expu, expb, alpha, beta, scale, pair, tmp = work
+    if per_token:
+        token_pair_expectations(G, tok_ptr, tok_obs, None, b_ptr, b_prev, b_cur, n_u,
+                                trans_offset, has_trans, t0, T, L, alpha, beta, expu,
+                                expb, scale, pair, tmp)
+    elif has_trans and T > 1:
+        shared_pair_expectations(G, trans_offset, T, L, alpha, beta, expu, expb, scale,
+                                 pair, tmp)
+    store_beliefs(t0, T, L, g0, inc_ptr, alpha, beta, logb)
+    unigram_expectations(G, tok_ptr, tok_obs, None, u_ptr, u_lab, t0, T, L, alpha, beta, Gd)
 
 
 @njit(**JIT)
@@ -484,8 +346,7 @@ def skip_loss_block(W, space, data, graph, L, per_token, S, d0, d1, trans, exp_t
     doc_ptr, edge_ptr, e_i, e_j, e_pat, inc_ptr, inc_edge, inc_side = graph
     u_ptr, u_lab, b_ptr, b_prev, b_cur, n_u, trans_offset, has_trans = space
     work, psi_doc, expu_doc, logb, scratch, marks, Tmax = _buffers(seq_ptr, doc_ptr, d0, d1, L,
-                                                         per_token,
-                                                  exp_trans)
+                                                                   per_token, exp_trans)
     psi, phi, expu, expb, alpha, beta, scale, pair, tmp = work
     ci, cj, new, row = scratch
     Gd = np.zeros(Wd.shape)  # dense rows, as crfkit.kernels.loss does
@@ -507,20 +368,12 @@ def skip_loss_block(W, space, data, graph, L, per_token, S, d0, d1, trans, exp_t
             T = seq_ptr[s + 1] - t0
             if T == 0:
                 continue
-            shift, logz = _chain_pass(W, space, tok_ptr, tok_obs, t0, T, L, per_token, trans,
+            shift, logz = chain_pass(W, space, tok_ptr, tok_obs, t0, T, L, per_token, trans,
                                       exp_trans, trans_shift, expw, psi_doc, g0, graph, msg, work)
             logz_sum += shift
             logz_sum += logz
-            if per_token:
-                token_pair_expectations(G, tok_ptr, tok_obs, None, b_ptr, b_prev, b_cur, n_u,
-                                        trans_offset, has_trans, t0, T, L, alpha, beta, expu,
-                                        expb, scale, pair, tmp)
-            elif has_trans and T > 1:
-                shared_pair_expectations(G, trans_offset, T, L, alpha, beta, expu, expb, scale,
-                                         pair, tmp)
-            _store_beliefs(t0, T, L, g0, inc_ptr, alpha, beta, logb)
-            unigram_expectations(G, tok_ptr, tok_obs, None, u_ptr, u_lab, t0, T, L, alpha, beta,
-                                 Gd)
+            _chain_expectations(G, Gd, space, tok_ptr, tok_obs, t0, T, L, per_token, work, g0,
+                                inc_ptr, logb)
             wrong = posterior_errors(alpha, labels, t0, T)
             tok_err += wrong
             if wrong:
@@ -549,10 +402,9 @@ def skip_decode_block(W, space, data, graph, L, per_token, S, d0, d1, trans,
     """
     seq_ptr, tok_ptr, tok_obs, labels = data
     u_ptr, u_lab, b_ptr, b_prev, b_cur, n_u, trans_offset, has_trans = space
-    doc_ptr = graph[0]
+    doc_ptr = graph.doc_ptr
     work, psi_doc, expu_doc, logb, scratch, marks, Tmax = _buffers(seq_ptr, doc_ptr, d0, d1, L,
-                                                         per_token,
-                                                  exp_trans)
+                                                                   per_token, exp_trans)
     psi, phi, expu, expb, alpha, beta, scale, pair, tmp = work
     Wd = np.zeros((0, L))
     back = np.empty((Tmax, L), dtype=np.int32)
@@ -572,13 +424,14 @@ def skip_decode_block(W, space, data, graph, L, per_token, S, d0, d1, trans,
             if T == 0:
                 continue
             if max_product:
-                _augmented(psi_doc, g0, t0, T, L, graph[5], graph[6], graph[7], msg, psi)
-                _chain_phi(W, space, tok_ptr, tok_obs, t0, T, per_token, trans, phi)
+                augmented(psi_doc, g0, t0, T, L, graph.inc_ptr, graph.inc_edge, graph.inc_side,
+                          msg, psi)
+                chain_phi(W, space, tok_ptr, tok_obs, t0, T, per_token, trans, phi)
                 viterbi(psi, phi, per_token, T, L, expu, back, path)
                 for t in range(T):
                     paths[t0 + t] = path[t]
                 continue
-            shift, logz = _chain_pass(W, space, tok_ptr, tok_obs, t0, T, L, per_token, trans,
+            shift, logz = chain_pass(W, space, tok_ptr, tok_obs, t0, T, L, per_token, trans,
                                       exp_trans, trans_shift, expw, psi_doc, g0, graph, msg, work)
             log_z[s] = shift + logz
             for t in range(T):

@@ -19,14 +19,15 @@ are small, so BP then needs a round or two instead of several.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from crfkit import config
 from crfkit.errors import CrfkitError
 from crfkit.kernels import loss
-from crfkit.kernels.bestpath import Decoded
 from crfkit.kernels.blocks import partition_blocks, run_blocks, thread_count
+from crfkit.kernels.decoded import Decoded
 from crfkit.space import Dataset, FeatureSpace
 from crfkit.structures.skipchain.belief import (
     edge_scores,
@@ -36,6 +37,9 @@ from crfkit.structures.skipchain.belief import (
     skip_loss_block,
 )
 from crfkit.vectors import dot
+
+if TYPE_CHECKING:
+    from crfkit.structures.skipchain.graph import GraphArrays
 
 
 @dataclass(frozen=True)
@@ -57,12 +61,12 @@ def document_blocks(data: Dataset, doc_ptr: np.ndarray) -> np.ndarray:
     return partition_blocks(lengths, config.N_BLOCKS)
 
 
-def edge_block_arrays(graph: tuple, edge_blocks: tuple | None) -> tuple:
+def edge_block_arrays(graph: GraphArrays, edge_blocks: tuple | None) -> tuple:
     """``(eb_ptr, eb_blk)``: the weight blocks of every edge; without ``edge_blocks`` each
     edge has the one block of its skip pattern (``e_pat``)."""
     if edge_blocks is not None:
         return edge_blocks
-    e_pat = np.asarray(graph[4], dtype=np.int64)
+    e_pat = np.asarray(graph.e_pat, dtype=np.int64)
     return np.arange(len(e_pat) + 1, dtype=np.int64), e_pat
 
 
@@ -93,7 +97,7 @@ class SkipObjective:
     """
 
     def __init__(self, space: FeatureSpace, data: Dataset, empirical: np.ndarray, rho2: float,
-                 graph: tuple, skip_offset: int, bp: BeliefPropagation, *,
+                 graph: GraphArrays, skip_offset: int, bp: BeliefPropagation, *,
                  warm: bool = True, edge_blocks: tuple | None = None) -> None:
         if len(data.labels) != data.n_tokens:
             raise ValueError("training data must carry gold labels")
@@ -101,16 +105,16 @@ class SkipObjective:
         self.rho2 = float(rho2)
         self.graph, self.skip_offset, self.bp, self.warm = graph, skip_offset, bp, warm
         max_blocks = max(1, config.MAX_BLOCK_BUFFER_BYTES // max(1, 8 * space.n_weights))
-        lengths = data.seq_ptr[graph[0][1:]] - data.seq_ptr[graph[0][:-1]]
+        lengths = data.seq_ptr[graph.doc_ptr[1:]] - data.seq_ptr[graph.doc_ptr[:-1]]
         self.block_ptr = partition_blocks(lengths, min(config.N_BLOCKS, max_blocks))
         n_blocks = len(self.block_ptr) - 1
         self.wave = max(1, min(thread_count(), n_blocks))
         self.n_dense = config.dense_observations(space.n_obs, space.n_labels)
         self.G_blocks = np.empty((self.wave, space.n_weights))
         self.out = np.empty((n_blocks, 5))
-        self.msg = np.empty((len(graph[2]), 2, space.n_labels))
+        self.msg = np.empty((len(graph.e_i), 2, space.n_labels))
         self.edge_blocks = edge_block_arrays(graph, edge_blocks)
-        self.Bel = np.zeros((len(graph[2]), space.n_labels, space.n_labels))
+        self.Bel = np.zeros((len(graph.e_i), space.n_labels, space.n_labels))
         init_messages(self.msg)
         self.token_errors = self.sequence_errors = self.rounds = self.unconverged = 0
         self.evaluations = 0
@@ -155,7 +159,7 @@ class SkipObjective:
         return log_z - dot(w, self.empirical) + 0.5 * self.rho2 * dot(w, w)
 
 
-def skip_decode(space: FeatureSpace, weights: np.ndarray, data: Dataset, graph: tuple,
+def skip_decode(space: FeatureSpace, weights: np.ndarray, data: Dataset, graph: GraphArrays,
                 skip_offset: int, bp: BeliefPropagation, *, posterior: bool = False,
                 marginals: bool = False,
                 edge_blocks: tuple | None = None) -> tuple[Decoded, int, int]:
@@ -173,9 +177,9 @@ def skip_decode(space: FeatureSpace, weights: np.ndarray, data: Dataset, graph: 
     marg = np.zeros((n_tok if keep else 0, L))
     log_z = np.full(n_seq, np.nan)
     max_product = not (posterior or marginals)  # beliefs need sum-product
-    blocks = document_blocks(data, graph[0]) if n_seq else np.zeros(1, dtype=np.int64)
+    blocks = document_blocks(data, graph.doc_ptr) if n_seq else np.zeros(1, dtype=np.int64)
     out = np.zeros((len(blocks) - 1, 2))
-    msg = np.empty((len(graph[2]), 2, L))
+    msg = np.empty((len(graph.e_i), 2, L))
     init_messages(msg)
     if n_seq:
         trans, exp_trans, trans_shift, expw = _scores(space, weights)

@@ -11,7 +11,8 @@ each batch's graph the same way and runs belief propagation
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -25,12 +26,13 @@ from crfkit.structures.skipchain.graph import (
     edge_patterns,
     skip_patterns,
 )
+from crfkit.structures.skipchain.space import SkipSpace
 
 if TYPE_CHECKING:
-    from crfkit.kernels.bestpath import Decoded
-    from crfkit.model.model import Model
+    from crfkit.kernels.decoded import Decoded
     from crfkit.space import Dataset
-    from crfkit.training.corpus import Corpus
+    from crfkit.structures.base import Corpus
+    from crfkit.structures.base import ModelView as Model
 
 SKIP_TYPE = "skipchain"
 
@@ -60,19 +62,17 @@ def attach_skip_edges(corpus: Corpus, sequences: list[Sequence], starts: list[in
         known = set(old_conditions)
         graph = build_graph(sequences, starts, patterns, options,
                             old_conditions + [c for c in graph.conditions if c not in known])
-    space = corpus.space
-    L = space.n_labels
+    L = corpus.space.n_labels
     n_pat = len(skip_patterns(patterns))
     n_skip = n_pat + len(graph.conditions)
-    space.n_skip = n_skip
+    space = corpus.space = SkipSpace.over(corpus.space, n_skip)
     block = n_skip * L * L
     counts = graph.pair_counts(corpus.data.labels, L, n_skip)
     corpus.empirical = np.concatenate([corpus.empirical[:space.skip_offset], counts])
     x0 = np.zeros(block)
-    if init is not None and old_conditions is not None and init.space.n_skip == (
-            n_pat + len(old_conditions)) and n_skip:
+    n_old = getattr(init.space, "n_skip", 0) if init is not None else 0
+    if old_conditions is not None and n_old == n_pat + len(old_conditions) and n_skip:
         L_old = init.space.n_labels
-        n_old = init.space.n_skip
         old = init.weights[init.space.skip_offset:].reshape(n_old, L_old, L_old)
         x0.reshape(n_skip, L, L)[:n_old, :L_old, :L_old] = old
     corpus.x0 = np.concatenate([corpus.x0[:space.skip_offset], x0])
@@ -93,8 +93,13 @@ def skip_bytes(graph: SkipGraph, seq_ptr: np.ndarray, n_labels: int, threads: in
 
 def model_skip_options(model: Model) -> SkipOptions:
     """The skip-edge and BP settings a skip-chain model was trained with."""
+    return recorded_skip_options(model.info)
+
+
+def recorded_skip_options(info: Mapping[str, Any]) -> SkipOptions:
+    """The skip-edge and BP settings a skip-chain model's info records."""
     try:
-        return SkipOptions.from_dict(model.info.get("skip"))
+        return SkipOptions.from_dict(info.get("skip"))
     except ValueError as err:
         raise ModelFormatError(f"skip-chain model: {err}") from None
 

@@ -49,11 +49,12 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 import numpy as np
 
 from crfkit.errors import UsageError
-from crfkit.features.explain import apply_pattern
+from crfkit.features.extract import Featurizer
 from crfkit.features.patterns import Pattern
 from crfkit.features.strings import intern_column
 from crfkit.features.transforms import transform_values
@@ -116,6 +117,11 @@ class SkipOptions:
         return options
 
 
+# The ``graph`` argument of the skip-chain kernels: :class:`SkipGraph`'s arrays, by name.
+GraphArrays = NamedTuple("GraphArrays", [(name, np.ndarray) for name in (
+    "doc_ptr", "edge_ptr", "e_i", "e_j", "e_pat", "inc_ptr", "inc_edge", "inc_side")])
+
+
 @dataclass
 class SkipGraph:
     """Documents and skip edges of a corpus, as the kernels take them (all int64).
@@ -147,9 +153,8 @@ class SkipGraph:
     eb_blk: np.ndarray | None = None  # (None: each edge has its skip pattern's block only)
     conditions: list[str] = field(default_factory=list)  # blocks after the patterns' (e:)
 
-    def arrays(self) -> tuple:
-        return (self.doc_ptr, self.edge_ptr, self.e_i, self.e_j, self.e_pat, self.inc_ptr,
-                self.inc_edge, self.inc_side)
+    def arrays(self) -> GraphArrays:
+        return GraphArrays(*(getattr(self, name) for name in GraphArrays._fields))
 
     def blocks(self) -> tuple[np.ndarray, np.ndarray]:
         """``(eb_ptr, eb_blk)``: the weight blocks of every edge, as the kernels take them."""
@@ -284,23 +289,21 @@ def build_graph(sequences: list[Sequence], starts: list[int], patterns: list[Pat
     e_i, e_j, e_pat = e_i[keep], e_j[keep], e_pat[keep]
     graph = graph_from_edges(doc_ptr, seq_ptr, e_i, e_j, e_pat)
     if edge_patterns(patterns):
-        condition_edges(graph, sequences, seq_ptr, patterns, conditions)
+        condition_edges(graph, sequences, patterns, conditions)
     return graph
 
 
-def condition_edges(graph: SkipGraph, sequences: list[Sequence], seq_ptr: np.ndarray,
-                    patterns: list[Pattern], conditions: list[str] | None) -> None:
+def condition_edges(graph: SkipGraph, sequences: list[Sequence], patterns: list[Pattern],
+                    conditions: list[str] | None) -> None:
     """Give every edge of ``graph`` its weight blocks (module docstring): its skip
     pattern's, then those of the ``e`` observations at its ends, in block order."""
     skips, observers = skip_patterns(patterns), edge_patterns(patterns)
     grow = conditions is None
     found = [] if conditions is None else list(conditions)
     index = {c: k for k, c in enumerate(found)}
-    values: dict[int, list[str]] = {}
-    for t in np.unique(np.concatenate([graph.e_i, graph.e_j])).tolist():
-        s = int(np.searchsorted(seq_ptr, t, side="right")) - 1
-        rows = sequences[s].rows
-        values[t] = [apply_pattern(p, rows, t - int(seq_ptr[s])) for p in observers]
+    ends = np.unique(np.concatenate([graph.e_i, graph.e_j]))
+    texts = observations_at(sequences, observers, ends)
+    values = {t: [text[n] for text in texts] for n, t in enumerate(ends.tolist())}
     eb_ptr = np.zeros(graph.n_edges + 1, dtype=np.int64)
     eb_blk: list[int] = []
     for e, (i, j, p) in enumerate(zip(graph.e_i.tolist(), graph.e_j.tolist(),
@@ -319,6 +322,26 @@ def condition_edges(graph: SkipGraph, sequences: list[Sequence], seq_ptr: np.nda
     graph.eb_ptr = eb_ptr
     graph.eb_blk = np.array(eb_blk, dtype=np.int64)
     graph.conditions = found
+
+
+def observations_at(sequences: list[Sequence], observers: list[Pattern],
+                    tokens: np.ndarray) -> list[list[str]]:
+    """Each pattern's observation text at the given tokens (corpus-wide indices), as
+    :func:`crfkit.features.explain.apply_pattern` writes it, from the vectorised
+    extractor: every transform applied once per distinct value, padding included."""
+    if not len(tokens) or not observers:
+        return [[] for _ in observers]
+    featurizer = Featurizer(observers)
+    _, components = featurizer.components(sequences, grow=True)  # grown: no unseen value
+    tables = [np.array(table.strings, dtype=object) for table in featurizer.tables]
+    texts = []
+    for p, pattern in enumerate(observers):
+        rows = components.rows(p)[tokens]
+        text = np.full(len(tokens), pattern.literals[0], dtype=object)
+        for j, t in enumerate(featurizer.command_transform[p]):
+            text = text + tables[t][rows[:, j]] + pattern.literals[j + 1]
+        texts.append(text.tolist())
+    return texts
 
 
 def graph_from_edges(doc_ptr: np.ndarray, seq_ptr: np.ndarray, e_i: np.ndarray,

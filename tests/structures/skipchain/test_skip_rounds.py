@@ -1,5 +1,5 @@
-"""A BP round's pass over a chain (``_chain_beliefs``) against the full forward-backward
-it stands for (``_chain_pass`` then ``_store_beliefs``): the beliefs of the tokens with
+"""A BP round's pass over a chain (``chain_beliefs``) against the full forward-backward
+it stands for (``chain_pass`` then ``store_beliefs``): the beliefs of the tokens with
 skip edges must be the same bits, so that models do not change.
 
 The round pass skips log Z, takes the exponentials of tokens without edges from a
@@ -15,7 +15,7 @@ import pytest
 from crfkit.kernels import loss
 from crfkit.kernels.gradient import work_buffers
 from crfkit.kernels.lattice import unigram_scores
-from crfkit.structures.skipchain import belief as skipchain
+from crfkit.structures.skipchain import chain_pass
 from tests.helpers import make_problem
 
 CASES = [
@@ -43,7 +43,7 @@ def test_round_pass_gives_the_same_beliefs_as_forward_backward(lengths, docs, ed
     unigram_scores(W, data.tok_ptr, data.tok_obs, None, space.u_ptr, space.u_lab, 0, N, psi_doc,
                    Wd)
     expu_doc = np.full((N, L), np.nan)  # rows of tokens with edges must never be read
-    skipchain._fixed_exps(psi_doc, N, L, 0, inc_ptr, expu_doc)
+    chain_pass.fixed_exps(psi_doc, N, L, 0, inc_ptr, expu_doc)
     work = work_buffers(max(lengths), L, False, exp_trans)
     want = np.full((N, L), np.nan)
     got = np.full((N, L), np.nan)
@@ -51,11 +51,11 @@ def test_round_pass_gives_the_same_beliefs_as_forward_backward(lengths, docs, ed
     for s in range(data.n_seqs):
         t0 = int(data.seq_ptr[s])
         T = int(data.seq_ptr[s + 1]) - t0
-        skipchain._chain_pass(W, sp, dt[1], dt[2], t0, T, L, False, trans, exp_trans,
+        chain_pass.chain_pass(W, sp, dt[1], dt[2], t0, T, L, False, trans, exp_trans,
                               trans_shift, expw, psi_doc, 0, g, msg, work)
-        skipchain._store_beliefs(t0, T, L, 0, inc_ptr, work[4], work[5], want)
+        chain_pass.store_beliefs(t0, T, L, 0, inc_ptr, work[4], work[5], want)
         work[5][:] = np.nan  # nothing of the full pass may leak into the round pass
-        skipchain._chain_beliefs(W, sp, dt[1], dt[2], t0, T, L, False, trans, exp_trans,
+        chain_pass.chain_beliefs(W, sp, dt[1], dt[2], t0, T, L, False, trans, exp_trans,
                                  trans_shift, expw, psi_doc, expu_doc, 0, g, msg, work, got)
     with_edges = inc_ptr[1:] > inc_ptr[:-1]
     assert with_edges.any() and not with_edges.all()
