@@ -16,7 +16,7 @@ import pytest
 from crfkit.errors import ModelFormatError
 from crfkit.features.patterns import parse_patterns
 from crfkit.io import fileformat
-from crfkit.io.reader import Sequence, read_sequences
+from crfkit.io.reader import Sequence
 from crfkit.kernels.bestpath import Weights
 from crfkit.labelling.constraints import iob_masks
 from crfkit.labelling.label import encode, label
@@ -25,20 +25,7 @@ from crfkit.structures.order2.pair_decoder import decode2
 from crfkit.training.train import TrainOptions, train
 from tests import naive
 from tests.helpers import ROOT, one_error_line, run
-from tests.structures.order2.reference import reference_lattice
-
-PATTERNS_O2 = """u:w0=%X[0,0]
-u:w-1=%X[-1,0]
-u:s0=%x[0,1]
-*:s-1/s0=%x[-1,1]/%x[0,1]
-t:s0=%x[0,1]
-*
-"""
-
-
-@pytest.fixture(scope="module")
-def corpus() -> list[Sequence]:
-    return list(read_sequences(ROOT / "data/address-train.txt"))[:80]
+from tests.structures.order2.reference import PATTERNS_O2, reference_lattice
 
 
 @pytest.fixture(scope="module")
