@@ -16,8 +16,9 @@ Constraints are masks, as in first order: a token mask sets ``psi[t, y] =
 -inf`` (so every pair ending in y), a transition mask adds ``-inf`` to the
 pairs it forbids. Marginals and log Z are then those of the restricted
 model. Posterior decoding takes the allowed path of largest summed token
-marginals (Viterbi over the marginals): with trigram states a per-token
-argmax could use a trigram the model gives probability zero.
+marginals (Viterbi over the marginals, along the trigrams that have states):
+with trigram states a per-token argmax could use a trigram the model gives
+probability zero.
 """
 
 from __future__ import annotations
@@ -190,7 +191,11 @@ def decode_block2(W, space, lat2, data, L, s0, s1, per_edge, masks, asked, out):
         np.empty((NB, S), dtype=np.int32)
     npaths, nscores = np.empty((N, Tmax), dtype=np.int32), np.empty(N)
     no_dense = np.empty((0, L))
+    # posterior paths follow the trigrams that have states, each edge adding no gain
     zero_edge = np.zeros((1, K))
+    for j in range(K):
+        if lat2[5][j] < 0:  # a slot without a trigram state
+            zero_edge[0, j] = -np.inf
     for s in range(s0, s1):
         t0 = seq_ptr[s]
         T = seq_ptr[s + 1] - t0
