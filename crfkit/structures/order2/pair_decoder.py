@@ -27,10 +27,10 @@ import numpy as np
 from numba import njit
 
 from crfkit import config
-from crfkit.errors import UsageError
 from crfkit.kernels.bestpath import Decoded
 from crfkit.kernels.blocks import partition_blocks, run_blocks
-from crfkit.kernels.decoder import insert_ranked
+from crfkit.kernels.decoder import check_decode_request, decode_masks, insert_ranked
+from crfkit.kernels.lattice import longest_sequence
 from crfkit.space import Dataset
 from crfkit.structures.order2 import pair_lattice as order2
 
@@ -150,6 +150,18 @@ def path_score2(first, node, edge, per_edge, T, L, lat2, path):
 
 
 @njit(**config.JIT)
+def state_edges(lat2):
+    """The edge row of posterior paths: 0 on the trigrams that have states, -inf on the
+    other slots (a path must not cross them), so edges add no gain."""
+    e_tri = lat2[5]
+    row = np.zeros((1, e_tri.shape[0]))
+    for j in range(e_tri.shape[0]):
+        if e_tri[j] < 0:
+            row[0, j] = -np.inf
+    return row
+
+
+@njit(**config.JIT)
 def posterior2(marg, first, node, T, L, lat2, gain, zero_edge, delta, back, path):
     """The allowed path of largest summed token marginals (module docstring); returns its
     gain, -inf if no path is allowed."""
@@ -160,6 +172,30 @@ def posterior2(marg, first, node, T, L, lat2, gain, zero_edge, delta, back, path
         for p in range(pair_b.shape[0]):
             gain[t, p] = marg[t, pair_b[p]] if node[t, p] > -np.inf else -np.inf
     return viterbi2(gain[0], gain, zero_edge, T < 0, T, L, lat2, delta, back, path)
+
+
+@njit(**config.JIT)
+def sum_product2(W, space, lat2, tok_ptr, tok_obs, t0, T, L, shared, per_edge, work,
+                 want_marg, want_pairs, out):
+    """Forward-backward of the sequence at ``t0`` (scores in ``work``, as :func:`work2`):
+    token marginals into work[10] (and out[3] with ``want_marg``), pair marginals into
+    out[4] with ``want_pairs``; returns log Z."""
+    alpha, beta, marg = work[6], work[7], work[10]
+    P = lat2[0].shape[0]
+    shift = order2.exp_lattice(W, space, lat2, tok_ptr, tok_obs, t0, T, L, shared,
+                               per_edge, work[0], work[1], work[2], work[3], work[4], work[5])
+    log_z = shift + order2.forward_backward2(work[3], work[4], work[5], per_edge, T,
+                                             L, lat2, alpha, beta, work[8],
+                                             work[9])
+    order2.token_marginals(alpha, beta, T, L, lat2, marg)
+    for t in range(T):
+        for y in range(L):
+            if want_marg:
+                out[3][t0 + t, y] = marg[t, y]
+        if want_pairs and t > 0:
+            for p in range(P):
+                out[4][t0 + t, p] = alpha[t, p] * beta[t, p]
+    return log_z
 
 
 # Argument groups of decode_block2:
@@ -173,12 +209,9 @@ def decode_block2(W, space, lat2, data, L, s0, s1, per_edge, masks, asked, out):
     token_ok, use_token_ok, pen = masks
     N, want_logz, want_marg, posterior, want_pairs = asked
     P, K = lat2[0].shape[0], lat2[5].shape[0]
-    Tmax = 1
-    for s in range(s0, s1):
-        Tmax = max(Tmax, seq_ptr[s + 1] - seq_ptr[s])
+    Tmax = longest_sequence(seq_ptr, s0, s1)
     work = order2.work2(Tmax, L, P, K, per_edge)
-    psi, node, edge, expE, alpha, beta, marg = (work[0], work[1], work[2], work[5], work[6],
-                                                work[7], work[10])
+    psi, node, edge, expE, alpha, marg = work[0], work[1], work[2], work[5], work[6], work[10]
     shared = order2.shared_rows(W, space, lat2, L, pen)
     for j in range(K):
         edge[0, j] = shared[1][j]
@@ -191,11 +224,7 @@ def decode_block2(W, space, lat2, data, L, s0, s1, per_edge, masks, asked, out):
         np.empty((NB, S), dtype=np.int32)
     npaths, nscores = np.empty((N, Tmax), dtype=np.int32), np.empty(N)
     no_dense = np.empty((0, L))
-    # posterior paths follow the trigrams that have states, each edge adding no gain
-    zero_edge = np.zeros((1, K))
-    for j in range(K):
-        if lat2[5][j] < 0:  # a slot without a trigram state
-            zero_edge[0, j] = -np.inf
+    zero_edge = state_edges(lat2)
     for s in range(s0, s1):
         t0 = seq_ptr[s]
         T = seq_ptr[s + 1] - t0
@@ -210,19 +239,8 @@ def decode_block2(W, space, lat2, data, L, s0, s1, per_edge, masks, asked, out):
         order2.lattice_scores(W, space, lat2, tok_ptr, tok_obs, t0, T, L, shared, per_edge,
                               psi, node, edge, True)
         if want_logz or want_marg or posterior or want_pairs:
-            shift = order2.exp_lattice(W, space, lat2, tok_ptr, tok_obs, t0, T, L, shared,
-                                       per_edge, psi, node, edge, work[3], work[4], expE)
-            out[2][s] = shift + order2.forward_backward2(work[3], work[4], expE, per_edge, T,
-                                                         L, lat2, alpha, beta, work[8],
-                                                         work[9])
-            order2.token_marginals(alpha, beta, T, L, lat2, marg)
-            for t in range(T):
-                for y in range(L):
-                    if want_marg:
-                        out[3][t0 + t, y] = marg[t, y]
-                if want_pairs and t > 0:
-                    for p in range(P):
-                        out[4][t0 + t, p] = alpha[t, p] * beta[t, p]
+            out[2][s] = sum_product2(W, space, lat2, tok_ptr, tok_obs, t0, T, L, shared,
+                                     per_edge, work, want_marg, want_pairs, out)
         if posterior:
             gain = -np.inf
             if np.isfinite(out[2][s]):  # else no path is allowed (or scores underflow)
@@ -260,10 +278,7 @@ def decode2(model, data: Dataset, *, nbest: int = 1, log_z: bool = False,
             pair_marginals: bool = False) -> Decoded:
     """:func:`crfkit.kernels.decoder.decode` for a second-order model (same arguments and
     results); ``pair_marginals`` also returns P(y[t-1], y[t]) per token."""
-    if nbest < 1:
-        raise UsageError(f"nbest must be >= 1, got {nbest}")
-    if posterior and nbest > 1:
-        raise UsageError("posterior decoding gives one path: it cannot be combined with nbest")
+    check_decode_request(nbest, posterior)
     s = model.space
     L = s.n_labels
     lat2 = s.lattice
@@ -272,15 +287,8 @@ def decode2(model, data: Dataset, *, nbest: int = 1, log_z: bool = False,
     out = (np.full((n_tok, nbest), -1, dtype=np.int32), np.full((n_seq, nbest), -np.inf),
            np.full(n_seq, np.nan), np.zeros((n_tok if marginals else 0, L)),
            np.zeros((n_tok if pair_marginals else 0, P)))
-    use_token_ok = token_ok is not None
-    if token_ok is None:
-        token_ok = np.ones((1, L), dtype=np.bool_)
-    elif token_ok.shape != (n_tok, L):
-        raise ValueError(f"token_ok has shape {token_ok.shape}, expected {(n_tok, L)}")
-    pen = np.zeros((L, L))
-    if trans_ok is not None:
-        pen[~trans_ok] = -np.inf
-    masks = (np.ascontiguousarray(token_ok, dtype=np.bool_), use_token_ok, pen)
+    token_ok, use_token_ok, pen, _ = decode_masks(token_ok, trans_ok, n_tok, L)
+    masks = (token_ok, use_token_ok, pen[0])  # the pairs' penalties (L, L)
     if n_seq:
         blocks = partition_blocks(data.lengths, config.N_BLOCKS)
         arrays = (data.seq_ptr, data.tok_ptr, data.tok_obs)
