@@ -17,9 +17,10 @@ import numpy as np
 from numba import njit
 
 from crfkit.config import JIT
+from crfkit.kernels.epochs import EpochBuffers
 from crfkit.kernels.gradient import posterior_errors
 from crfkit.kernels.lattice import longest_sequence
-from crfkit.kernels.sgdfused import next_sequence, step_range
+from crfkit.kernels.sgdfused import close_epoch, next_sequence, step_range
 from crfkit.space import Dataset, FeatureSpace
 from crfkit.structures.order2 import pair_lattice as order2
 
@@ -135,28 +136,24 @@ def sgd_epoch2(W, order, space, lat2, data, L, per_edge, eta0, alpha, rho1, seen
         tok_err += wrong
         seq_err += 1 if wrong else 0
         step_sequence2(W, G, q, space, lat2, tok_ptr, tok_obs, t0, T, L, per_edge, eta, u, l1)
-    state[0] = u
-    out[0] = loss
-    out[1] = tok_err
-    out[2] = seq_err
+    close_epoch(state, u, out, loss, tok_err, seq_err)
     return eta
 
 
-class SgdEpochs2:
+class SgdEpochs2(EpochBuffers):
     """``run(W, order, seen, eta0, alpha, rho1, q, state) -> (loss, token errors, sequence
     errors, overflowed)``: one SGD-L1 epoch of a second-order dataset (the interface of
     :class:`crfkit.kernels.epochs.SgdEpochs`)."""
 
+    n_out = 4
+
     def __init__(self, space: FeatureSpace, data: Dataset) -> None:
-        """``space``: a :class:`crfkit.structures.order2.pair_space.Order2Space` (its ``lattice``
-        and trigram
-        blocks)."""
+        """``space``: a :class:`crfkit.structures.order2.pair_space.Order2Space` (its
+        ``lattice`` and trigram blocks)."""
         if data.tok_val is not None:
             raise ValueError("second-order models have binary features")
-        self.space, self.lattice, self.data = space.arrays(), space.lattice, data.arrays()
-        self.L, self.per_edge = space.n_labels, space.n_g > 0
-        self.G = np.zeros(space.n_weights)
-        self.out = np.zeros(4)
+        super().__init__(space, data)
+        self.lattice, self.per_edge = space.lattice, space.n_g > 0
 
     def __call__(self, W: np.ndarray, order: np.ndarray, seen: int, eta0: float, alpha: float,
                  rho1: float, q: np.ndarray, state: np.ndarray) -> tuple[float, int, int, bool]:
