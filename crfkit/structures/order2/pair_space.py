@@ -119,11 +119,6 @@ class Order2Space(FeatureSpace):
         return (pair_a, pair_b, pair_of, e_ptr, e_src0, e_tri, self.g_ptr, slot_of[self.g_tri],
                 self.g_offset, self.tri_offset, bool(self.has_tri))
 
-    def trigram_keys(self) -> np.ndarray:
-        """Sorted int64 keys ``o * L**3 + trigram code`` of the observation trigrams."""
-        L3 = self.n_labels**3
-        return owners(self.g_ptr) * L3 + self.tri[self.g_tri]
-
     def check(self) -> None:
         """Raise ValueError if the arrays disagree (a model file read from disk)."""
         L, n = self.n_labels, self.n_obs
