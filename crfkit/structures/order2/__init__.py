@@ -240,6 +240,10 @@ class Order2(Chain):
     def label_kernels(self, numpy_will_do: bool) -> Iterable[tuple[int, Kernels]]:
         return ((DECODE2, _devel2),)  # no numpy decoder: every mode compiles
 
+    def heading(self, model_type: str) -> str:
+        """The training's progress header: a crf of order 2 (the chain's says order 1)."""
+        return f"{model_type} order 2"
+
 
 def trigram_flags(listed: list[Pattern]) -> np.ndarray:
     """Which listed patterns add observation trigrams (constant ones own the block)."""

@@ -29,9 +29,8 @@ from crfkit.structures.order2.pair_decoder import decode_any
 from crfkit.structures.order2.pair_space import first_order_parts
 from crfkit.training import corpus as corpus_module
 from crfkit.training import jitcache, memory
-from crfkit.training.corpus import encode_training
 from crfkit.training.train import Problem, TrainOptions, make_objective, train
-from tests.structures.order2.reference import PATTERNS_O2
+from tests.structures.order2.reference import PATTERNS_O2, encode2, options2
 
 # the trigram patterns of both kinds: a column and a token (%X) one
 PATTERNS_O2 = PATTERNS_O2.replace("t:s0=%x[0,1]\n", "t:s0=%x[0,1]\nt:w0=%X[0,0]\n")
@@ -39,7 +38,7 @@ PATTERNS_O2 = PATTERNS_O2.replace("t:s0=%x[0,1]\n", "t:s0=%x[0,1]\nt:w0=%X[0,0]\
 
 @pytest.fixture(scope="module")
 def model2(corpus) -> Model:
-    return train(parse_patterns(PATTERNS_O2), corpus[:60], TrainOptions(order=2, maxiter=15,
+    return train(parse_patterns(PATTERNS_O2), corpus[:60], options2(maxiter=15,
                                                                         rho1=0.3))
 
 
@@ -71,8 +70,7 @@ def recording(monkeypatch, name: str) -> list:
 @pytest.mark.parametrize("all_features", [False, True])
 def test_encode_space_is_the_corpus_encoders_second_order(monkeypatch, corpus, all_features):
     calls = recording(monkeypatch, "_second_order")
-    encode_training(parse_patterns(PATTERNS_O2), corpus[:20], order=2,
-                    all_features=all_features)
+    encode2(parse_patterns(PATTERNS_O2), corpus[:20], all_features=all_features)
     (space, empirical, featurizer, obs, index, y, dense), (old_space, old_emp) = calls[0]
     assert dense == all_features
     new_space, new_emp = Order2().encode_space(
@@ -85,7 +83,7 @@ def test_merge_init_is_the_corpus_encoders_warm_start(monkeypatch, model2, corpu
     calls = recording(monkeypatch, "_merge_space2")
     extra = [Sequence(rows=[r[:-1] + ["NEW"] for r in corpus[0].rows],
                       lines=corpus[0].lines)]
-    encode_training(model2.patterns, corpus[30:] + extra, init=model2, order=2)
+    encode2(model2.patterns, corpus[30:] + extra, init=model2)
     args, (old_space, old_emp, old_x0) = calls[0]
     new_space, new_emp, new_x0 = Order2().merge_init(*args)
     space_equal(new_space, old_space)
@@ -113,8 +111,8 @@ def test_patterns_keep_the_trigram_lines():
 
 # -- optimising ----------------------------------------------------------------------------------
 def test_objective_is_the_trainings_second_order_objective(corpus):
-    c = encode_training(parse_patterns(PATTERNS_O2), corpus[:30], order=2)
-    old = make_objective(Problem("crf", c, TrainOptions(order=2, rho2=0.5)))
+    c = encode2(parse_patterns(PATTERNS_O2), corpus[:30])
+    old = make_objective(Problem("crf", c, options2(rho2=0.5)))
     new = Order2().objective(c, 0.5, NORM_GLOBAL, {})
     w = np.random.default_rng(0).normal(scale=0.3, size=c.space.n_weights)
     g_old, g_new = np.empty_like(w), np.empty_like(w)
@@ -126,7 +124,7 @@ def test_objective_is_the_trainings_second_order_objective(corpus):
 def test_sgd_epochs_are_the_second_order_epochs(corpus):
     from crfkit.structures.order2.pair_epochs import SgdEpochs2
 
-    c = encode_training(parse_patterns(PATTERNS_O2), corpus[:20], order=2)
+    c = encode2(parse_patterns(PATTERNS_O2), corpus[:20])
     old, new = SgdEpochs2(c.space, c.data), Order2().epochs("sgd", c)
     assert type(new) is SgdEpochs2
     order = np.arange(c.data.n_seqs)
@@ -139,6 +137,12 @@ def test_sgd_epochs_are_the_second_order_epochs(corpus):
         assert np.array_equal(a, b)
     with pytest.raises(ValueError):
         Order2().epochs("perceptron", c)
+
+
+def test_heading_is_the_progress_headers():
+    from crfkit.training.train import structure_name
+
+    assert Order2().heading("crf") == structure_name("crf", 2)
 
 
 def test_recorded_options():
@@ -255,7 +259,7 @@ def test_dump_rows_are_describes_trigram_rows(model2):
 
 
 def test_memory_part_is_the_estimates_second_order_part(corpus):
-    c = encode_training(parse_patterns(PATTERNS_O2), corpus[:30], order=2)
+    c = encode2(parse_patterns(PATTERNS_O2), corpus[:30])
     f = c.featurizer
     old = memory.seen_costs(f.patterns, f.listed, f.vocab.pattern, c.space)
     first = memory.seen_costs(f.patterns, f.listed, f.vocab.pattern,
@@ -297,7 +301,7 @@ def test_claims_recognises_and_continues():
     {"algo": "l2sgd"}, {"algo": "ap"}, {"model_type": "memm"}, {"model_type": "maxent"},
     {"likely": 0.5}, {}, {"algo": "sgd-l1"}])
 def test_refuse_says_what_train_options_said(given):
-    options = TrainOptions(order=2, **given)
+    options = options2(**given)
     try:
         options.validate()
         old = None
