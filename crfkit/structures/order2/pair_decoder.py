@@ -39,7 +39,7 @@ from crfkit.structures.order2 import pair_lattice as order2
 def viterbi2(first, node, edge, per_edge, T, L, lat2, delta, back, path):
     """Best label path (first: scores of t = 0 (L,), node (T, P), edge (TE, K)); returns
     its score (-inf if none is allowed). Ties go to the first predecessor."""
-    pair_a, pair_b, e_ptr, e_src0 = lat2[0], lat2[1], lat2[3], lat2[4]
+    pair_a, pair_b, e_ptr, e_src0 = lat2.pair_a, lat2.pair_b, lat2.e_ptr, lat2.e_src0
     P = pair_a.shape[0]
     for y in range(L):
         delta[0, y] = first[y]
@@ -78,7 +78,7 @@ def nbest2(first, node, edge, per_edge, T, L, N, lat2, delta, back, count, paths
 
     ``back[t, q, k] = source state * N + rank``. Paths of score -inf are never listed.
     """
-    pair_a, pair_b, e_ptr, e_src0 = lat2[0], lat2[1], lat2[3], lat2[4]
+    pair_a, pair_b, e_ptr, e_src0 = lat2.pair_a, lat2.pair_b, lat2.e_ptr, lat2.e_src0
     P = pair_a.shape[0]
     for y in range(L):
         delta[0, y, 0] = first[y]
@@ -131,7 +131,7 @@ def nbest2(first, node, edge, per_edge, T, L, N, lat2, delta, back, count, paths
 @njit(**config.JIT)
 def path_score2(first, node, edge, per_edge, T, L, lat2, path):
     """Score of one label path; -inf if it uses a pair or trigram without a state."""
-    pair_of, e_ptr, e_src0 = lat2[2], lat2[3], lat2[4]
+    pair_of, e_ptr, e_src0 = lat2.pair_of, lat2.e_ptr, lat2.e_src0
     s = first[path[0]]
     prev = -1
     for t in range(1, T):
@@ -153,7 +153,7 @@ def path_score2(first, node, edge, per_edge, T, L, lat2, path):
 def state_edges(lat2):
     """The edge row of posterior paths: 0 on the trigrams that have states, -inf on the
     other slots (a path must not cross them), so edges add no gain."""
-    e_tri = lat2[5]
+    e_tri = lat2.e_tri
     row = np.zeros((1, e_tri.shape[0]))
     for j in range(e_tri.shape[0]):
         if e_tri[j] < 0:
@@ -165,7 +165,7 @@ def state_edges(lat2):
 def posterior2(marg, first, node, T, L, lat2, gain, zero_edge, delta, back, path):
     """The allowed path of largest summed token marginals (module docstring); returns its
     gain, -inf if no path is allowed."""
-    pair_b = lat2[1]
+    pair_b = lat2.pair_b
     for y in range(L):
         gain[0, y] = marg[0, y] if first[y] > -np.inf else -np.inf
     for t in range(1, T):
@@ -181,7 +181,7 @@ def sum_product2(W, space, lat2, tok_ptr, tok_obs, t0, T, L, shared, per_edge, w
     token marginals into work[10] (and out[3] with ``want_marg``), pair marginals into
     out[4] with ``want_pairs``; returns log Z."""
     alpha, beta, marg = work[6], work[7], work[10]
-    P = lat2[0].shape[0]
+    P = lat2.pair_a.shape[0]
     shift = order2.exp_lattice(W, space, lat2, tok_ptr, tok_obs, t0, T, L, shared,
                                per_edge, work[0], work[1], work[2], work[3], work[4], work[5])
     log_z = shift + order2.forward_backward2(work[3], work[4], work[5], per_edge, T,
@@ -208,7 +208,7 @@ def decode_block2(W, space, lat2, data, L, s0, s1, per_edge, masks, asked, out):
     seq_ptr, tok_ptr, tok_obs = data
     token_ok, use_token_ok, pen = masks
     N, want_logz, want_marg, posterior, want_pairs = asked
-    P, K = lat2[0].shape[0], lat2[5].shape[0]
+    P, K = lat2.pair_a.shape[0], lat2.e_tri.shape[0]
     Tmax = longest_sequence(seq_ptr, s0, s1)
     work = order2.work2(Tmax, L, P, K, per_edge)
     psi, node, edge, expE, alpha, marg = work[0], work[1], work[2], work[5], work[6], work[10]
@@ -282,7 +282,7 @@ def decode2(model, data: Dataset, *, nbest: int = 1, log_z: bool = False,
     s = model.space
     L = s.n_labels
     lat2 = s.lattice
-    P = len(lat2[0])
+    P = len(lat2.pair_a)
     n_tok, n_seq = data.n_tokens, data.n_seqs
     out = (np.full((n_tok, nbest), -1, dtype=np.int32), np.full((n_seq, nbest), -np.inf),
            np.full(n_seq, np.nan), np.zeros((n_tok if marginals else 0, L)),
@@ -304,7 +304,7 @@ def decode2(model, data: Dataset, *, nbest: int = 1, log_z: bool = False,
                       marginals=out[3] if marginals else None)
     if pair_marginals:
         full = np.zeros((n_tok, L, L))
-        full[:, lat2[0], lat2[1]] = out[4]
+        full[:, lat2.pair_a, lat2.pair_b] = out[4]
         result.pair_marginals = full
     return result
 
