@@ -306,16 +306,13 @@ def decode(model: Weighted, data: Dataset, *, nbest: int = 1, log_z: bool = Fals
     allowed labels / transitions (see the module docstring). A sequence with
     no allowed path gets score ``-inf``; the caller decides how to report it.
     """
-    if nbest < 1:
-        raise UsageError(f"nbest must be >= 1, got {nbest}")
-    if posterior and nbest > 1:
-        raise UsageError("posterior decoding gives one path: it cannot be combined with nbest")
+    check_decode_request(nbest, posterior)
     s = model.space
     L = s.n_labels
     n_tok, n_seq = data.n_tokens, data.n_seqs
     out = (np.full((n_tok, nbest), -1, dtype=np.int32), np.full((n_seq, nbest), -np.inf),
            np.full(n_seq, np.nan), np.zeros((n_tok if marginals else 0, L)))
-    masks = _masks(token_ok, trans_ok, n_tok, L)
+    masks = decode_masks(token_ok, trans_ok, n_tok, L)
     norm = model.normalisation
     per_token = s.n_b > 0 or norm == NORM_MEMM  # a MEMM's phi depends on psi
     if n_seq:
@@ -333,10 +330,18 @@ def decode(model: Weighted, data: Dataset, *, nbest: int = 1, log_z: bool = Fals
                    marginals=out[3] if marginals else None)
 
 
-def _masks(token_ok: np.ndarray | None, trans_ok: np.ndarray | None, n_tok: int,
-           L: int) -> tuple:
-    """The ``masks`` group: token mask, whether it applies, transition penalties, and
-    whether any transition is forbidden."""
+def check_decode_request(nbest: int, posterior: bool) -> None:
+    """The one-line refusals of a decoding request, for every structure's decoder."""
+    if nbest < 1:
+        raise UsageError(f"nbest must be >= 1, got {nbest}")
+    if posterior and nbest > 1:
+        raise UsageError("posterior decoding gives one path: it cannot be combined with nbest")
+
+
+def decode_masks(token_ok: np.ndarray | None, trans_ok: np.ndarray | None, n_tok: int,
+                 L: int) -> tuple:
+    """The ``masks`` group: token mask, whether it applies, transition penalties
+    (1, L, L) and whether any transition is forbidden."""
     use_token_ok = token_ok is not None
     if token_ok is None:
         token_ok = np.ones((1, L), dtype=np.bool_)

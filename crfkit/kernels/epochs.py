@@ -50,7 +50,7 @@ from crfkit.kernels.lattice import (
     transition_buffer,
     viterbi,
 )
-from crfkit.kernels.sgdfused import next_sequence, sgd_epoch_fused, step
+from crfkit.kernels.sgdfused import close_epoch, next_sequence, sgd_epoch_fused, step
 from crfkit.space import Dataset, FeatureSpace
 
 
@@ -133,12 +133,7 @@ def sgd_epoch(W, order, space, data, per_token, L, eta0, alpha, rho1, seen, q, G
     psi, phi, alpha_ = work[0], work[1], work[4]
     no_dense = np.empty((0, L))  # no dense rows (see kernels.lattice.unigram_scores)
     no_factors = np.empty(0)  # scores summed, then exponentiated (no unigram_factors)
-    u = state[0]
-    loss = 0.0
-    tok_err = 0
-    seq_err = 0
-    eta = eta0
-    l1 = rho1 > 0.0
+    u, l1, loss, tok_err, seq_err, eta = state[0], rho1 > 0.0, 0.0, 0, 0, eta0
     for i in range(N):
         t0, T, eta, u = next_sequence(order, i, seq_ptr, eta0, alpha, rho1, seen, u)
         if T == 0:
@@ -160,8 +155,7 @@ def sgd_epoch(W, order, space, data, per_token, L, eta0, alpha, rho1, seen, q, G
         loss += logz - _gold_score(psi, phi, trans, per_token, labels, t0, T)
         wrong = posterior_errors(alpha_, labels, t0, T)
         tok_err += wrong
-        if wrong:
-            seq_err += 1
+        seq_err += 1 if wrong else 0
         add_path_counts(G, space, tok_ptr, tok_obs, tok_val, L, t0, T, labels, t0, -1.0)
         # W -= eta * G on every touched weight (G back to zero), then the L1 penalty
         n_touched = touched_weights(space, tok_ptr, tok_obs, L, t0, T, touched)
@@ -172,10 +166,7 @@ def sgd_epoch(W, order, space, data, per_token, L, eta0, alpha, rho1, seen, q, G
                 k = touched[n] - n_u
                 if 0 <= k < n_b:
                     expw[k] = np.exp(W[n_u + k])
-    state[0] = u
-    out[0] = loss
-    out[1] = tok_err
-    out[2] = seq_err
+    close_epoch(state, u, out, loss, tok_err, seq_err)
     return eta
 
 
@@ -239,19 +230,28 @@ def perceptron_epoch(W, U, seen, order, space, data, per_token, L, G, touched, o
 
 
 # --- Python drivers: what the online optimisers of crfkit.optim call ---------------------------
-class _Epochs:
-    """A dataset's arrays and the buffers its epochs reuse (gradient, touched weights)."""
+class EpochBuffers:
+    """A dataset's arrays and the buffers every structure's epochs reuse: the gradient (all
+    zeros between sequences) and the epoch's outputs (``n_out`` of them)."""
 
     n_out = 0
 
     def __init__(self, space: FeatureSpace, data: Dataset) -> None:
         self.space, self.data = space.arrays(), data.arrays()
         self.tok_val = data.tok_val
-        self.per_token, self.L = space.n_b > 0, space.n_labels
+        self.L = space.n_labels
         self.G = np.zeros(space.n_weights)
+        self.out = np.zeros(self.n_out)
+
+
+class _Epochs(EpochBuffers):
+    """The chain's epochs: also the touched weights and exponentiated bigram weights."""
+
+    def __init__(self, space: FeatureSpace, data: Dataset) -> None:
+        super().__init__(space, data)
+        self.per_token = space.n_b > 0
         self.touched = np.empty(max_touched(self.space, *self.data[:3], self.L), dtype=np.int64)
         self.expw = np.empty(space.n_b)
-        self.out = np.zeros(self.n_out)
 
 
 class SgdEpochs(_Epochs):

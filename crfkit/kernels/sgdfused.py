@@ -81,6 +81,16 @@ def next_sequence(order, i, seq_ptr, eta0, alpha, rho1, seen, u):
 
 
 @njit(**INLINE_JIT)
+def close_epoch(state, u, out, loss, tok_err, seq_err):
+    """What an SGD epoch hands on: ``u`` to the next epoch (state[0]), its loss and error
+    counts (out[0:3])."""
+    state[0] = u
+    out[0] = loss
+    out[1] = tok_err
+    out[2] = seq_err
+
+
+@njit(**INLINE_JIT)
 def penalise(W, q, k, u):
     """:func:`clipped` for weight k, its penalty record ``q[k]`` updated."""
     z = W[k]
@@ -260,12 +270,8 @@ def sgd_epoch_fused(W, order, space, data, per_token, L, eta0, alpha, rho1, seen
     work = work_buffers(longest_sequence(seq_ptr, 0, len(seq_ptr) - 1), L, per_token, exp_trans)
     psi, phi, expu, expb, alpha_, beta, scale, pair, tmp = work
     marg = np.empty(L)
-    u = state[0]
-    loss = 0.0
-    tok_err = 0
-    seq_err = 0
-    eta = eta0
-    l1 = rho1 > 0.0
+    u, l1 = state[0], rho1 > 0.0
+    loss, tok_err, seq_err, eta = 0.0, 0, 0, eta0
     for i in range(N):
         t0, T, eta, u = next_sequence(order, i, seq_ptr, eta0, alpha, rho1, seen, u)
         if T == 0:
@@ -286,12 +292,8 @@ def sgd_epoch_fused(W, order, space, data, per_token, L, eta0, alpha, rho1, seen
                                   Gd)
         loss += logz - gold
         tok_err += wrong
-        if wrong:
-            seq_err += 1
+        seq_err += 1 if wrong else 0
         _apply(W, G, q, space, tok_ptr, tok_obs, t0, T, L, per_token, eta, u, l1, expw, dense)
     store_dense(W, q, u_ptr, u_lab, dense)
-    state[0] = u
-    out[0] = loss
-    out[1] = tok_err
-    out[2] = seq_err
+    close_epoch(state, u, out, loss, tok_err, seq_err)
     return eta

@@ -33,7 +33,7 @@ def edge_lists(lat2: tuple) -> tuple:
     """The real trigram edges of ``Order2Space.lattice`` (slots whose trigram has a state)
     as flat lists: (src, dst, slot) by source for the forward pass, by destination for
     the backward pass (int64 arrays)."""
-    e_ptr, e_src0, e_tri = lat2[3], lat2[4], lat2[5]
+    e_ptr, e_src0, e_tri = lat2.e_ptr, lat2.e_src0, lat2.e_tri
     sizes = np.diff(e_ptr)
     dst = np.repeat(np.arange(len(sizes)), sizes)
     src = np.asarray(e_src0, dtype=np.int64)[dst] + (np.arange(len(e_tri)) - e_ptr[dst])
@@ -164,7 +164,7 @@ def lane_gradient(G, space, lat2, tok_ptr, tok_obs, t0, T, L, alpha, s, marg, Gd
     """The per-sequence expectations of lane ``s`` (state marginals in ``alpha``): token
     marginals into ``marg``, observation bigrams into G, unigrams into G / ``Gd``."""
     b_ptr, b_prev, b_cur, n_u = space[2], space[3], space[4], space[5]
-    pair_b, pair_of = lat2[1], lat2[2]
+    pair_b, pair_of = lat2.pair_b, lat2.pair_of
     for y in range(L):
         marg[0, y] = alpha[0, y, s]
     for t in range(1, T):
@@ -187,8 +187,8 @@ def loss_block_lanes(W, space, lat2, lists, data, L, s0, s1, Wd, G, out):
     ``LANES``
     sequences at a time (sorted by length, so a group's lanes end close together)."""
     seq_ptr, tok_ptr, tok_obs, labels = data
-    pair_a, pair_b = lat2[0], lat2[1]
-    P, K, S = pair_a.shape[0], lat2[5].shape[0], LANES
+    pair_a, pair_b = lat2.pair_a, lat2.pair_b
+    P, K, S = pair_a.shape[0], lat2.e_tri.shape[0], LANES
     lengths = seq_ptr[s0 + 1:s1 + 1] - seq_ptr[s0:s1]
     order = s0 + np.argsort(lengths, kind="mergesort")
     Tmax = max(1, lengths.max()) if s1 > s0 else 1

@@ -16,8 +16,9 @@ Constraints are masks, as in first order: a token mask sets ``psi[t, y] =
 -inf`` (so every pair ending in y), a transition mask adds ``-inf`` to the
 pairs it forbids. Marginals and log Z are then those of the restricted
 model. Posterior decoding takes the allowed path of largest summed token
-marginals (Viterbi over the marginals): with trigram states a per-token
-argmax could use a trigram the model gives probability zero.
+marginals (Viterbi over the marginals, along the trigrams that have states):
+with trigram states a per-token argmax could use a trigram the model gives
+probability zero.
 """
 
 from __future__ import annotations
@@ -26,10 +27,10 @@ import numpy as np
 from numba import njit
 
 from crfkit import config
-from crfkit.errors import UsageError
 from crfkit.kernels.bestpath import Decoded
 from crfkit.kernels.blocks import partition_blocks, run_blocks
-from crfkit.kernels.decoder import insert_ranked
+from crfkit.kernels.decoder import check_decode_request, decode_masks, insert_ranked
+from crfkit.kernels.lattice import longest_sequence
 from crfkit.space import Dataset
 from crfkit.structures.order2 import pair_lattice as order2
 
@@ -38,7 +39,7 @@ from crfkit.structures.order2 import pair_lattice as order2
 def viterbi2(first, node, edge, per_edge, T, L, lat2, delta, back, path):
     """Best label path (first: scores of t = 0 (L,), node (T, P), edge (TE, K)); returns
     its score (-inf if none is allowed). Ties go to the first predecessor."""
-    pair_a, pair_b, e_ptr, e_src0 = lat2[0], lat2[1], lat2[3], lat2[4]
+    pair_a, pair_b, e_ptr, e_src0 = lat2.pair_a, lat2.pair_b, lat2.e_ptr, lat2.e_src0
     P = pair_a.shape[0]
     for y in range(L):
         delta[0, y] = first[y]
@@ -77,7 +78,7 @@ def nbest2(first, node, edge, per_edge, T, L, N, lat2, delta, back, count, paths
 
     ``back[t, q, k] = source state * N + rank``. Paths of score -inf are never listed.
     """
-    pair_a, pair_b, e_ptr, e_src0 = lat2[0], lat2[1], lat2[3], lat2[4]
+    pair_a, pair_b, e_ptr, e_src0 = lat2.pair_a, lat2.pair_b, lat2.e_ptr, lat2.e_src0
     P = pair_a.shape[0]
     for y in range(L):
         delta[0, y, 0] = first[y]
@@ -130,7 +131,7 @@ def nbest2(first, node, edge, per_edge, T, L, N, lat2, delta, back, count, paths
 @njit(**config.JIT)
 def path_score2(first, node, edge, per_edge, T, L, lat2, path):
     """Score of one label path; -inf if it uses a pair or trigram without a state."""
-    pair_of, e_ptr, e_src0 = lat2[2], lat2[3], lat2[4]
+    pair_of, e_ptr, e_src0 = lat2.pair_of, lat2.e_ptr, lat2.e_src0
     s = first[path[0]]
     prev = -1
     for t in range(1, T):
@@ -149,16 +150,52 @@ def path_score2(first, node, edge, per_edge, T, L, lat2, path):
 
 
 @njit(**config.JIT)
+def state_edges(lat2):
+    """The edge row of posterior paths: 0 on the trigrams that have states, -inf on the
+    other slots (a path must not cross them), so edges add no gain."""
+    e_tri = lat2.e_tri
+    row = np.zeros((1, e_tri.shape[0]))
+    for j in range(e_tri.shape[0]):
+        if e_tri[j] < 0:
+            row[0, j] = -np.inf
+    return row
+
+
+@njit(**config.JIT)
 def posterior2(marg, first, node, T, L, lat2, gain, zero_edge, delta, back, path):
     """The allowed path of largest summed token marginals (module docstring); returns its
     gain, -inf if no path is allowed."""
-    pair_b = lat2[1]
+    pair_b = lat2.pair_b
     for y in range(L):
         gain[0, y] = marg[0, y] if first[y] > -np.inf else -np.inf
     for t in range(1, T):
         for p in range(pair_b.shape[0]):
             gain[t, p] = marg[t, pair_b[p]] if node[t, p] > -np.inf else -np.inf
     return viterbi2(gain[0], gain, zero_edge, T < 0, T, L, lat2, delta, back, path)
+
+
+@njit(**config.JIT)
+def sum_product2(W, space, lat2, tok_ptr, tok_obs, t0, T, L, shared, per_edge, work,
+                 want_marg, want_pairs, out):
+    """Forward-backward of the sequence at ``t0`` (scores in ``work``, as :func:`work2`):
+    token marginals into work[10] (and out[3] with ``want_marg``), pair marginals into
+    out[4] with ``want_pairs``; returns log Z."""
+    alpha, beta, marg = work[6], work[7], work[10]
+    P = lat2.pair_a.shape[0]
+    shift = order2.exp_lattice(W, space, lat2, tok_ptr, tok_obs, t0, T, L, shared,
+                               per_edge, work[0], work[1], work[2], work[3], work[4], work[5])
+    log_z = shift + order2.forward_backward2(work[3], work[4], work[5], per_edge, T,
+                                             L, lat2, alpha, beta, work[8],
+                                             work[9])
+    order2.token_marginals(alpha, beta, T, L, lat2, marg)
+    for t in range(T):
+        for y in range(L):
+            if want_marg:
+                out[3][t0 + t, y] = marg[t, y]
+        if want_pairs and t > 0:
+            for p in range(P):
+                out[4][t0 + t, p] = alpha[t, p] * beta[t, p]
+    return log_z
 
 
 # Argument groups of decode_block2:
@@ -171,13 +208,10 @@ def decode_block2(W, space, lat2, data, L, s0, s1, per_edge, masks, asked, out):
     seq_ptr, tok_ptr, tok_obs = data
     token_ok, use_token_ok, pen = masks
     N, want_logz, want_marg, posterior, want_pairs = asked
-    P, K = lat2[0].shape[0], lat2[5].shape[0]
-    Tmax = 1
-    for s in range(s0, s1):
-        Tmax = max(Tmax, seq_ptr[s + 1] - seq_ptr[s])
+    P, K = lat2.pair_a.shape[0], lat2.e_tri.shape[0]
+    Tmax = longest_sequence(seq_ptr, s0, s1)
     work = order2.work2(Tmax, L, P, K, per_edge)
-    psi, node, edge, expE, alpha, beta, marg = (work[0], work[1], work[2], work[5], work[6],
-                                                work[7], work[10])
+    psi, node, edge, expE, alpha, marg = work[0], work[1], work[2], work[5], work[6], work[10]
     shared = order2.shared_rows(W, space, lat2, L, pen)
     for j in range(K):
         edge[0, j] = shared[1][j]
@@ -190,7 +224,7 @@ def decode_block2(W, space, lat2, data, L, s0, s1, per_edge, masks, asked, out):
         np.empty((NB, S), dtype=np.int32)
     npaths, nscores = np.empty((N, Tmax), dtype=np.int32), np.empty(N)
     no_dense = np.empty((0, L))
-    zero_edge = np.zeros((1, K))
+    zero_edge = state_edges(lat2)
     for s in range(s0, s1):
         t0 = seq_ptr[s]
         T = seq_ptr[s + 1] - t0
@@ -205,19 +239,8 @@ def decode_block2(W, space, lat2, data, L, s0, s1, per_edge, masks, asked, out):
         order2.lattice_scores(W, space, lat2, tok_ptr, tok_obs, t0, T, L, shared, per_edge,
                               psi, node, edge, True)
         if want_logz or want_marg or posterior or want_pairs:
-            shift = order2.exp_lattice(W, space, lat2, tok_ptr, tok_obs, t0, T, L, shared,
-                                       per_edge, psi, node, edge, work[3], work[4], expE)
-            out[2][s] = shift + order2.forward_backward2(work[3], work[4], expE, per_edge, T,
-                                                         L, lat2, alpha, beta, work[8],
-                                                         work[9])
-            order2.token_marginals(alpha, beta, T, L, lat2, marg)
-            for t in range(T):
-                for y in range(L):
-                    if want_marg:
-                        out[3][t0 + t, y] = marg[t, y]
-                if want_pairs and t > 0:
-                    for p in range(P):
-                        out[4][t0 + t, p] = alpha[t, p] * beta[t, p]
+            out[2][s] = sum_product2(W, space, lat2, tok_ptr, tok_obs, t0, T, L, shared,
+                                     per_edge, work, want_marg, want_pairs, out)
         if posterior:
             gain = -np.inf
             if np.isfinite(out[2][s]):  # else no path is allowed (or scores underflow)
@@ -255,27 +278,17 @@ def decode2(model, data: Dataset, *, nbest: int = 1, log_z: bool = False,
             pair_marginals: bool = False) -> Decoded:
     """:func:`crfkit.kernels.decoder.decode` for a second-order model (same arguments and
     results); ``pair_marginals`` also returns P(y[t-1], y[t]) per token."""
-    if nbest < 1:
-        raise UsageError(f"nbest must be >= 1, got {nbest}")
-    if posterior and nbest > 1:
-        raise UsageError("posterior decoding gives one path: it cannot be combined with nbest")
+    check_decode_request(nbest, posterior)
     s = model.space
     L = s.n_labels
     lat2 = s.lattice
-    P = len(lat2[0])
+    P = len(lat2.pair_a)
     n_tok, n_seq = data.n_tokens, data.n_seqs
     out = (np.full((n_tok, nbest), -1, dtype=np.int32), np.full((n_seq, nbest), -np.inf),
            np.full(n_seq, np.nan), np.zeros((n_tok if marginals else 0, L)),
            np.zeros((n_tok if pair_marginals else 0, P)))
-    use_token_ok = token_ok is not None
-    if token_ok is None:
-        token_ok = np.ones((1, L), dtype=np.bool_)
-    elif token_ok.shape != (n_tok, L):
-        raise ValueError(f"token_ok has shape {token_ok.shape}, expected {(n_tok, L)}")
-    pen = np.zeros((L, L))
-    if trans_ok is not None:
-        pen[~trans_ok] = -np.inf
-    masks = (np.ascontiguousarray(token_ok, dtype=np.bool_), use_token_ok, pen)
+    token_ok, use_token_ok, pen, _ = decode_masks(token_ok, trans_ok, n_tok, L)
+    masks = (token_ok, use_token_ok, pen[0])  # the pairs' penalties (L, L)
     if n_seq:
         blocks = partition_blocks(data.lengths, config.N_BLOCKS)
         arrays = (data.seq_ptr, data.tok_ptr, data.tok_obs)
@@ -291,7 +304,7 @@ def decode2(model, data: Dataset, *, nbest: int = 1, log_z: bool = False,
                       marginals=out[3] if marginals else None)
     if pair_marginals:
         full = np.zeros((n_tok, L, L))
-        full[:, lat2[0], lat2[1]] = out[4]
+        full[:, lat2.pair_a, lat2.pair_b] = out[4]
         result.pair_marginals = full
     return result
 

@@ -17,9 +17,10 @@ import numpy as np
 from numba import njit
 
 from crfkit.config import JIT
+from crfkit.kernels.epochs import EpochBuffers
 from crfkit.kernels.gradient import posterior_errors
 from crfkit.kernels.lattice import longest_sequence
-from crfkit.kernels.sgdfused import next_sequence, step_range
+from crfkit.kernels.sgdfused import close_epoch, next_sequence, step_range
 from crfkit.space import Dataset, FeatureSpace
 from crfkit.structures.order2 import pair_lattice as order2
 
@@ -27,7 +28,7 @@ from crfkit.structures.order2 import pair_lattice as order2
 @njit(**JIT)
 def gold_slot(lat2, L, a, b, c):
     """The edge slot of label trigram (a, b, c), -1 if it has no state."""
-    pair_of, e_ptr, e_src0, e_tri = lat2[2], lat2[3], lat2[4], lat2[5]
+    pair_of, e_ptr, e_src0, e_tri = lat2.pair_of, lat2.e_ptr, lat2.e_src0, lat2.e_tri
     p, q = pair_of[b * L + c], pair_of[a * L + b]
     if p < 0 or q < 0:
         return -1
@@ -43,8 +44,8 @@ def gold_path2(W, G, space, lat2, tok_ptr, tok_obs, labels, t0, T, L, per_edge):
     returns its score under W. Summed over a corpus, the counts are the negated
     empirical vector of :func:`crfkit.structures.order2.pair_space.order2_space`."""
     u_ptr, u_lab, b_ptr, b_prev, b_cur, n_u, trans_offset, has_trans = space
-    e_tri, g_ptr, g_edge, g_offset, tri_offset, has_tri = (lat2[5], lat2[6], lat2[7], lat2[8],
-                                                           lat2[9], lat2[10])
+    e_tri, g_ptr, g_edge = lat2.e_tri, lat2.g_ptr, lat2.g_edge
+    g_offset, tri_offset, has_tri = lat2.g_offset, lat2.tri_offset, lat2.has_tri
     score = 0.0
     for t in range(T):
         y = labels[t0 + t]
@@ -80,7 +81,7 @@ def step_sequence2(W, G, q, space, lat2, tok_ptr, tok_obs, t0, T, L, per_edge, e
     """Step every weight the sequence touched (G back to zero there): its observations'
     rows, the transition block and the label-trigram block."""
     u_ptr, b_ptr, n_u, trans_offset, has_trans = space[0], space[2], space[5], space[6], space[7]
-    g_ptr, g_offset, tri_offset, has_tri = lat2[6], lat2[8], lat2[9], lat2[10]
+    g_ptr, g_offset, tri_offset, has_tri = lat2.g_ptr, lat2.g_offset, lat2.tri_offset, lat2.has_tri
     for i in range(tok_ptr[t0], tok_ptr[t0 + T]):
         o = tok_obs[i]
         step_range(W, G, q, u_ptr[o], u_ptr[o + 1], eta, u, l1)
@@ -100,7 +101,7 @@ def sgd_epoch2(W, order, space, lat2, data, L, per_edge, eta0, alpha, rho1, seen
     :func:`crfkit.kernels.epochs.sgd_epoch`, same arguments and ``out``); G must be all
     zeros and is left so."""
     seq_ptr, tok_ptr, tok_obs, labels = data
-    P, K = lat2[0].shape[0], lat2[5].shape[0]
+    P, K = lat2.pair_a.shape[0], lat2.e_tri.shape[0]
     work = order2.work2(max(1, longest_sequence(seq_ptr, 0, len(seq_ptr) - 1)), L, P, K,
                         per_edge)
     no_dense = np.empty((0, L))
@@ -135,28 +136,24 @@ def sgd_epoch2(W, order, space, lat2, data, L, per_edge, eta0, alpha, rho1, seen
         tok_err += wrong
         seq_err += 1 if wrong else 0
         step_sequence2(W, G, q, space, lat2, tok_ptr, tok_obs, t0, T, L, per_edge, eta, u, l1)
-    state[0] = u
-    out[0] = loss
-    out[1] = tok_err
-    out[2] = seq_err
+    close_epoch(state, u, out, loss, tok_err, seq_err)
     return eta
 
 
-class SgdEpochs2:
+class SgdEpochs2(EpochBuffers):
     """``run(W, order, seen, eta0, alpha, rho1, q, state) -> (loss, token errors, sequence
     errors, overflowed)``: one SGD-L1 epoch of a second-order dataset (the interface of
     :class:`crfkit.kernels.epochs.SgdEpochs`)."""
 
+    n_out = 4
+
     def __init__(self, space: FeatureSpace, data: Dataset) -> None:
-        """``space``: a :class:`crfkit.structures.order2.pair_space.Order2Space` (its ``lattice``
-        and trigram
-        blocks)."""
+        """``space``: a :class:`crfkit.structures.order2.pair_space.Order2Space` (its
+        ``lattice`` and trigram blocks)."""
         if data.tok_val is not None:
             raise ValueError("second-order models have binary features")
-        self.space, self.lattice, self.data = space.arrays(), space.lattice, data.arrays()
-        self.L, self.per_edge = space.n_labels, space.n_g > 0
-        self.G = np.zeros(space.n_weights)
-        self.out = np.zeros(4)
+        super().__init__(space, data)
+        self.lattice, self.per_edge = space.lattice, space.n_g > 0
 
     def __call__(self, W: np.ndarray, order: np.ndarray, seen: int, eta0: float, alpha: float,
                  rho1: float, q: np.ndarray, state: np.ndarray) -> tuple[float, int, int, bool]:

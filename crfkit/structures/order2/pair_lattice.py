@@ -46,8 +46,8 @@ def shared_rows(W, space, lat2, L, pen):
     """The transition score of every pair (+ ``pen[a, b]``, 0 or -inf) and the label-trigram
     weight of every edge; with their exponentials and shifts."""
     trans_offset, has_trans = space[6], space[7]
-    pair_a, pair_b, e_tri = lat2[0], lat2[1], lat2[5]
-    tri_offset, has_tri = lat2[9], lat2[10]
+    pair_a, pair_b, e_tri = lat2.pair_a, lat2.pair_b, lat2.e_tri
+    tri_offset, has_tri = lat2.tri_offset, lat2.has_tri
     P, K = pair_a.shape[0], e_tri.shape[0]
     transP = np.zeros(P)
     for p in range(P):
@@ -73,7 +73,8 @@ def lattice_scores(W, space, lat2, tok_ptr, tok_obs, t0, T, L, shared, per_edge,
     (already computed, possibly masked). Without ``all_nodes`` only the nodes an
     observation bigram touches are written: all that :func:`exp_lattice` reads."""
     b_ptr, b_prev, b_cur, n_u = space[2], space[3], space[4], space[5]
-    pair_b, pair_of, g_ptr, g_edge, g_offset = lat2[1], lat2[2], lat2[6], lat2[7], lat2[8]
+    pair_b, pair_of = lat2.pair_b, lat2.pair_of
+    g_ptr, g_edge, g_offset = lat2.g_ptr, lat2.g_edge, lat2.g_offset
     transP, triE = shared[0], shared[1]
     P, K = transP.shape[0], triE.shape[0]
     for t in range(1, T):
@@ -109,12 +110,30 @@ def unigram_rows(W, space, tok_ptr, tok_obs, t0, T, psi, Wd):
 
 
 @njit(**JIT)
+def rescored_row(W, space, lat2, tok_ptr, tok_obs, tt, L, psi_t, transP, node_t, expN_t):
+    """The node row of token ``tt`` rebuilt in full (the untouched nodes too) and
+    exponentiated with its own shift, which it returns (:func:`exp_lattice`'s fallback)."""
+    b_ptr, b_prev, b_cur = space[2], space[3], space[4]
+    pair_b, pair_of = lat2.pair_b, lat2.pair_of
+    P = pair_b.shape[0]
+    for p in range(P):
+        node_t[p] = psi_t[pair_b[p]] + transP[p]
+    for i in range(tok_ptr[tt], tok_ptr[tt + 1]):
+        o = tok_obs[i]
+        for k in range(b_ptr[o], b_ptr[o + 1]):
+            p = pair_of[b_prev[k] * L + b_cur[k]]
+            if p >= 0:
+                node_t[p] += W[space[5] + k]
+    return exp_shifted(node_t[:P], expN_t[:P])
+
+
+@njit(**JIT)
 def exp_lattice(W, space, lat2, tok_ptr, tok_obs, t0, T, L, shared, per_edge, psi, node, edge,
                 expu, expN, expE):
     """expu[0] = exp(psi[0]), expN[1:T], expE[2:T] (with ``per_edge``), each row shifted;
     returns the sum of the shifts (log Z = shifts + sum log scale)."""
     b_ptr, b_prev, b_cur = space[2], space[3], space[4]
-    pair_b, pair_of, g_ptr, g_edge = lat2[1], lat2[2], lat2[6], lat2[7]
+    pair_b, pair_of, g_ptr, g_edge = lat2.pair_b, lat2.pair_of, lat2.g_ptr, lat2.g_edge
     expT, t_shift, expE0, e_shift = shared[2], shared[3], shared[4], shared[5]
     P, K = expT.shape[0], expE0.shape[1]
     shift = exp_shifted(psi[0], expu[0])
@@ -146,16 +165,9 @@ def exp_lattice(W, space, lat2, tok_ptr, tok_obs, t0, T, L, shared, per_edge, ps
             safe = top > 1e-200
         if safe:
             shift += base
-        else:
-            for p in range(P):  # rare (extreme weights): the untouched nodes too
-                node[t, p] = psi[t, pair_b[p]] + shared[0][p]
-            for i in range(tok_ptr[t0 + t], tok_ptr[t0 + t + 1]):
-                o = tok_obs[i]
-                for k in range(b_ptr[o], b_ptr[o + 1]):
-                    p = pair_of[b_prev[k] * L + b_cur[k]]
-                    if p >= 0:
-                        node[t, p] += W[space[5] + k]
-            shift += exp_shifted(node[t, :P], expN[t, :P])
+        else:  # rare (extreme weights)
+            shift += rescored_row(W, space, lat2, tok_ptr, tok_obs, t0 + t, L, psi[t],
+                                  shared[0], node[t], expN[t])
         if per_edge and t >= 2:
             safe = True
             for j in range(K):
@@ -180,7 +192,7 @@ def exp_lattice(W, space, lat2, tok_ptr, tok_obs, t0, T, L, shared, per_edge, ps
 @njit(**JIT)
 def forward2(expu, expN, expE, per_edge, T, L, lat2, alpha, scale):
     """Scaled forward pass over the pair lattice; returns sum log scale (NaN on underflow)."""
-    pair_a, e_ptr, e_src0 = lat2[0], lat2[3], lat2[4]
+    pair_a, e_ptr, e_src0 = lat2.pair_a, lat2.e_ptr, lat2.e_src0
     P = pair_a.shape[0]
     s = 0.0
     for y in range(L):
@@ -222,30 +234,54 @@ def forward2(expu, expN, expE, per_edge, T, L, lat2, alpha, scale):
 
 
 @njit(**JIT)
-def backward2(expN, expE, per_edge, T, L, lat2, beta, scale, tmp):
-    """The scaled backward pass matching :func:`forward2`'s scales."""
-    pair_a, e_ptr, e_src0 = lat2[0], lat2[3], lat2[4]
-    P = pair_a.shape[0]
+def ones_last(beta, T, L, lat2):
+    """The backward pass's start: 1 for every state of the last token; returns the
+    number of pair states."""
+    P = lat2.pair_a.shape[0]
     n_last = L if T == 1 else P
     for q in range(n_last):
         beta[T - 1, q] = 1.0
+    return P
+
+
+@njit(**JIT)
+def spread_back(E, tmp, e_ptr, e_src0, P, prev_b):
+    """One step of the backward pass over the edges: prev_b[src] += E[j] tmp[dst]."""
+    for p in range(P):
+        w = tmp[p]
+        j0, q0 = e_ptr[p], e_src0[p]
+        for i in range(e_ptr[p + 1] - j0):
+            prev_b[q0 + i] += E[j0 + i] * w
+
+
+@njit(**JIT)
+def edge_marginals(E, tmp, e_ptr, e_src0, P, prev_a, prev_b, em):
+    """:func:`spread_back` that also keeps each edge's marginal in ``em`` (per-token edges)."""
+    for p in range(P):
+        w = tmp[p]
+        j0, q0 = e_ptr[p], e_src0[p]
+        for i in range(e_ptr[p + 1] - j0):
+            e = E[j0 + i] * w
+            prev_b[q0 + i] += e
+            em[j0 + i] = prev_a[q0 + i] * e
+
+
+@njit(**JIT)
+def backward2(expN, expE, per_edge, T, L, lat2, beta, scale, tmp):
+    """The scaled backward pass matching :func:`forward2`'s scales."""
+    pair_a, e_ptr, e_src0 = lat2.pair_a, lat2.e_ptr, lat2.e_src0
+    P = ones_last(beta, T, L, lat2)
     for t in range(T - 1, 0, -1):
         E = expE[t] if per_edge else expE[0]
         inv = 1.0 / scale[t]
         for p in range(P):
             tmp[p] = expN[t, p] * beta[t, p] * inv
-        n_prev = L if t == 1 else P
-        for q in range(n_prev):
-            beta[t - 1, q] = 0.0
-        for p in range(P):
-            if t == 1:
+        beta[t - 1, :L if t == 1 else P] = 0.0
+        if t == 1:
+            for p in range(P):
                 beta[0, pair_a[p]] += tmp[p]
-            else:
-                w = tmp[p]
-                prev_b = beta[t - 1]
-                j0, q0 = e_ptr[p], e_src0[p]
-                for i in range(e_ptr[p + 1] - j0):
-                    prev_b[q0 + i] += E[j0 + i] * w
+        else:
+            spread_back(E, tmp, e_ptr, e_src0, P, beta[t - 1])
 
 
 @njit(**JIT)
@@ -261,7 +297,7 @@ def forward_backward2(expu, expN, expE, per_edge, T, L, lat2, alpha, beta, scale
 @njit(**JIT)
 def token_marginals(alpha, beta, T, L, lat2, marg):
     """marg[t, y] = P(y[t] = y) from the state marginals."""
-    pair_b = lat2[1]
+    pair_b = lat2.pair_b
     for y in range(L):
         marg[0, y] = alpha[0, y] * beta[0, y]
     for t in range(1, T):
@@ -282,12 +318,10 @@ def backward_expectations2(G, space, lat2, tok_ptr, tok_obs, t0, T, L, per_edge,
     pair) and ``eacc`` (per edge, still to be multiplied by E when shared), the dense-row
     unigram counts to ``Gd``. Leaves the token marginals in ``marg``."""
     b_ptr, b_prev, b_cur, n_u = space[2], space[3], space[4], space[5]
-    pair_a, pair_b, pair_of, e_ptr, e_src0 = lat2[0], lat2[1], lat2[2], lat2[3], lat2[4]
-    g_ptr, g_edge, g_offset, has_tri = lat2[6], lat2[7], lat2[8], lat2[10]
-    P = pair_a.shape[0]
-    n_last = L if T == 1 else P
-    for q in range(n_last):
-        beta[T - 1, q] = 1.0
+    pair_a, pair_b, pair_of = lat2.pair_a, lat2.pair_b, lat2.pair_of
+    e_ptr, e_src0 = lat2.e_ptr, lat2.e_src0
+    g_ptr, g_edge, g_offset, has_tri = lat2.g_ptr, lat2.g_edge, lat2.g_offset, lat2.has_tri
+    P = ones_last(beta, T, L, lat2)
     for t in range(T - 1, 0, -1):
         E = expE[t] if per_edge else expE[0]
         inv = 1.0 / scale[t]
@@ -300,23 +334,14 @@ def backward_expectations2(G, space, lat2, tok_ptr, tok_obs, t0, T, L, per_edge,
             cur_a[p] = m
             pacc[p] += m
             mt[pair_b[p]] += m
-        n_prev = L if t == 1 else P
-        for q in range(n_prev):
-            beta[t - 1, q] = 0.0
+        beta[t - 1, :L if t == 1 else P] = 0.0
         if t == 1:
             for p in range(P):
                 beta[0, pair_a[p]] += tmp[p]
         elif per_edge:
-            prev_a, prev_b = alpha[t - 1], beta[t - 1]
-            for p in range(P):
-                w = tmp[p]
-                j0, q0 = e_ptr[p], e_src0[p]
-                for i in range(e_ptr[p + 1] - j0):
-                    e = E[j0 + i] * w
-                    prev_b[q0 + i] += e
-                    m = prev_a[q0 + i] * e
-                    em[j0 + i] = m
-                    eacc[j0 + i] += m
+            edge_marginals(E, tmp, e_ptr, e_src0, P, alpha[t - 1], beta[t - 1], em)
+            for j in range(e_ptr[0], e_ptr[P]):
+                eacc[j] += em[j]
             for i in range(tok_ptr[t0 + t], tok_ptr[t0 + t + 1]):
                 o = tok_obs[i]
                 for f in range(g_ptr[o], g_ptr[o + 1]):
@@ -330,12 +355,7 @@ def backward_expectations2(G, space, lat2, tok_ptr, tok_obs, t0, T, L, per_edge,
                     prev_b[q0 + i] += E[j0 + i] * w
                     eacc[j0 + i] += prev_a[q0 + i] * w  # times E[j] at the flush
         else:
-            prev_b = beta[t - 1]
-            for p in range(P):
-                w = tmp[p]
-                j0, q0 = e_ptr[p], e_src0[p]
-                for i in range(e_ptr[p + 1] - j0):
-                    prev_b[q0 + i] += E[j0 + i] * w
+            spread_back(E, tmp, e_ptr, e_src0, P, beta[t - 1])
         for i in range(tok_ptr[t0 + t], tok_ptr[t0 + t + 1]):
             o = tok_obs[i]
             for k in range(b_ptr[o], b_ptr[o + 1]):
@@ -369,7 +389,8 @@ def flush_blocks(G, space, lat2, L, pacc, eacc, expE0, per_edge, Gd):
     """Move the per-pair, per-edge and dense-row counts of a block into G (a shared edge's
     counts still lack their factor ``expE0[j]``)."""
     u_ptr, u_lab, trans_offset, has_trans = space[0], space[1], space[6], space[7]
-    pair_a, pair_b, e_tri, tri_offset, has_tri = lat2[0], lat2[1], lat2[5], lat2[9], lat2[10]
+    pair_a, pair_b, e_tri = lat2.pair_a, lat2.pair_b, lat2.e_tri
+    tri_offset, has_tri = lat2.tri_offset, lat2.has_tri
     if has_trans:
         for p in range(pair_a.shape[0]):
             G[trans_offset + pair_a[p] * L + pair_b[p]] += pacc[p]
@@ -410,7 +431,7 @@ def loss_block2(W, space, lat2, data, L, s0, s1, per_edge, Wd, G, out):
     """Sequences s0..s1-1: the sum of their log Z into out[0], expected counts into G,
     token / sequence errors of posterior decoding into out[1] / out[2]."""
     seq_ptr, tok_ptr, tok_obs, labels = data
-    P, K = lat2[0].shape[0], lat2[5].shape[0]
+    P, K = lat2.pair_a.shape[0], lat2.e_tri.shape[0]
     Tmax = 1
     for s in range(s0, s1):
         Tmax = max(Tmax, seq_ptr[s + 1] - seq_ptr[s])

@@ -29,11 +29,28 @@ from __future__ import annotations
 
 from dataclasses import dataclass, fields
 from functools import cached_property
-from typing import ClassVar
+from typing import ClassVar, NamedTuple
 
 import numpy as np
 
 from crfkit.space import FeatureSpace, owners, pointer
+
+
+class PairLattice(NamedTuple):
+    """The arrays the order-2 kernels take (:attr:`Order2Space.lattice` says what each
+    holds); a tuple to Numba, read by name."""
+
+    pair_a: np.ndarray  # int32 (P,): first label of each pair state
+    pair_b: np.ndarray  # int32 (P,): second label
+    pair_of: np.ndarray  # int32 (L * L,): the state of pair a * L + b, -1 if none
+    e_ptr: np.ndarray  # int64 (P + 1,): the edge slots into each state
+    e_src0: np.ndarray  # int32 (P,): the source state of each state's first slot
+    e_tri: np.ndarray  # int32 (slots,): the slot's trigram (index into tri), -1 if none
+    g_ptr: np.ndarray  # int64 (n_obs + 1,): each observation's trigram features
+    g_edge: np.ndarray  # int32 (n_g,): the slot of each observation trigram
+    g_offset: int  # where the observation-trigram weights start
+    tri_offset: int  # where the label-trigram block starts
+    has_tri: bool  # whether the label-trigram block exists
 
 
 @dataclass
@@ -67,7 +84,7 @@ class Order2Space(FeatureSpace):
         return self.tri_offset + (len(self.tri) if self.has_tri else 0)
 
     @cached_property
-    def lattice(self) -> tuple:
+    def lattice(self) -> PairLattice:
         """The arrays the order-2 kernels take (see :mod:`crfkit.structures.order2.pair_lattice`)::
 
             (pair_a, pair_b, pair_of, e_ptr, e_src0, e_tri, g_ptr, g_edge,
@@ -116,13 +133,9 @@ class Order2Space(FeatureSpace):
             raise ValueError("a label trigram whose label pairs are not states")
         slot_of = np.empty(len(self.tri), dtype=np.int32)
         slot_of[e_tri[found]] = np.flatnonzero(found).astype(np.int32)
-        return (pair_a, pair_b, pair_of, e_ptr, e_src0, e_tri, self.g_ptr, slot_of[self.g_tri],
-                self.g_offset, self.tri_offset, bool(self.has_tri))
-
-    def trigram_keys(self) -> np.ndarray:
-        """Sorted int64 keys ``o * L**3 + trigram code`` of the observation trigrams."""
-        L3 = self.n_labels**3
-        return owners(self.g_ptr) * L3 + self.tri[self.g_tri]
+        return PairLattice(pair_a, pair_b, pair_of, e_ptr, e_src0, e_tri, self.g_ptr,
+                           slot_of[self.g_tri], self.g_offset, self.tri_offset,
+                           bool(self.has_tri))
 
     def check(self) -> None:
         """Raise ValueError if the arrays disagree (a model file read from disk)."""

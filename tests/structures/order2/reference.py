@@ -6,6 +6,28 @@ import numpy as np
 
 from crfkit.space import Dataset, FeatureSpace, pointer
 from crfkit.structures.order2.pair_space import Order2Space, first_order_parts
+from crfkit.training.corpus import encode_training
+from crfkit.training.train import TrainOptions
+
+
+def options2(**given) -> TrainOptions:
+    """The options of a second-order training (``--order 2``)."""
+    return TrainOptions(order=2, **given)
+
+
+def encode2(patterns, sequences, **given):
+    """A training corpus encoded by the second order."""
+    return encode_training(patterns, sequences, order=2, **given)
+
+
+# a second-order pattern file over the address sample (tests/structures/order2/conftest.py)
+PATTERNS_O2 = """u:w0=%X[0,0]
+u:w-1=%X[-1,0]
+u:s0=%x[0,1]
+*:s-1/s0=%x[-1,1]/%x[0,1]
+t:s0=%x[0,1]
+*
+"""
 
 
 def random_space(rng: np.random.Generator, L: int, n_obs: int, dense: bool = False,

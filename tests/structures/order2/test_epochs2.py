@@ -15,8 +15,10 @@ from crfkit.model.model import Model
 from crfkit.space import Dataset
 from crfkit.structures.order2.pair_epochs import SgdEpochs2, gold_path2
 from crfkit.structures.order2.pair_objective import Objective2
-from crfkit.training.corpus import encode_training, model_patterns
+from crfkit.structures.order2.pair_space import Order2Space
+from crfkit.training.corpus import model_patterns
 from tests.helpers import ROOT, run
+from tests.structures.order2.reference import encode2
 
 PATTERNS = """u:w0=%X[0,0]
 u:w-1=%X[-1,0]
@@ -33,7 +35,7 @@ def corpus(request):
         PATTERNS.replace("t:s0=%x[0,1]\n", "")
     sequences = list(read_sequences(ROOT / "data/address-train.txt"))[:60]
     patterns = model_patterns(parse_patterns(text), "crf", 2)
-    c = encode_training(patterns, sequences, order=2)
+    c = encode2(patterns, sequences)
     assert (c.space.n_g > 0) == (request.param == "observation trigrams")
     return c
 
@@ -104,7 +106,7 @@ def test_cli_trains_second_order_with_sgd(tmp_path):
                  ROOT / "data/address-train.txt", model_file)
     assert result.exit_code == 0, result.stderr
     model = Model.load(model_file)
-    assert model.space.order == 2 and model.info["options"]["algo"] == "sgd-l1"
+    assert isinstance(model.space, Order2Space) and model.info["options"]["algo"] == "sgd-l1"
     checked = run("label", "-m", model_file, "-c", ROOT / "data/address-test.txt")
     assert checked.exit_code == 0, checked.stderr
     pairs = [line.split()[-2:] for line in checked.output.splitlines() if line.strip()]

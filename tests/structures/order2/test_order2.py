@@ -16,7 +16,7 @@ import pytest
 from crfkit.config import NORM_GLOBAL
 from crfkit.kernels.bestpath import Weights
 from crfkit.kernels.decoder import decode
-from crfkit.space import FeatureSpace
+from crfkit.space import Dataset, FeatureSpace
 from crfkit.structures.order2.pair_decoder import decode2
 from crfkit.structures.order2.pair_objective import Objective2
 from crfkit.structures.order2.pair_space import Order2Space, first_order_parts
@@ -135,3 +135,30 @@ def test_first_order_model_as_second_order_gives_same_probabilities(seed):
     np.testing.assert_allclose(b.marginals, a.marginals, atol=1e-12)
     np.testing.assert_allclose(b.scores, a.scores, rtol=1e-12)
     np.testing.assert_array_equal(b.paths, a.paths)
+
+
+def test_posterior_path_avoids_trigrams_without_a_state():
+    """Token marginals can favour a label path whose trigram has no state (here 1 0 1, a
+    slot inside its pair's run of sources: the three likely paths 1 0 0, 0 0 1, 1 1 1 share
+    the mass). The posterior path is the
+    best allowed one, with the model's score of that path (not -inf: labelling read -inf
+    as "no path satisfies the constraints")."""
+    L = 3
+    base = FeatureSpace.from_keys(np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64),
+                                  1, L, False)
+    tri = np.setdiff1d(np.arange(L ** 3), [(1 * L + 0) * L + 1])  # every trigram but 1 0 1
+    space = Order2Space(**first_order_parts(base), pairs=np.arange(L * L, dtype=np.int64),
+                        tri=tri, g_ptr=np.zeros(2, dtype=np.int64),
+                        g_tri=np.zeros(0, dtype=np.int32), has_tri=True)
+    W = np.zeros(space.n_weights)
+    likely = [(a * L + b) * L + c for a, b, c in ((1, 0, 0), (0, 0, 1), (1, 1, 1))]
+    W[space.tri_offset:] = np.where(np.isin(tri, likely), 0.0, -20.0)
+    data = Dataset(seq_ptr=np.array([0, 3]), tok_ptr=np.zeros(4, dtype=np.int64),
+                   tok_obs=np.zeros(0, dtype=np.int32), labels=np.zeros(3, dtype=np.int32))
+    model = Weights(space, W, NORM_GLOBAL)
+    full = decode2(model, data, marginals=True)
+    assert (full.marginals[[0, 1, 2], [1, 0, 1]] > 0.6).all()  # 1 0 1 gains most
+    post = decode2(model, data, posterior=True)
+    path = tuple(post.paths[:, 0])
+    assert path in {(1, 0, 0), (0, 0, 1), (1, 1, 1)}
+    assert post.scores[0, 0] == pytest.approx(0.0, abs=1e-12)

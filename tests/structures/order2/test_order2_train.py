@@ -16,34 +16,27 @@ import pytest
 from crfkit.errors import ModelFormatError
 from crfkit.features.patterns import parse_patterns
 from crfkit.io import fileformat
-from crfkit.io.reader import Sequence, read_sequences
+from crfkit.io.reader import Sequence
 from crfkit.kernels.bestpath import Weights
 from crfkit.labelling.constraints import iob_masks
 from crfkit.labelling.label import encode, label
 from crfkit.model.model import Model, compact
 from crfkit.structures.order2.pair_decoder import decode2
+from crfkit.structures.order2.pair_space import Order2Space
 from crfkit.training.train import TrainOptions, train
 from tests import naive
 from tests.helpers import ROOT, one_error_line, run
-from tests.structures.order2.reference import reference_lattice
-
-PATTERNS_O2 = """u:w0=%X[0,0]
-u:w-1=%X[-1,0]
-u:s0=%x[0,1]
-*:s-1/s0=%x[-1,1]/%x[0,1]
-t:s0=%x[0,1]
-*
-"""
-
-
-@pytest.fixture(scope="module")
-def corpus() -> list[Sequence]:
-    return list(read_sequences(ROOT / "data/address-train.txt"))[:80]
+from tests.structures.order2.reference import (
+    PATTERNS_O2,
+    encode2,
+    options2,
+    reference_lattice,
+)
 
 
 @pytest.fixture(scope="module")
 def model2(corpus) -> Model:
-    return train(parse_patterns(PATTERNS_O2), corpus, TrainOptions(order=2, maxiter=40))
+    return train(parse_patterns(PATTERNS_O2), corpus, options2(maxiter=40))
 
 
 def short(corpus, n=4, T=4):
@@ -52,7 +45,7 @@ def short(corpus, n=4, T=4):
 
 def test_trained_model_round_trips_and_reports_its_states(model2, corpus):
     s = model2.space
-    assert s.order == 2 and s.n_g > 0 and s.has_tri and s.has_trans
+    assert isinstance(s, Order2Space) and s.n_g > 0 and s.has_tri and s.has_trans
     y = [row[-1] for seq in corpus for row in seq.rows]
     index = {name: i for i, name in enumerate(model2.labels)}
     seen = {(index[a], index[b], index[c]) for seq in corpus
@@ -63,7 +56,7 @@ def test_trained_model_round_trips_and_reports_its_states(model2, corpus):
     assert len(y) > 0
     again = Model.from_bytes(model2.to_bytes())
     assert again.to_bytes() == model2.to_bytes()
-    assert np.array_equal(again.space.tri, s.tri) and again.space.order == 2
+    assert np.array_equal(again.space.tri, s.tri) and isinstance(again.space, Order2Space)
     tokens = [[row[:-1] for row in seq.rows] for seq in corpus[:10]]
     assert [r.paths for r in label(again, tokens)] == [r.paths for r in label(model2, tokens)]
 
@@ -111,7 +104,7 @@ def test_huge_weights_fall_back_to_a_full_shift(model2, corpus):
 
 
 def test_compaction_keeps_the_labelling(corpus):
-    l1 = train(parse_patterns(PATTERNS_O2), corpus, TrainOptions(order=2, maxiter=30, rho1=0.5))
+    l1 = train(parse_patterns(PATTERNS_O2), corpus, options2(maxiter=30, rho1=0.5))
     small = compact(l1)
     assert small.space.n_weights < l1.space.n_weights and small.space.n_g < l1.space.n_g
     tokens = [[row[:-1] for row in seq.rows] for seq in corpus[:20]]
@@ -175,12 +168,11 @@ def test_unsupported_combinations_are_one_error_line(tmp_path, args, needle):
 def test_warm_start_keeps_a_second_order_model(model2, corpus):
     """Continuing on new data keeps every old state and weight: on the old labels' data the
     starting point labels exactly as the model; training then goes on from there."""
-    from crfkit.training.corpus import encode_training
 
     extra = [Sequence(rows=[r[:-1] + ["NEW"] for r in corpus[0].rows], lines=corpus[0].lines)]
-    c = encode_training(model2.patterns, corpus + extra, init=model2, order=2)
+    c = encode2(model2.patterns, corpus + extra, init=model2)
     s, old = c.space, model2.space
-    assert s.order == 2 and s.n_labels == old.n_labels + 1
+    assert isinstance(s, Order2Space) and s.n_labels == old.n_labels + 1
     L = s.n_labels
     assert len(s.tri) > len(old.tri) and set(
         (old.tri // old.n_labels**2 * L * L + old.tri // old.n_labels % old.n_labels * L
@@ -195,4 +187,4 @@ def test_warm_start_keeps_a_second_order_model(model2, corpus):
     np.testing.assert_array_equal(a.paths, b.paths)
     np.testing.assert_allclose(b.scores, a.scores, rtol=1e-12)
     again = train(None, corpus + extra, TrainOptions(maxiter=3), init=model2)
-    assert again.space.order == 2 and "NEW" in again.labels
+    assert isinstance(again.space, Order2Space) and "NEW" in again.labels
