@@ -273,3 +273,7 @@ class Structure(ABC):
         """The groups ``crfkit label`` compiles (``numpy_will_do``: the options ask only for
         the plain best path, which a structure may serve without Numba)."""
         return ()
+
+    def heading(self, model_type: str) -> str:
+        """What the training's progress header calls a model of this type and structure."""
+        return model_type

@@ -65,6 +65,7 @@ from crfkit.errors import UsageError
 from crfkit.evaluation.conlleval import evaluate
 from crfkit.features.patterns import Pattern
 from crfkit.io.reader import Sequence as Sentence
+from crfkit.kernels import blocks
 from crfkit.kernels.bestpath import Weights
 from crfkit.kernels.blocks import set_thread_count
 from crfkit.model.model import Model
@@ -72,15 +73,17 @@ from crfkit.model.types import MODEL_TYPES
 from crfkit.optim import INTERRUPTED, Iteration
 from crfkit.progress import Progress
 from crfkit.space import FeatureSpace
-from crfkit.structures.order2.pair_decoder import decode_any
+from crfkit.structures.base import DecodeRequest, Setting, Structure
 from crfkit.training.corpus import Corpus, DevelSet, encode_devel, encode_training, model_patterns
 from crfkit.training.jitcache import announce_compile
+from crfkit.training.monitor import split_tags
 from crfkit.training.train import (
     ALGORITHMS,
     Problem,
     TrainOptions,
     log_row,
     recorded_options,
+    resolve,
 )
 
 __all__ = ["DEFAULT_LIKELY", "DEFAULT_RHO2_PATH", "Strength", "TuneOptions", "TuneResult",
@@ -257,6 +260,7 @@ class _Fold:
     corpus: Corpus
     heldout: DevelSet
     gold: list[list[str]]
+    structure: Structure
     grown: dict[float, Corpus] = field(default_factory=dict)  # likely threshold: its corpus
     early_x: np.ndarray | None = None  # the weights after --likely-after iterations from zero
 
@@ -300,17 +304,13 @@ def _relayout(x: np.ndarray, old: FeatureSpace, new: FeatureSpace) -> np.ndarray
 
 def _encode_fold(patterns: list[Pattern], train: list[Sentence], heldout: list[Sentence],
                  options: TrainOptions, model_type: str, source: str,
-                 heldout_source: str) -> _Fold:
+                 heldout_source: str, structure: Structure) -> _Fold:
     corpus = encode_training(patterns, train, cutoff=options.cutoff, source=source,
                              model_type=model_type, all_features=options.all_features,
-                             all_labels=options.all_labels, order=options.order or 1)
+                             all_labels=options.all_labels, structure=structure)
     dev = encode_devel(corpus, heldout, heldout_source)
     names = np.array(dev.label_names, dtype=object)
-    return _Fold(corpus, dev, _split(names[dev.data.labels], dev.data.seq_ptr))
-
-
-def _split(tags: np.ndarray, seq_ptr: np.ndarray) -> list[list[str]]:
-    return [tags[seq_ptr[s]:seq_ptr[s + 1]].tolist() for s in range(len(seq_ptr) - 1)]
+    return _Fold(corpus, dev, split_tags(names[dev.data.labels], dev.data.seq_ptr), structure)
 
 
 def _train_point(fold: _Fold, strength: Strength, start: np.ndarray | None,
@@ -335,14 +335,15 @@ def _train_point(fold: _Fold, strength: Strength, start: np.ndarray | None,
         return INTERRUPTED if stop.is_set() else None
 
     began = time.perf_counter()
-    result = ALGORITHMS["l-bfgs"].run(Problem(model_type, corpus, point_options), hook)
+    result = ALGORITHMS["l-bfgs"].run(Problem(model_type, corpus, point_options,
+                                              fold.structure), hook)
     seconds = time.perf_counter() - began
     heldout = fold.heldout
     weights = Weights(corpus.space, result.x, MODEL_TYPES[model_type].normalisation)
-    ids = decode_any(weights, heldout.data).paths[:, 0]
+    ids = fold.structure.decode(weights, heldout.data, DecodeRequest()).paths[:, 0]
     names = np.array(heldout.label_names, dtype=object)
     return FoldPoint(result.x, result.f, result.iterations, seconds, result.reason,
-                     fold.gold, _split(names[ids], heldout.data.seq_ptr), log)
+                     fold.gold, split_tags(names[ids], heldout.data.seq_ptr), log)
 
 
 def _score(strength: Strength, points: list[FoldPoint]) -> PointResult:
@@ -467,15 +468,12 @@ def tune(patterns: list[Pattern], sequences: list[Sentence], options: TrainOptio
     t = tune_options or TuneOptions()
     _validate(options, t, path)
     progress = progress or Progress(quiet=True)
-    model_type = options.model_type or "crf"
-    if model_type == "skipchain" or any(p.kind == "s" for p in patterns):
-        raise UsageError("crfkit tune does not train skip-chain models (s: patterns) yet: "
-                         "train them with crfkit train -2 X")
-    patterns = model_patterns(patterns, model_type, options.order or 1)
-    announce_compile(progress, "l-bfgs", model_type, True, options.order or 1)
-    folds, mode = _encode(patterns, sequences, options, t, model_type, devel, source,
-                          devel_source, progress)
-    cores = options.nthread or _cores()
+    structure, model_type = resolve(options, None, patterns, devel=True, command="tune")
+    patterns = model_patterns(structure.patterns(patterns, None), model_type)
+    announce_compile(progress, "l-bfgs", model_type, True, structure)
+    folds, mode = _encode(patterns, sequences, options, t, (model_type, structure), devel,
+                          source, devel_source, progress)
+    cores = options.nthread or blocks.cores()
     jobs = 1 if mode == "devel" else max(1, min(t.jobs or cores, len(folds)))
     threads = max(1, cores // jobs)
     what = (f"the development set ({devel_source})" if mode == "devel" else
@@ -494,7 +492,7 @@ def tune(patterns: list[Pattern], sequences: list[Sentence], options: TrainOptio
     warning = edge_warning(path, state.best.strength) if state.best is not None else None
     if warning and not state.interrupted:
         progress.message(f"* warning: {warning}")
-    thresholds = likely_thresholds(t, options)
+    thresholds = likely_thresholds(t, options, structure, model_type)
     if state.best is not None and thresholds and not state.interrupted:
         progress.message(f"* likely features at the best point so far ({state.best.strength}),"
                          f" found as train --likely-features finds them: threshold(s) "
@@ -515,9 +513,9 @@ def tune(patterns: list[Pattern], sequences: list[Sentence], options: TrainOptio
         corpus = first_fold.grown[chosen.likely] if chosen.likely else first_fold.corpus
         x = state.best_x[0]
         if path_options.stopeps != options.stopeps:
-            x = _converge(replace(corpus, x0=x), chosen_options(options, chosen), model_type,
-                          state, result, progress)
-        result.model = _model_of(corpus, patterns, model_type, x,
+            x = _converge(replace(corpus, x0=x), chosen_options(options, chosen),
+                          (model_type, structure), state, result, progress)
+        result.model = _model_of(corpus, patterns, (model_type, structure), x,
                                  chosen_options(options, chosen), state.best, result.final)
     else:
         set_thread_count(options.nthread)
@@ -542,11 +540,16 @@ def edge_warning(path: Sequence[Strength], best: Strength) -> str | None:
     return None
 
 
-def likely_thresholds(t: TuneOptions, options: TrainOptions) -> tuple[float, ...]:
+def likely_thresholds(t: TuneOptions, options: TrainOptions, structure: Structure,
+                      model_type: str = "crf") -> tuple[float, ...]:
     """The likely-feature thresholds to score: none with ``--all-features`` (every
-    unsupported feature is in already), ``--all-labels`` or ``--order 2`` (train
-    refuses those mixes)."""
-    if options.all_features or options.all_labels or (options.order or 1) == 2:
+    unsupported feature is in already), ``--all-labels``, or a structure that refuses
+    likely features (train refuses those mixes)."""
+    if options.all_features or options.all_labels:
+        return ()
+    try:
+        structure.refuse(Setting("tune", "l-bfgs", model_type, options.structure, likely=True))
+    except UsageError:
         return ()
     return tuple(t.likely)
 
@@ -621,14 +624,16 @@ def _validate(options: TrainOptions, t: TuneOptions, path: list[Strength]) -> No
 
 
 def _encode(patterns: list[Pattern], sequences: list[Sentence], options: TrainOptions,
-            t: TuneOptions, model_type: str, devel: list[Sentence] | None, source: str,
-            devel_source: str, progress: Progress) -> tuple[list[_Fold], str]:
-    """The corpora to train: the whole set (with ``devel``), else one per fold."""
+            t: TuneOptions, kind: tuple[str, Structure], devel: list[Sentence] | None,
+            source: str, devel_source: str, progress: Progress) -> tuple[list[_Fold], str]:
+    """The corpora to train: the whole set (with ``devel``), else one per fold (``kind``:
+    the model type and structure)."""
+    model_type, structure = kind
     if not sequences:
         raise UsageError("training data is empty (no sequences)")
     if devel is not None:
         fold = _encode_fold(patterns, sequences, devel, options, model_type, source,
-                            devel_source)
+                            devel_source, structure)
         for warning in fold.heldout.warnings:
             progress.warning(warning)
         return [fold], "devel"
@@ -639,19 +644,13 @@ def _encode(patterns: list[Pattern], sequences: list[Sentence], options: TrainOp
         progress.status(f"* encoding fold {len(folds) + 1} of {t.folds}")
         folds.append(_encode_fold(patterns, [sequences[i] for i in np.flatnonzero(keep)],
                                   [sequences[i] for i in held], options, model_type,
-                                  source, source))
+                                  source, source, structure))
     progress.clear_status()
     return folds, "folds"
 
 
-def _cores() -> int:
-    import numba
-
-    return max(1, int(numba.config.NUMBA_NUM_THREADS))
-
-
-def _converge(corpus: Corpus, options: TrainOptions, model_type: str, state: _PathState,
-              result: TuneResult, progress: Progress) -> np.ndarray:
+def _converge(corpus: Corpus, options: TrainOptions, kind: tuple[str, Structure],
+              state: _PathState, result: TuneResult, progress: Progress) -> np.ndarray:
     """The ``-d`` mode's model: the best point's weights (stopped by --path-stopeps) trained
     on to the final stopping rule (-e), so that the model is as converged as ``info`` says.
     Ctrl-C keeps the weights reached."""
@@ -666,7 +665,7 @@ def _converge(corpus: Corpus, options: TrainOptions, model_type: str, state: _Pa
     progress.message(f"* training on to -e {options.stopeps:g} from the best point's weights")
     began = time.perf_counter()
     with _sigint_sets(stop, state):
-        trained = ALGORITHMS["l-bfgs"].run(Problem(model_type, corpus, options), hook)
+        trained = ALGORITHMS["l-bfgs"].run(Problem(kind[0], corpus, options, kind[1]), hook)
     seconds = time.perf_counter() - began
     result.final = {"iterations": trained.iterations, "seconds": seconds,
                     "stop_reason": trained.reason, "objective": trained.f}
@@ -676,11 +675,13 @@ def _converge(corpus: Corpus, options: TrainOptions, model_type: str, state: _Pa
     return trained.x
 
 
-def _model_of(corpus: Corpus, patterns: list[Pattern], model_type: str, x: np.ndarray,
-              options: TrainOptions, best: PointResult, final: dict | None = None) -> Model:
+def _model_of(corpus: Corpus, patterns: list[Pattern], kind: tuple[str, Structure],
+              x: np.ndarray, options: TrainOptions, best: PointResult,
+              final: dict | None = None) -> Model:
     """The model of a path point trained on the whole training set (the ``-d`` mode);
     ``final``: the training on from it to -e (:func:`_converge`), if any."""
-    recorded = recorded_options(options, model_type, devel=False)
+    model_type, structure = kind
+    recorded = recorded_options(options, model_type, devel=False, structure=structure)
     if options.likely is not None:  # added at the converged weights of the observed point
         recorded.pop("likely_after", None)
     final = final or {}
@@ -716,7 +717,7 @@ def _final_training(patterns: list[Pattern], sequences: list[Sentence], options:
     if chosen.likely:
         assert init is not None
         model = _train_likely(patterns, sequences, chosen_options(options, chosen), init,
-                              model_type, source, result.final_log)
+                              (model_type, fold.structure), source, result.final_log)
     else:
         model = train(patterns, sequences, chosen_options(options, chosen),
                       progress=Progress(quiet=True), source=source, init=init,
@@ -733,7 +734,8 @@ def _final_training(patterns: list[Pattern], sequences: list[Sentence], options:
 
 
 def _train_likely(patterns: list[Pattern], sequences: list[Sentence], options: TrainOptions,
-                  init: Model, model_type: str, source: str, log: list[dict]) -> Model:
+                  init: Model, kind: tuple[str, Structure], source: str,
+                  log: list[dict]) -> Model:
     """``crfkit train --likely-features P`` on all the data, from ``init`` (fold 1's
     model at the chosen point, its likely features included): ``--likely-after``
     iterations, the likely features of all the data added, then on to convergence.
@@ -742,10 +744,11 @@ def _train_likely(patterns: list[Pattern], sequences: list[Sentence], options: T
     from crfkit.training.train import fit
 
     began = time.perf_counter()
+    model_type, structure = kind
     corpus = encode_training(patterns, sequences, cutoff=options.cutoff, source=source,
-                             model_type=model_type, init=init)
-    return fit(Problem(model_type, corpus, options), patterns, progress=Progress(quiet=True),
-               started=began, log=log)
+                             model_type=model_type, init=init, structure=structure)
+    return fit(Problem(model_type, corpus, options, structure), patterns,
+               progress=Progress(quiet=True), started=began, log=log)
 
 
 def tune_summary(result: TuneResult, t: TuneOptions, model_file: str | None) -> dict:

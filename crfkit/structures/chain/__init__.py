@@ -100,6 +100,10 @@ class Chain(Structure):
     def label_kernels(self, numpy_will_do: bool) -> Iterable[tuple[int, Kernels]]:
         return () if numpy_will_do else ((DECODE, _devel),)
 
+    def heading(self, model_type: str) -> str:
+        """A crf has a label order to choose (the second order's heading says 2)."""
+        return f"{model_type} order 1" if model_type == "crf" else model_type
+
 
 def _crf() -> list[tuple[object, ...]]:
     from crfkit.kernels import lattice, loss
