@@ -727,10 +727,11 @@ def label_command(model_file, input_file, output_file, labels_only, check, nthre
 
         set_thread_count(nthread)
     if (options.uses_kernels or model.model_type == "skipchain") and not quiet:
+        from crfkit.structures import named
         from crfkit.training.jitcache import announce_label_compile
 
-        announce_label_compile(lambda line: click.echo(line, err=True), model.space.order,
-                               model.model_type == "skipchain")
+        announce_label_compile(lambda line: click.echo(line, err=True),
+                               getattr(model, "structure", None) or named("chain"))
     if encoding is None:
         encoding = model.encoding
     canonical_encoding(encoding)  # one error line for an unknown one, before any output

@@ -24,15 +24,12 @@ from collections.abc import Callable, Iterable
 
 from crfkit.progress import Progress
 from crfkit.structures import named
-from crfkit.structures.base import Structure
+from crfkit.structures.base import Kernels, Structure
 
 # Compile time of each group of kernels, in seconds, on the 2-core machine the
 # README's figures come from (first run of each path with an empty cache).
 # (a structure's own kernel groups: Structure.kernels)
 COUNTING = 3
-# crfkit label through Numba's decoder (-n, -s, --marginals, -p; large inputs), by order,
-# and a skip-chain model's belief propagation (the last two taken as the first's).
-DECODE, DECODE2, SKIP_DECODE = 11, 11, 11
 # crfkit.sklearn: an attribute corpus's counting kernels
 ATTRIBUTE_COUNTING = 3
 
@@ -49,10 +46,10 @@ def announce_compile(progress: Progress, algo: str, model_type: str, devel: bool
         progress.message(compile_note(seconds))
 
 
-def announce_label_compile(echo: Callable[[str], None], order: int, skip: bool) -> None:
-    """The same line for ``crfkit label`` when its Numba decoder is not compiled yet."""
-    seconds = sum(s for s, kernels in _label_groups(order, skip)
-                  if not all(any(is_cached(d) for d in alt) for alt in kernels()))
+def announce_label_compile(echo: Callable[[str], None], structure: Structure) -> None:
+    """The same line for ``crfkit label`` when the decoder it calls through Numba (the
+    model structure's: :meth:`Structure.label_kernels`) is not compiled yet."""
+    seconds = _uncached_seconds(structure.label_kernels(False))
     if seconds:
         echo(compile_note(seconds))
 
@@ -106,23 +103,12 @@ def is_cached(dispatcher: object) -> bool:
         return True
 
 
-Kernels = Callable[[], list[tuple[object, ...]]]  # per kernel: dispatchers, any one will do
-
-
 def _groups(algo: str, model_type: str, devel: bool, structure: Structure
             ) -> Iterable[tuple[int, Kernels]]:
     """The groups of kernels a training runs (imported only when asked): the counting
     kernels, then the structure's (:meth:`Structure.kernels`)."""
     yield COUNTING, _counting
     yield from structure.kernels(algo, model_type, devel)
-
-
-def _label_groups(order: int, skip: bool) -> Iterable[tuple[int, Kernels]]:
-    """The kernels ``crfkit label`` compiles when it decodes through Numba."""
-    if skip:
-        yield SKIP_DECODE, _skip_decode
-    else:
-        yield (DECODE2, _devel2) if order == 2 else (DECODE, _devel)
 
 
 def _attribute_groups(groups: Iterable[tuple[int, Kernels]]
@@ -139,25 +125,7 @@ def _attribute_counting() -> list[tuple[object, ...]]:
     return [(values.label_totals,), (values.path_totals,)]
 
 
-def _skip_decode() -> list[tuple[object, ...]]:
-    from crfkit.structures.skipchain import belief as skipchain
-
-    return [(skipchain.skip_decode_block,)]
-
-
 def _counting() -> list[tuple[object, ...]]:
     from crfkit.features import intern
 
     return [(intern.intern_rows,), (intern.observed_pairs,)]
-
-
-def _devel() -> list[tuple[object, ...]]:
-    from crfkit.kernels import decoder
-
-    return [(decoder.decode_block,)]
-
-
-def _devel2() -> list[tuple[object, ...]]:
-    from crfkit.structures.order2 import pair_decoder as decoder2
-
-    return [(decoder2.decode_block2,)]
