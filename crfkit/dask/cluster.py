@@ -25,6 +25,7 @@ from concurrent.futures import CancelledError
 from contextlib import contextmanager
 from typing import Any
 
+from crfkit.config import cores
 from crfkit.errors import CrfkitError, UsageError
 
 NO_WORKER_GRACE = 10.0  # seconds without any worker before giving up
@@ -55,8 +56,6 @@ def connect(address: str) -> Iterator[Any]:
             n = 0
         if n < 1:
             raise UsageError(f"--dask {address}: expected local:N with N >= 1 worker processes")
-        from crfkit.kernels.blocks import cores  # Numba only when a cluster is made
-
         cluster = LocalCluster(n_workers=n, threads_per_worker=max(1, cores() // n),
                                processes=True, dashboard_address=":0",
                                silence_logs=logging.ERROR, host="127.0.0.1")

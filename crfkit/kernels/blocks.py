@@ -17,7 +17,6 @@ block results in block order. The thread count is Numba's
 
 from __future__ import annotations
 
-import os
 import threading
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -45,13 +44,6 @@ def partition_blocks(lengths: np.ndarray, n_blocks: int) -> np.ndarray:
     cuts = np.searchsorted(cost, targets, side="left") + 1
     ptr = np.unique(np.concatenate([[0], np.clip(cuts, 1, n), [n]]))
     return ptr.astype(np.int64)
-
-
-def cores() -> int:
-    """Cores this process may run on (what Numba's default thread count also follows)."""
-    if hasattr(os, "sched_getaffinity"):
-        return len(os.sched_getaffinity(0))
-    return os.cpu_count() or 1
 
 
 def thread_count() -> int:

@@ -20,11 +20,11 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
+from crfkit import config
 from crfkit.errors import UsageError
 from crfkit.evaluation.conlleval import evaluate
 from crfkit.features.patterns import Pattern
 from crfkit.io.reader import Sequence as Sentence
-from crfkit.kernels import blocks
 from crfkit.kernels.bestpath import Weights
 from crfkit.kernels.blocks import set_thread_count
 from crfkit.model.model import Model
@@ -228,7 +228,7 @@ def tune(patterns: list[Pattern], sequences: list[Sentence], options: TrainOptio
     announce_compile(progress, "l-bfgs", model_type, True, structure)
     folds, mode = encode_folds(patterns, sequences, options, t, (model_type, structure), devel,
                           source, devel_source, progress)
-    cores = options.nthread or blocks.cores()
+    cores = options.nthread or config.cores()
     jobs = 1 if mode == "devel" else max(1, min(t.jobs or cores, len(folds)))
     threads = max(1, cores // jobs)
     what = (f"the development set ({devel_source})" if mode == "devel" else
