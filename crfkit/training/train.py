@@ -172,6 +172,7 @@ def fit(problem: Problem, patterns: list[Pattern], *, progress: Progress,
     model = Model(labels=corpus.labels, patterns=patterns,
                   n_token_columns=corpus.n_token_columns, featurizer=corpus.featurizer,
                   space=space, weights=weights, info=info, model_type=model_type)
+    model.structure = problem.structure  # its save() marks the file
     if options.compact:
         model = compact(model)
         progress.message(f"* compacted: {model.space.n_obs} of {space.n_obs} observations, "

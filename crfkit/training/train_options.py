@@ -19,6 +19,7 @@ from crfkit.model.types import MODEL_TYPES
 from crfkit.model.types import model_type as model_type_row
 from crfkit.optim import sgd
 from crfkit.optim.optimality import L1_GTOL
+from crfkit.structures import train_options as structure_options
 from crfkit.structures.base import Corpus, Structure
 
 DEFAULT_RHO2 = 1.0
@@ -111,6 +112,11 @@ class TrainOptions:
             if message:
                 raise UsageError(message)
         for message in (_likely_refusal(self), _algorithm_refusal(self)):
+            if message:
+                raise UsageError(message)
+        for option in structure_options():  # the values a structure declared, as given
+            value = self.structure.get(option.name)
+            message = None if value is None or option.check is None else option.check(value)
             if message:
                 raise UsageError(message)
 

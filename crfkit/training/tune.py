@@ -378,9 +378,11 @@ def _model_of(corpus: Corpus, patterns: list[Pattern], kind: tuple[str, Structur
             "stop_reason": final.get("stop_reason", best.reasons[0]),
             "sequences": corpus.data.n_seqs,
             "tokens": corpus.data.n_tokens, "nonzero_weights": int(np.count_nonzero(x))}
-    return Model(labels=corpus.labels, patterns=patterns, n_token_columns=corpus.n_token_columns,
-                 featurizer=corpus.featurizer, space=corpus.space, weights=x, info=info,
-                 model_type=model_type)
+    model = Model(labels=corpus.labels, patterns=patterns,
+                  n_token_columns=corpus.n_token_columns, featurizer=corpus.featurizer,
+                  space=corpus.space, weights=x, info=info, model_type=model_type)
+    model.structure = structure  # its save() marks the file
+    return model
 
 
 def _final_training(patterns: list[Pattern], sequences: list[Sentence], options: TrainOptions,
@@ -398,6 +400,7 @@ def _final_training(patterns: list[Pattern], sequences: list[Sentence], options:
         init = Model(labels=c.labels, patterns=patterns, n_token_columns=c.n_token_columns,
                      featurizer=c.featurizer, space=c.space, weights=state.best_x[0],
                      model_type=model_type)
+        init.structure = fold.structure  # the final training continues the same structure
     progress.message(f"* training on all {len(sequences)} sequences at {chosen}"
                      + (", starting from fold 1's weights" if init is not None else ""))
     began = time.perf_counter()

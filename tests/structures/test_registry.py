@@ -10,10 +10,13 @@ from typing import ClassVar
 import numpy as np
 import pytest
 
+from crfkit.errors import UsageError
 from crfkit.model.model import Model
+from crfkit.options import Option
 from crfkit.structures import choose, named, register, unregister
 from crfkit.structures.base import Choice
 from crfkit.structures.chain import Chain
+from crfkit.training.train_options import TrainOptions
 from tests.conftest import ADDRESS_PATTERNS
 from tests.helpers import one_error_line, run
 
@@ -25,6 +28,9 @@ class Toy(Chain):
     title: ClassVar[str] = "toy chain"
     record_after: ClassVar[str] = "model_type"
     calls: ClassVar[dict[str, int]] = {}
+    train_options = (Option("toy_level", ("--toy-level",), None, "toy: a level", int,
+                            check=lambda v: None if v >= 0 else f"--toy-level must be >= 0, "
+                                                                f"got {v}"),)
 
     def objective(self, corpus, rho2, normalisation, values):
         chain = super().objective(corpus, rho2, normalisation, values)
@@ -126,3 +132,10 @@ def test_choose_falls_back_to_the_chain_and_registers_a_name_once(toy):
     assert named("toy").title == "toy chain"
     with pytest.raises(ValueError, match="registered already"):
         register(Toy)
+
+
+def test_a_structures_declared_option_values_are_checked(toy):
+    TrainOptions(structure={"toy_level": 2}).validate()
+    TrainOptions(structure={"toy_level": None}).validate()  # not given
+    with pytest.raises(UsageError, match="--toy-level must be >= 0, got -1"):
+        TrainOptions(structure={"toy_level": -1}).validate()
