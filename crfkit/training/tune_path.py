@@ -16,9 +16,8 @@ from crfkit.training.train_options import TrainOptions
 
 DEFAULT_RHO2_PATH = (0.5, 0.25, 0.125)
 """The L2 strengths tried by default: powers of two from half train's default (1)
-through CRF++'s tuned ``-c 4`` (0.25) to one step beyond. On CoNLL-2000 the
-cross-validated F1 rose toward the weak end and rho2 = 2 never won, while its
-cold start was the path's most expensive point."""
+through CRF++'s tuned ``-c 4`` (0.25) to one step beyond (the manual gives the
+measurements behind the choice)."""
 
 
 DEFAULT_LIKELY = (0.01,)
