@@ -17,6 +17,7 @@ from crfkit.model.types import MODEL_TYPES
 from crfkit.optim import Iteration
 from crfkit.progress import Progress
 from crfkit.space import Dataset
+from crfkit.structures import named
 from crfkit.structures.base import Corpus, DecodeRequest, Structure
 from crfkit.training.corpus import DevelSet
 
@@ -32,8 +33,6 @@ class Monitor:
         ``log``: a list that gets one row (:func:`log_row`) per iteration, for reports.
         ``structure``: what decodes the development set (None: the linear chain).
         """
-        from crfkit.structures import named
-
         self.progress = progress
         self.log = log
         self.n_tokens = max(1, data.n_tokens)

@@ -26,7 +26,7 @@ from crfkit.model.model import Model, compact
 from crfkit.model.types import DEFAULT_TYPE, MODEL_TYPES
 from crfkit.optim import INTERRUPTED, IterationHook, Result
 from crfkit.progress import Progress
-from crfkit.structures import choose
+from crfkit.structures import choose, named
 from crfkit.structures.base import Choice, Setting, Structure
 from crfkit.training.algorithms import ALGORITHMS, algorithm_list, make_objective, type_list
 from crfkit.training.corpus import (
@@ -140,8 +140,6 @@ def resolve(options: TrainOptions, init: Model | None, patterns: list[Pattern] |
 
 def structure_of(model: Model) -> Structure:
     """The structure of a loaded model (``Model.structure``; the chain before it had one)."""
-    from crfkit.structures import named
-
     return getattr(model, "structure", None) or named("chain")
 
 

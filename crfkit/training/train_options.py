@@ -19,6 +19,7 @@ from crfkit.model.types import MODEL_TYPES
 from crfkit.model.types import model_type as model_type_row
 from crfkit.optim import sgd
 from crfkit.optim.optimality import L1_GTOL
+from crfkit.structures import named
 from crfkit.structures import train_options as structure_options
 from crfkit.structures.base import Corpus, Structure
 
@@ -201,8 +202,6 @@ class Problem:
 
     def __post_init__(self) -> None:
         if self.structure is None:
-            from crfkit.structures import named
-
             self.structure = named("chain")
 
     @property
