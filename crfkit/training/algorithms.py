@@ -14,7 +14,7 @@ import numpy as np
 
 from crfkit.model.types import MODEL_TYPES
 from crfkit.optim import Iteration, IterationHook, Result, arow, l2sgd, lbfgs, pa, perceptron, sgd
-from crfkit.training.train_options import ALGORITHM_TERMS, Problem, Terms
+from crfkit.training.train_options import ALGORITHM_TERMS, Problem
 
 
 def make_objective(problem: Problem) -> Callable[[np.ndarray, np.ndarray], float]:
@@ -96,52 +96,41 @@ def _run_arow(problem: Problem, hook: IterationHook) -> Result:
 @dataclass(frozen=True)
 class Algorithm:
     run: Callable[[Problem, IterationHook], Result]
-    terms: Terms  # what it trains and which penalties it has (checked by TrainOptions)
     help: str
-
-    @property
-    def types(self) -> tuple[str, ...]:
-        return self.terms.types
-
-    @property
-    def l1(self) -> bool:
-        return self.terms.l1
-
-    @property
-    def l2(self) -> bool:
-        return self.terms.l2
+    types: tuple[str, ...]  # what it trains and which penalties it has: its Terms
+    l1: bool
+    l2: bool
 
 
-ALGORITHMS: dict[str, Algorithm] = {
-    "l-bfgs": Algorithm(_run_lbfgs, ALGORITHM_TERMS["l-bfgs"],
-                        "quasi-Newton on the whole corpus (default); becomes OWL-QN when "
-                        "-1/--rho1 > 0, so L1 weights reach exact zeros"),
-    "sgd-l1": Algorithm(_run_sgd, ALGORITHM_TERMS["sgd-l1"],
-                        "stochastic gradient, one sequence at a time, with Tsuruoka's "
-                        "cumulative L1 penalty (-1 0.3 by default); --eta0/--alpha set the "
-                        "decaying rate (eta0 calibrated on a sample unless given), --seed "
-                        "the order; stops when the last -o epochs lowered the objective by "
-                        "less than -e of its fall since the first; -i counts epochs"),
-    "ap": Algorithm(_run_perceptron, ALGORITHM_TERMS["ap"],
-                    "averaged perceptron (CRFsuite's ap): Viterbi on each sequence, update "
-                    "when wrong, average the weights; no regularisation; -i counts epochs "
-                    "(default 100), -e stops when the mean ratio of wrong labels per "
-                    "sequence falls below it (default 0: never)"),
-    "l2sgd": Algorithm(_run_l2sgd, ALGORITHM_TERMS["l2sgd"],
-                       "stochastic gradient with an L2 penalty (CRFsuite's l2sgd): rate "
-                       "1/(lam (t0 + t)), eta0 calibrated on a sample; -i counts epochs "
-                       "(default 1000)"),
-    "pa": Algorithm(_run_pa, ALGORITHM_TERMS["pa"],
-                    "passive-aggressive (CRFsuite's pa): Viterbi, then the smallest step that "
-                    "scores the gold path above; --pa-type, --pa-c; -i counts epochs "
-                    "(default 100), -e stops when the mean loss falls below it (default 0: "
-                    "never)"),
-    "arow": Algorithm(_run_arow, ALGORITHM_TERMS["arow"],
-                      "adaptive regularisation of weight vectors (CRFsuite's arow): a "
-                      "variance per weight; --variance, --gamma; -i counts epochs "
-                      "(default 100), -e stops when the mean loss is at most it (default "
-                      "0: an epoch without error)"),
-}
+def _algorithms(helps: dict[str, tuple[Callable[[Problem, IterationHook], Result], str]]
+                ) -> dict[str, Algorithm]:
+    """The runners and their help, with the terms TrainOptions checks them by."""
+    terms = ALGORITHM_TERMS
+    return {name: Algorithm(run, text, terms[name].types, terms[name].l1, terms[name].l2)
+            for name, (run, text) in helps.items()}
+
+
+ALGORITHMS: dict[str, Algorithm] = _algorithms({
+    "l-bfgs": (_run_lbfgs, "quasi-Newton on the whole corpus (default); becomes OWL-QN when "
+               "-1/--rho1 > 0, so L1 weights reach exact zeros"),
+    "sgd-l1": (_run_sgd, "stochastic gradient, one sequence at a time, with Tsuruoka's "
+               "cumulative L1 penalty (-1 0.3 by default); --eta0/--alpha set the decaying "
+               "rate (eta0 calibrated on a sample unless given), --seed the order; stops when "
+               "the last -o epochs lowered the objective by less than -e of its fall since the "
+               "first; -i counts epochs"),
+    "ap": (_run_perceptron, "averaged perceptron (CRFsuite's ap): Viterbi on each sequence, "
+           "update when wrong, average the weights; no regularisation; -i counts epochs "
+           "(default 100), -e stops when the mean ratio of wrong labels per sequence falls "
+           "below it (default 0: never)"),
+    "l2sgd": (_run_l2sgd, "stochastic gradient with an L2 penalty (CRFsuite's l2sgd): rate "
+              "1/(lam (t0 + t)), eta0 calibrated on a sample; -i counts epochs (default 1000)"),
+    "pa": (_run_pa, "passive-aggressive (CRFsuite's pa): Viterbi, then the smallest step that "
+           "scores the gold path above; --pa-type, --pa-c; -i counts epochs (default 100), -e "
+           "stops when the mean loss falls below it (default 0: never)"),
+    "arow": (_run_arow, "adaptive regularisation of weight vectors (CRFsuite's arow): a variance "
+             "per weight; --variance, --gamma; -i counts epochs (default 100), -e stops when "
+             "the mean loss is at most it (default 0: an epoch without error)"),
+})
 
 
 def describe(table: dict[str, str]) -> str:
