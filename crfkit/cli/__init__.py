@@ -19,10 +19,12 @@ from typing import TYPE_CHECKING
 import click
 
 from crfkit import __version__
+from crfkit.cli.click_options import click_options
 from crfkit.cli.helpgroups import LABEL_GROUPS, TRAIN_GROUPS, TUNE_GROUPS, GroupedCommand
 from crfkit.errors import CrfkitError
 from crfkit.io import shipped
 from crfkit.model.types import MODEL_TYPES
+from crfkit.structures import STRUCTURE
 
 if TYPE_CHECKING:
     from crfkit.labelling.label import TokenMeter
@@ -233,6 +235,7 @@ ALGORITHM_NAMES = ("l-bfgs", "sgd-l1", "ap", "l2sgd", "pa", "arow")
                    "bit; sgd-l1 and ap run one epoch per block in parallel and average the "
                    "weights between epochs: not the sequential algorithm. "
                    "Needs pip install 'crfkit[dask]'.")
+@click_options([STRUCTURE])
 def train_command(pattern_file, input_file, model_file, model_type, algo, order, likely,
                   likely_after, rho1, rho2, cost,
                   maxiter, stopeps, stopwin, l1_gtol, devel_file, keep_best_devel, devel_patience,
@@ -241,7 +244,7 @@ def train_command(pattern_file, input_file, model_file, model_type, algo, order,
                   all_transitions, max_memory, sep,
                   encoding, report_dir, skip_mode, skip_cap, bp_maxiter, bp_tol, bp_damping,
                   bp_label_damping, doc_sep, data_format, pa_type, pa_c, variance, gamma, quiet,
-                  regex, dask_address) -> None:
+                  regex, dask_address, structure) -> None:
     """Train a model on a labelled column file (the last column is the label).
 
     INPUT defaults to standard input (a pipe: a terminal is refused) and
@@ -251,7 +254,6 @@ def train_command(pattern_file, input_file, model_file, model_type, algo, order,
     from crfkit.cli.failures import save_trained
     from crfkit.errors import UsageError
     from crfkit.io.atomic import check_writable
-    from crfkit.structures.skipchain.graph import SkipOptions
     from crfkit.training.memory import parse_size, return_large_frees_to_the_os
     from crfkit.training.train import algorithm_list, type_list
 
@@ -266,7 +268,7 @@ def train_command(pattern_file, input_file, model_file, model_type, algo, order,
         rho2 = 1.0 / cost
     pattern_file = shipped.pattern_file(pattern_file)
     _check_train_inputs(pattern_file, init_file, devel_file, input_file, dask_address)
-    given = {"algo": algo, "model_type": model_type, "order": order, "likely": likely,
+    given = {"algo": algo, "model_type": model_type, "likely": likely,
              "likely_after": likely_after, "rho1": rho1, "rho2": rho2,
              "maxiter": maxiter, "stopeps": stopeps, "stopwin": stopwin, "l1_gtol": l1_gtol,
              "cutoff": cutoff,
@@ -275,8 +277,10 @@ def train_command(pattern_file, input_file, model_file, model_type, algo, order,
              "keep_best_devel": keep_best_devel or None, "compact": compact or None,
              "all_features": all_features or None, "all_labels": all_labels or None,
              "max_memory": None if max_memory is None else parse_size(max_memory),
-             "skip": SkipOptions(skip_mode, skip_cap, bp_maxiter, bp_tol, bp_damping,
-                                 doc_sep, bp_label_damping),
+             "structure": {"structure": structure, "order": order, "skip_mode": skip_mode,
+                           "skip_cap": skip_cap, "bp_maxiter": bp_maxiter, "bp_tol": bp_tol,
+                           "bp_damping": bp_damping, "bp_label_damping": bp_label_damping,
+                           "doc_sep": doc_sep},
              "pa_type": pa_type, "pa_c": pa_c, "variance": variance, "gamma": gamma}
     if data_format == "crfsuite":
         _refuse_dask_crfsuite(dask_address)
@@ -420,7 +424,7 @@ def _train(given: dict, pattern_file: str | None, input_file: str, devel_file: s
     source = "<stdin>" if input_file == "-" else input_file
     # with the -DOCSTART- markers: a skip-chain model's documents
     sequences = read_items(input_file, encoding=encoding, sep=sep, min_columns=2,
-                           doc_sep=options.skip.doc_sep)
+                           doc_sep=options.structure.get("doc_sep"))
     devel = None
     if devel_file is not None:
         devel = read_sequences(devel_file, encoding=encoding, sep=sep, min_columns=2)
@@ -506,10 +510,11 @@ def _existing_file(path: str | None, option: str, numeric_hint: str | None) -> N
               help="Text encoding of TRAIN, the -d file and the pattern file.")
 @click.option("-q", "--quiet", is_flag=True,
               help="No table, progress or summary lines; warnings and errors are still shown.")
+@click_options([STRUCTURE])
 def tune_command(pattern_file, input_file, model_file, devel_file, folds, seed, rho1_list,
                  rho2_list, model_type, order, maxiter, stopeps, path_stopeps, stopwin, history,
                  cutoff, all_features, all_labels, likely_list, no_warm_start, jobs, nthread,
-                 report_dir, as_json, sep, encoding, quiet) -> None:
+                 report_dir, as_json, sep, encoding, quiet, structure) -> None:
     """Train over a path of regularisation strengths and keep the best model.
 
     Each strength is scored by the chunk F1 (conlleval) of the -d file or,
@@ -536,7 +541,8 @@ def tune_command(pattern_file, input_file, model_file, devel_file, folds, seed, 
     if order == 2 and likely_list not in (None, "none"):
         raise UsageError("--likely scores likely features of first-order models: "
                          "not with --order 2")
-    given = {"model_type": model_type, "order": order, "maxiter": maxiter, "stopeps": stopeps,
+    given = {"model_type": model_type, "structure": {"structure": structure, "order": order},
+             "maxiter": maxiter, "stopeps": stopeps,
              "stopwin": stopwin, "history": history, "cutoff": cutoff, "nthread": nthread,
              "all_features": all_features or None, "all_labels": all_labels or None}
     path = strength_path(None if rho1_list is None else parse_strengths(rho1_list, "--rho1"),
@@ -725,10 +731,11 @@ def label_command(model_file, input_file, output_file, labels_only, check, nthre
 
         set_thread_count(nthread)
     if (options.uses_kernels or model.model_type == "skipchain") and not quiet:
+        from crfkit.structures import named
         from crfkit.training.jitcache import announce_label_compile
 
-        announce_label_compile(lambda line: click.echo(line, err=True), model.space.order,
-                               model.model_type == "skipchain")
+        announce_label_compile(lambda line: click.echo(line, err=True),
+                               getattr(model, "structure", None) or named("chain"))
     if encoding is None:
         encoding = model.encoding
     canonical_encoding(encoding)  # one error line for an unknown one, before any output

@@ -18,7 +18,6 @@ the last finished iteration.
 from __future__ import annotations
 
 import logging
-import os
 import socket
 import time
 from collections.abc import Iterator
@@ -26,6 +25,7 @@ from concurrent.futures import CancelledError
 from contextlib import contextmanager
 from typing import Any
 
+from crfkit.config import cores
 from crfkit.errors import CrfkitError, UsageError
 
 NO_WORKER_GRACE = 10.0  # seconds without any worker before giving up
@@ -42,12 +42,6 @@ class LostResult(NoWorkers):
     """A result was lost with a worker while others remain: it can be made again."""
 
 
-def _cores() -> int:
-    if hasattr(os, "sched_getaffinity"):
-        return len(os.sched_getaffinity(0))
-    return os.cpu_count() or 1
-
-
 @contextmanager
 def connect(address: str) -> Iterator[Any]:
     """A ``distributed.Client`` for ``address`` (or a local cluster for ``local:N``)."""
@@ -62,7 +56,7 @@ def connect(address: str) -> Iterator[Any]:
             n = 0
         if n < 1:
             raise UsageError(f"--dask {address}: expected local:N with N >= 1 worker processes")
-        cluster = LocalCluster(n_workers=n, threads_per_worker=max(1, _cores() // n),
+        cluster = LocalCluster(n_workers=n, threads_per_worker=max(1, cores() // n),
                                processes=True, dashboard_address=":0",
                                silence_logs=logging.ERROR, host="127.0.0.1")
         try:

@@ -51,15 +51,14 @@ from crfkit.features.patterns import Pattern, check_columns
 from crfkit.io.reader import Sequence
 from crfkit.kernels.objective import finish, objective_blocks, overflow_message
 from crfkit.model.model import Model
-from crfkit.model.types import DEFAULT_TYPE, MODEL_TYPES
+from crfkit.model.types import MODEL_TYPES
 from crfkit.optim import Stop
 from crfkit.progress import Progress
 from crfkit.space import Dataset
-from crfkit.structures.skipchain.documents import SKIP_TYPE
-from crfkit.structures.skipchain.graph import edge_patterns, skip_patterns
+from crfkit.structures.base import Structure
 from crfkit.training.corpus import Corpus, encode_devel, feature_kinds, model_patterns
 from crfkit.training.jitcache import announce_compile
-from crfkit.training.train import Problem, TrainOptions, fit, structure_name
+from crfkit.training.train import Problem, TrainOptions, fit, resolve
 
 
 @dataclass
@@ -246,18 +245,16 @@ def distribute(client: Any, patterns: list[Pattern], sources: list, *, model_typ
                        progress)
 
 
-def refuse_unavailable(patterns: list[Pattern] | None, options: TrainOptions) -> None:
+def refuse_unavailable(patterns: list[Pattern] | None, options: TrainOptions
+                       ) -> tuple[Structure, str]:
     """What the workers cannot train, refused before a cluster is used: dense feature sets,
-    second-order and skip-chain models (the workers encode first-order chains only)."""
+    and whatever the structure refuses on a cluster (the workers encode first-order
+    chains only); the structure and model type of the training otherwise."""
     options.validate()
     if options.all_features or options.all_labels:
         raise UsageError("--all-features and --all-labels are not available with --dask")
-    if (options.order or 1) != 1:
-        raise UsageError("--order 2 is not available with --dask")
-    patterns = patterns or []
-    if options.model_type == SKIP_TYPE or skip_patterns(patterns) or edge_patterns(patterns):
-        raise UsageError("skip-chain models (s: and e: patterns) are not available with "
-                         "--dask")
+    structure, model_type = resolve(options, None, patterns or None, command="dask")
+    return structure, model_type
 
 
 def train(client: Any, patterns: list[Pattern], sources: list[Shard] | list,
@@ -270,11 +267,10 @@ def train(client: Any, patterns: list[Pattern], sources: list[Shard] | list,
     When the cluster ends training early (the model is then that of the last finished
     iteration), its error is appended to ``failures``."""
     options = options or TrainOptions()
-    refuse_unavailable(patterns, options)
-    model_type = options.model_type or DEFAULT_TYPE
+    structure, model_type = refuse_unavailable(patterns, options)
     patterns = model_patterns(patterns, model_type)
     progress = progress or Progress(quiet=True)
-    announce_compile(progress, options.algo, model_type, devel is not None)
+    announce_compile(progress, options.algo, model_type, devel is not None, structure)
     started = time.perf_counter()
     dist = distribute(client, patterns, sources, model_type=model_type, cutoff=options.cutoff,
                       encoding=encoding, sep=sep, source=source, progress=progress)
@@ -285,13 +281,13 @@ def train(client: Any, patterns: list[Pattern], sources: list[Shard] | list,
     for warning in dev_set.warnings if dev_set is not None else ():
         progress.warning(warning)
     progress.message(
-        f"* {structure_name(model_type, corpus.space.order)}, {options.algo} on "
+        f"* {structure.heading(model_type)}, {options.algo} on "
         f"{dist.n_workers} Dask worker(s), "
         f"{len(dist.parts)} part(s): {corpus.data.n_seqs} sequences, "
         f"{corpus.data.n_tokens} tokens, {len(corpus.labels)} labels, "
         f"{len(corpus.featurizer.vocab)} observations, {corpus.space.n_weights} features "
         f"({time.perf_counter() - started:.2f}s to encode)")
-    problem = Problem(model_type, corpus, options)
+    problem = Problem(model_type, corpus, options, structure)
     rho2 = problem.rho2
     problem.objective = ClusterObjective(client, dist.parts, corpus.empirical, rho2,
                                          MODEL_TYPES[model_type].normalisation, dist.n_workers,

@@ -42,10 +42,6 @@ class ModelType:
     # label orders it has kernels for (crfkit.structures.order2.pair_lattice)
     orders: tuple[int, ...] = (1,)
 
-    @property
-    def locally_normalised(self) -> bool:
-        return self.normalisation != NORM_GLOBAL
-
 
 MODEL_TYPES: dict[str, ModelType] = {t.name: t for t in (
     ModelType("crf", "crf (linear-chain CRF)",

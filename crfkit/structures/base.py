@@ -278,3 +278,7 @@ class Structure(ABC):
         """Lines ``crfkit label`` prints after labelling ``sequences`` with ``markers``
         document markers (a skip chain: input without markers lost its skip edges)."""
         return []
+
+    def heading(self, model_type: str) -> str:
+        """What the training's progress header calls a model of this type and structure."""
+        return model_type

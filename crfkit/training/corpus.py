@@ -17,6 +17,7 @@ Three entry points:
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 import numpy as np
@@ -28,45 +29,25 @@ from crfkit.features.patterns import Pattern, check_columns
 from crfkit.features.strings import StringTable
 from crfkit.features.values import occurrence_values, value_matrix
 from crfkit.features.vocab import ObservationVocab
-from crfkit.io.reader import Sequence
+from crfkit.io.reader import DocStart, Sequence
 from crfkit.model.model import Model
 from crfkit.model.types import MODEL_TYPES
-from crfkit.space import Dataset, FeatureSpace, merge_spaces
+from crfkit.space import Dataset, FeatureSpace
+from crfkit.structures import named
+from crfkit.structures.base import Corpus, Encoding, MemoryPart, Structure
 from crfkit.training.memory import (
     INDEX_BYTES,
     MemoryBudget,
-    PatternCost,
     check,
     dense_costs,
     estimate_training,
 )
 
 
-@dataclass
-class Corpus:
-    """A labelled training corpus encoded for the kernels.
-
-    ``x0`` holds the starting weights (an initial model's, or zeros); ``frozen``
-    the weights L-BFGS keeps at their start (None: none).
-    """
-
-    featurizer: Featurizer
-    space: FeatureSpace
-    data: Dataset
-    empirical: np.ndarray
-    labels: list[str]
-    n_token_columns: int
-    x0: np.ndarray
-    graph: object = None  # skip-chain models: the crfkit.structures.skipchain.graph.SkipGraph
-    frozen: np.ndarray | None = None
-
-
-def model_patterns(patterns: list[Pattern], model_type: str, order: int = 1) -> list[Pattern]:
-    """The patterns a model of this type and label order uses: MaxEnt has no label pairs,
-    so it drops bigram-only patterns (``*`` patterns keep their unigram half); a first-order
-    model drops the trigram patterns (``t``), so one file serves both orders."""
-    if order == 1:
-        patterns = [p for p in patterns if not p.has_trigram] or patterns
+def model_patterns(patterns: list[Pattern], model_type: str) -> list[Pattern]:
+    """The patterns a model of this type uses: MaxEnt has no label pairs, so it drops
+    bigram-only patterns (``*`` patterns keep their unigram half). (Which label orders a
+    pattern needs is the structure's choice: :meth:`Structure.patterns`.)"""
     if MODEL_TYPES[model_type].label_pairs:
         return patterns
     kept = [p for p in patterns if p.has_unigram]
@@ -80,30 +61,27 @@ def encode_training(patterns: list[Pattern], sequences: list[Sequence] | TokenCo
                     cutoff: int = 1, source: str = "<input>", model_type: str = "crf",
                     init: Model | None = None, all_features: bool = False,
                     all_labels: bool = False, budget: MemoryBudget | None = None,
-                    order: int = 1) -> Corpus:
+                    structure: Structure | None = None) -> Corpus:
     """Build the vocabulary, feature space and arrays of a training corpus.
 
     ``sequences``: a list, or the corpus already interned by column
     (:func:`crfkit.features.columns.collect_columns` of :func:`training_columns`;
     not with ``%v`` patterns, which read numbers from the rows): the same corpus.
-    ``patterns`` must already be :func:`model_patterns` of the type. With
-    ``init`` the corpus extends that model (module docstring); observations
-    of the new corpus below ``cutoff`` are dropped, the model's are kept.
-    ``all_features``: every observation x label (pair), not only those seen;
-    ``all_labels``: every observation x label, the label pairs those seen
-    (CRFsuite's possible states).
-    ``order`` 2: a second-order space (:mod:`crfkit.structures.order2.pair_space`) with the ``t``
-    patterns.
-    ``budget``: with ``all_features`` or ``all_labels``, refuse (:mod:`crfkit.training.memory`)
-    before the
-    dense feature space is built if training would not fit. (Without it the
-    space is linear in the corpus; :func:`crfkit.training.train.train` checks the
-    exact space before the optimiser allocates its vectors.)
+    ``patterns`` must already be :func:`model_patterns` of the type and the structure's
+    (:meth:`Structure.patterns`). With ``init`` the corpus extends that model (module
+    docstring); observations of the new corpus below ``cutoff`` are dropped, the model's
+    are kept. ``all_features``: every observation x label (pair), not only those seen;
+    ``all_labels``: every observation x label, the label pairs those seen (CRFsuite's
+    possible states). ``structure``: what it adds to the first-order space (None: the
+    linear chain). ``budget``: with ``all_features`` or ``all_labels``, refuse
+    (:mod:`crfkit.training.memory`) before the dense feature space is built if training
+    would not fit (without it the space is linear in the corpus, and training checks the
+    exact space before the optimiser allocates its vectors).
     """
-    columns, rows = _training_columns(patterns, sequences, source, init, order)
+    structure = structure or named("chain")
+    columns, rows = _training_columns(patterns, sequences, source, init)
     n_token_columns = columns.n_columns - 1
     labels, y = _gold(columns, n_token_columns, init)
-
     tables = None
     if init is not None:  # copies: training must not change the initial model
         tables = [StringTable(t.strings) for t in init.featurizer.tables]
@@ -114,28 +92,14 @@ def encode_training(patterns: list[Pattern], sequences: list[Sequence] | TokenCo
     del components
     if init is not None:
         obs = _merge_vocab(featurizer, init.featurizer.vocab, obs)
-    unigram, bigram, has_trans = feature_kinds(patterns, featurizer.listed, model_type)
-    per_obs = None
-    if all_features or all_labels:
-        dense_bigram = bigram if all_features else np.zeros_like(bigram)
-        if budget is not None:  # refuse before the dense space is built
-            _check_dense(featurizer, unigram, dense_bigram, len(labels), has_trans, budget,
-                         order if all_features else 1,
-                         "--all-features" if all_features else "--all-labels")
-        flags = np.zeros((2, len(patterns)), dtype=bool)
-        flags[0, featurizer.listed], flags[1, featurizer.listed] = unigram, dense_bigram
-        per_obs = flags[:, featurizer.vocab.pattern]
-    space, empirical = FeatureSpace.from_training(
-        obs, unigram, bigram, pos.index == 0, y, len(featurizer.vocab), len(labels), has_trans,
-        all_features=per_obs)
-    if order == 2:
-        space, empirical = _second_order(space, empirical, featurizer, obs, pos.index, y,
-                                         all_features)
+    space, empirical = _first_order_space(featurizer, obs, pos.index == 0, y, len(labels),
+                                          model_type, structure, budget,
+                                          all_features=all_features, all_labels=all_labels)
+    space, empirical = structure.encode_space(space, empirical, Encoding(
+        featurizer, obs, pos.index, y, all_features))
     x0 = np.zeros(space.n_weights)
-    if init is not None and order == 2:
-        space, empirical, x0 = _merge_space2(space, empirical, init.space, init.weights)
-    elif init is not None:
-        space, empirical, x0 = merge_spaces(space, empirical, init.space, init.weights)
+    if init is not None:
+        space, empirical, x0 = structure.merge_init(space, empirical, init.space, init.weights)
     tok_ptr, tok_obs = token_lists(obs)
     tok_val = None if rows is None else occurrence_values(
         value_matrix(patterns, featurizer.listed, rows, source), obs)
@@ -146,8 +110,31 @@ def encode_training(patterns: list[Pattern], sequences: list[Sequence] | TokenCo
     return Corpus(featurizer, space, data, empirical, labels, n_token_columns, x0)
 
 
+def _first_order_space(featurizer: Featurizer, obs: np.ndarray, first: np.ndarray,
+                       y: np.ndarray, n_labels: int, model_type: str, structure: Structure,
+                       budget: MemoryBudget | None, *, all_features: bool,
+                       all_labels: bool) -> tuple[FeatureSpace, np.ndarray]:
+    """The chain's feature space and gold counts (dense with ``all_features``/``all_labels``,
+    refused first if the budget cannot hold it)."""
+    patterns = featurizer.patterns
+    unigram, bigram, has_trans = feature_kinds(patterns, featurizer.listed, model_type)
+    per_obs = None
+    if all_features or all_labels:
+        dense_bigram = bigram if all_features else np.zeros_like(bigram)
+        if budget is not None:  # refuse before the dense space is built
+            extra = structure.dense_costs([patterns[p] for p in featurizer.listed], n_labels) \
+                if all_features else MemoryPart()
+            _check_dense(featurizer, unigram, dense_bigram, n_labels, has_trans, budget, extra,
+                         "--all-features" if all_features else "--all-labels")
+        flags = np.zeros((2, len(patterns)), dtype=bool)
+        flags[0, featurizer.listed], flags[1, featurizer.listed] = unigram, dense_bigram
+        per_obs = flags[:, featurizer.vocab.pattern]
+    return FeatureSpace.from_training(obs, unigram, bigram, first, y, len(featurizer.vocab),
+                                      n_labels, has_trans, all_features=per_obs)
+
+
 def _training_columns(patterns: list[Pattern], sequences: list[Sequence] | TokenColumns,
-                      source: str, init: Model | None, order: int
+                      source: str, init: Model | None
                       ) -> tuple[TokenColumns, list[Sequence] | None]:
     """The corpus interned by column, checked against the patterns and the initial model,
     and its rows when it came as a list (None when it came interned)."""
@@ -165,7 +152,6 @@ def _training_columns(patterns: list[Pattern], sequences: list[Sequence] | Token
                          f"{n_columns} column", path=source, line=columns.first_line)
     n_token_columns = n_columns - 1
     check_columns(patterns, n_token_columns, label_column=True)
-    _check_order(patterns, order)
     if init is not None and init.n_token_columns != n_token_columns:
         raise InputError(f"the initial model reads {init.n_token_columns} token columns, the "
                          f"training data has {n_token_columns}", path=source,
@@ -228,49 +214,17 @@ def feature_kinds(patterns: list[Pattern], listed: list[int], model_type: str
 
 
 def _check_dense(featurizer: Featurizer, unigram: np.ndarray, bigram: np.ndarray, L: int,
-                 has_trans: bool, budget: MemoryBudget, order: int, option: str) -> None:
-    """Refuse ``option`` (``--all-features``; ``--all-labels``: ``bigram`` all False,
-    ``order`` 1) if its dense space would not fit (crfkit.training.memory)."""
+                 has_trans: bool, budget: MemoryBudget, extra: MemoryPart, option: str) -> None:
+    """Refuse ``option`` (``--all-features``; ``--all-labels``: ``bigram`` all False) if its
+    dense space, with what the structure adds (``extra``), would not fit
+    (crfkit.training.memory)."""
     patterns = featurizer.patterns
     listed = [patterns[p] for p in featurizer.listed]
     counts = np.bincount(featurizer.vocab.pattern, minlength=len(patterns))[featurizer.listed]
-    trigram = _trigram_flags(listed) if order == 2 else None
-    costs = dense_costs(listed, counts, unigram, bigram, L, trigram)
-    if order == 2:  # the label-trigram block: every trigram a state
-        costs.append(PatternCost(patterns[-1], 1, L**3))
+    costs = dense_costs(listed, counts, unigram, bigram, L, extra.per_pattern) + extra.costs
     estimate = estimate_training(costs, L, has_trans, budget,
                                  unbuilt_bytes_per_weight=8 + INDEX_BYTES)
     check(estimate, budget.limit, dense_option=option, n_labels=L)
-
-
-def _check_order(patterns: list[Pattern], order: int) -> None:
-    """Trigram patterns need a second-order model."""
-    trigram_line = next((p for p in patterns if p.has_trigram), None)
-    if trigram_line is not None and order != 2:
-        raise UsageError(f"pattern {trigram_line.text!r} (line {trigram_line.line}) is a "
-                         f"trigram pattern: train with --order 2")
-
-
-def _trigram_flags(listed: list[Pattern]) -> np.ndarray:
-    return np.array([p.has_trigram and not p.is_constant for p in listed], dtype=bool)
-
-
-def _second_order(space: FeatureSpace, empirical: np.ndarray, featurizer: Featurizer,
-                  obs: np.ndarray, index: np.ndarray, y: np.ndarray,
-                  all_features: bool) -> tuple[FeatureSpace, np.ndarray]:
-    """The second-order space (:mod:`crfkit.structures.order2.pair_space`) over a first-order
-    one."""
-    from crfkit.structures.order2.pair_space import order2_space
-
-    patterns = featurizer.patterns
-    trigram = _trigram_flags([patterns[p] for p in featurizer.listed])
-    has_tri = any(p.is_constant and (p.has_trigram or p.has_bigram) for p in patterns)
-    flags = None
-    if all_features:
-        flags = np.zeros(len(patterns), dtype=bool)
-        flags[featurizer.listed] = trigram
-        flags = flags[featurizer.vocab.pattern]
-    return order2_space(space, empirical, obs, trigram, index, y, has_tri, all_features=flags)
 
 
 @dataclass
@@ -351,14 +305,28 @@ def _merge_vocab(featurizer: Featurizer, old: ObservationVocab, obs: np.ndarray)
     return np.where(obs >= 0, merged_id[np.maximum(obs, 0)], -1).astype(np.int32)
 
 
-def _merge_space2(new, empirical: np.ndarray, old, old_weights: np.ndarray) -> tuple:
-    """:func:`_merge_space` for second-order spaces (:mod:`crfkit.structures.order2.pair_space`):
-    the first-order
-    parts merge as there; label-pair and trigram states are the union of both (the old
-    codes re-keyed for the larger label set), and so are the observation trigrams."""
-    from crfkit.structures.order2.pair_space import first_order_parts, merged_trigrams
+def split_documents(items: Iterable[Sequence | DocStart]) -> tuple[list[Sequence], list[int]]:
+    """Sequences of a reader's items, and the index of the first sequence of each document.
 
-    base, emp, x0 = merge_spaces(FeatureSpace(**first_order_parts(new)),
-                                 empirical[:new.g_offset], FeatureSpace(**first_order_parts(old)),
-                                 old_weights[:old.g_offset])
-    return merged_trigrams(base, emp, x0, new, empirical, old, old_weights)
+    Without any ``-DOCSTART-`` every sequence is a document; otherwise a
+    document runs from one marker to the next (sequences before the first
+    marker form one too).
+    """
+    sequences: list[Sequence] = []
+    starts: list[int] = []
+    marked = False
+    for item in items:
+        if isinstance(item, DocStart):
+            marked = True
+            if not starts or starts[-1] != len(sequences):
+                starts.append(len(sequences))
+        elif isinstance(item, Sequence):
+            if not starts:
+                starts.append(0)
+            sequences.append(item)
+    if not marked:
+        starts = list(range(len(sequences)))
+    starts = [s for s in starts if s < len(sequences)]
+    if sequences and (not starts or starts[0] != 0):
+        starts.insert(0, 0)
+    return sequences, starts

@@ -23,35 +23,33 @@ import os
 from collections.abc import Callable, Iterable
 
 from crfkit.progress import Progress
+from crfkit.structures import named
+from crfkit.structures.base import Kernels, Structure
 
 # Compile time of each group of kernels, in seconds, on the 2-core machine the
 # README's figures come from (first run of each path with an empty cache).
-COUNTING, CRF, LOCAL, SGD, PERCEPTRON, DEVEL = 3, 7, 4, 9, 5, 4
-ONLINE = 6  # l2sgd, pa, arow (kernels.crfsuite_epochs)
-ORDER2 = 12  # crf --order 2 (structures.order2's lanes / pair lattice)
-# crfkit label through Numba's decoder (-n, -s, --marginals, -p; large inputs), by order,
-# and a skip-chain model's belief propagation (the last two taken as the first's).
-DECODE, DECODE2, SKIP_DECODE = 11, 11, 11
+# (a structure's own kernel groups: Structure.kernels)
+COUNTING = 3
 # crfkit.sklearn: an attribute corpus's counting kernels
 ATTRIBUTE_COUNTING = 3
 
 
 def announce_compile(progress: Progress, algo: str, model_type: str, devel: bool,
-                     order: int = 1, *, attributes: bool = False) -> None:
+                     structure: Structure | None = None, *, attributes: bool = False) -> None:
     """Tell the user, before it happens, that the kernels of this training are compiled
-    (``attributes``: a training on attribute sequences,
-    :mod:`crfkit.attributes.attribute_model`)."""
+    (``structure``: None for the linear chain; ``attributes``: a training on attribute
+    sequences, :mod:`crfkit.attributes.attribute_model`)."""
     if progress.quiet:
         return
-    seconds = compile_seconds(algo, model_type, devel, order, attributes=attributes)
+    seconds = compile_seconds(algo, model_type, devel, structure, attributes=attributes)
     if seconds:
         progress.message(compile_note(seconds))
 
 
-def announce_label_compile(echo: Callable[[str], None], order: int, skip: bool) -> None:
-    """The same line for ``crfkit label`` when its Numba decoder is not compiled yet."""
-    seconds = sum(s for s, kernels in _label_groups(order, skip)
-                  if not all(any(is_cached(d) for d in alt) for alt in kernels()))
+def announce_label_compile(echo: Callable[[str], None], structure: Structure) -> None:
+    """The same line for ``crfkit label`` when the decoder it calls through Numba (the
+    model structure's: :meth:`Structure.label_kernels`) is not compiled yet."""
+    seconds = _uncached_seconds(structure.label_kernels(False))
     if seconds:
         echo(compile_note(seconds))
 
@@ -73,11 +71,10 @@ def load_factor() -> float:
     return max(1.0, load / max(1, cores or 1))
 
 
-def compile_seconds(algo: str, model_type: str, devel: bool, order: int = 1, *,
-                    attributes: bool = False) -> int:
-    """Estimated compile time of the kernels this training needs that are not cached (0: none);
-    ``order`` 2: a second-order crf (``--order 2``)."""
-    groups = _groups(algo, model_type, devel, order)
+def compile_seconds(algo: str, model_type: str, devel: bool,
+                    structure: Structure | None = None, *, attributes: bool = False) -> int:
+    """Estimated compile time of the kernels this training needs that are not cached (0: none)."""
+    groups = _groups(algo, model_type, devel, structure or named("chain"))
     if attributes:  # an attribute corpus is counted by its own kernels, not by intern's
         groups = _attribute_groups(groups)
     return _uncached_seconds(groups)
@@ -85,7 +82,7 @@ def compile_seconds(algo: str, model_type: str, devel: bool, order: int = 1, *,
 
 def decode_compile_seconds() -> int:
     """Estimated compile time of the labelling kernels if they are not cached (0: cached)."""
-    return _uncached_seconds([(DECODE, _devel)])
+    return _uncached_seconds(named("chain").label_kernels(False))
 
 
 def _uncached_seconds(groups: Iterable[tuple[int, Kernels]]) -> int:
@@ -106,41 +103,12 @@ def is_cached(dispatcher: object) -> bool:
         return True
 
 
-Kernels = Callable[[], list[tuple[object, ...]]]  # per kernel: dispatchers, any one will do
-
-
-def _groups(algo: str, model_type: str, devel: bool, order: int = 1
+def _groups(algo: str, model_type: str, devel: bool, structure: Structure
             ) -> Iterable[tuple[int, Kernels]]:
-    """The groups of kernels a training runs (imported only when asked).
-
-    Only kernels that every such run calls are checked (not L-BFGS's, which
-    a run stopping after one iteration never calls): a kernel that is never
-    called is never cached, and would announce a compilation on every run.
-    """
+    """The groups of kernels a training runs (imported only when asked): the counting
+    kernels, then the structure's (:meth:`Structure.kernels`)."""
     yield COUNTING, _counting
-    if order == 2:  # l-bfgs or sgd-l1 (train refuses the others)
-        yield (SGD, _sgd2) if algo == "sgd-l1" else (ORDER2, _order2)
-        if devel:
-            yield DEVEL, _devel2
-        return
-    if algo == "l-bfgs":
-        yield (CRF, _crf) if model_type == "crf" else (LOCAL, _local)
-    elif algo == "sgd-l1":
-        yield SGD, _sgd
-    elif algo == "ap":
-        yield PERCEPTRON, _perceptron
-    elif algo in ("l2sgd", "pa", "arow"):
-        yield ONLINE, lambda: _online(algo)
-    if devel:
-        yield DEVEL, _devel
-
-
-def _label_groups(order: int, skip: bool) -> Iterable[tuple[int, Kernels]]:
-    """The kernels ``crfkit label`` compiles when it decodes through Numba."""
-    if skip:
-        yield SKIP_DECODE, _skip_decode
-    else:
-        yield (DECODE2, _devel2) if order == 2 else (DECODE, _devel)
+    yield from structure.kernels(algo, model_type, devel)
 
 
 def _attribute_groups(groups: Iterable[tuple[int, Kernels]]
@@ -157,72 +125,7 @@ def _attribute_counting() -> list[tuple[object, ...]]:
     return [(values.label_totals,), (values.path_totals,)]
 
 
-def _skip_decode() -> list[tuple[object, ...]]:
-    from crfkit.structures.skipchain import belief as skipchain
-
-    return [(skipchain.skip_decode_block,)]
 def _counting() -> list[tuple[object, ...]]:
     from crfkit.features import intern
 
     return [(intern.intern_rows,), (intern.observed_pairs,)]
-
-
-def _crf() -> list[tuple[object, ...]]:
-    from crfkit.kernels import lattice, loss
-
-    # the training kernel has two versions (loss.crf_loss_block); a corpus needs one
-    return [tuple(loss.CRF_LOSS_KERNELS.values()), (loss.shared_scores,),
-            (lattice.max_abs,), (loss.add_blocks,)]
-
-
-def _order2() -> list[tuple[object, ...]]:
-    from crfkit.kernels import lattice, loss
-    from crfkit.structures.order2 import lanes as lanes2
-    from crfkit.structures.order2 import pair_lattice as order2
-
-    # lanes without observation trigrams, one sequence at a time with them
-    return [(lanes2.loss_block_lanes, order2.loss_block2), (lattice.dense_rows,),
-            (loss.add_blocks,)]
-
-
-def _local() -> list[tuple[object, ...]]:
-    from crfkit.kernels import loss
-
-    return [(loss.local_loss_block,), (loss.add_blocks,)]
-
-
-def _sgd() -> list[tuple[object, ...]]:
-    from crfkit.kernels import epochs, sgdfused
-
-    # the fused epoch for plain corpora, the reference one for valued corpora
-    return [(sgdfused.sgd_epoch_fused, epochs.sgd_epoch)]
-
-
-def _sgd2() -> list[tuple[object, ...]]:
-    from crfkit.structures.order2 import pair_epochs as epochs2
-
-    return [(epochs2.sgd_epoch2,)]
-
-
-def _perceptron() -> list[tuple[object, ...]]:
-    from crfkit.kernels import crfsuite_epochs
-
-    return [(crfsuite_epochs.ap_epoch,)]
-
-
-def _online(algo: str) -> list[tuple[object, ...]]:
-    from crfkit.kernels import crfsuite_epochs
-
-    return [(getattr(crfsuite_epochs, f"{algo}_epoch"),)]
-
-
-def _devel() -> list[tuple[object, ...]]:
-    from crfkit.kernels import decoder
-
-    return [(decoder.decode_block,)]
-
-
-def _devel2() -> list[tuple[object, ...]]:
-    from crfkit.structures.order2 import pair_decoder as decoder2
-
-    return [(decoder2.decode_block2,)]

@@ -57,6 +57,7 @@ from crfkit.config import MAX_BLOCK_BUFFER_BYTES
 from crfkit.errors import UsageError
 from crfkit.features.patterns import Pattern
 from crfkit.space import FeatureSpace
+from crfkit.structures.base import PatternCost
 
 _UNITS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
 _SIZE = re.compile(r"\s*(\d+(?:\.\d+)?)\s*([KMGT]?)(?:i?B)?\s*", re.IGNORECASE)
@@ -96,13 +97,6 @@ def available_memory() -> int:
         return os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
     except (ValueError, OSError):
         return 1 << 62  # unknown: do not guess a limit
-
-
-@dataclass
-class PatternCost:
-    pattern: Pattern
-    observations: int
-    features: int
 
 
 @dataclass
@@ -160,14 +154,15 @@ def process_memory() -> tuple[int, int]:
 
 
 def seen_costs(patterns: list[Pattern], listed: list[int], vocab_pattern: np.ndarray,
-               space: FeatureSpace) -> list[PatternCost]:
+               space: FeatureSpace, extra: np.ndarray | None = None) -> list[PatternCost]:
     """Each listed pattern's observations and features in a built feature space.
 
-    ``vocab_pattern``: the index (in ``patterns``) of every observation's pattern.
+    ``vocab_pattern``: the index (in ``patterns``) of every observation's pattern;
+    ``extra``: features per observation a structure adds to the chain's (None: none).
     """
     per_obs = np.diff(space.u_ptr) + np.diff(space.b_ptr)
-    if space.order == 2:  # observation trigrams (crfkit.structures.order2.pair_space)
-        per_obs = per_obs + np.diff(space.g_ptr)
+    if extra is not None:
+        per_obs = per_obs + extra
     observations = np.bincount(vocab_pattern, minlength=len(patterns))
     features = np.bincount(vocab_pattern, weights=per_obs, minlength=len(patterns))
     return [PatternCost(patterns[i], int(observations[i]), int(features[i])) for i in listed]
@@ -175,15 +170,16 @@ def seen_costs(patterns: list[Pattern], listed: list[int], vocab_pattern: np.nda
 
 def dense_costs(patterns: list[Pattern], observations: np.ndarray, unigram: np.ndarray,
                 bigram: np.ndarray, n_labels: int,
-                trigram: np.ndarray | None = None) -> list[PatternCost]:
+                extra: np.ndarray | None = None) -> list[PatternCost]:
     """Features of ``--all-features``, exact before they are built: every label for each
     observation of a unigram pattern, every label pair for each of a bigram pattern, and
-    (second order) every label trigram for each of a trigram pattern."""
+    ``extra[i]`` more for each of pattern i (what a structure adds: second order's label
+    trigrams)."""
     L = n_labels
-    tri = np.zeros(len(patterns), dtype=bool) if trigram is None else trigram
-    return [PatternCost(p, n, n * (L * uni + L * L * bi + L ** 3 * t))
-            for p, n, uni, bi, t in zip(patterns, observations.tolist(), unigram.tolist(),
-                                        bigram.tolist(), tri.tolist(), strict=True)]
+    more = np.zeros(len(patterns), dtype=np.int64) if extra is None else extra
+    return [PatternCost(p, n, n * (L * uni + L * L * bi + int(e)))
+            for p, n, uni, bi, e in zip(patterns, observations.tolist(), unigram.tolist(),
+                                        bigram.tolist(), more.tolist(), strict=True)]
 
 
 def estimate_training(costs: list[PatternCost], n_labels: int, has_trans: bool,

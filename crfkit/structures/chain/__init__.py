@@ -26,7 +26,9 @@ class Chain(Structure):
 
     @classmethod
     def recognises(cls, meta: Mapping[str, Any]) -> bool:
-        return False  # the registry's fallback
+        """The chain's files carry no mark (it is the registry's fallback); a structure
+        built on the chain that keeps this method is known by its ``structure`` mark."""
+        return cls is not Chain and super().recognises(meta)
 
     def patterns(self, patterns, progress):
         kept = [p for p in patterns if not p.has_trigram]
@@ -74,7 +76,10 @@ class Chain(Structure):
                       posterior=r.posterior, token_ok=r.token_ok, trans_ok=r.trans_ok)
 
     def save(self, space, meta, arrays) -> None:
-        pass  # the chain's arrays are the model's own: its files stay as they were
+        """The chain's arrays are the model's own: its files stay as they were; a structure
+        built on the chain that keeps this method marks its files with its name."""
+        if type(self) is not Chain:
+            super().save(space, meta, arrays)
 
     def compact(self, space, weights, keep_u, keep_b):
         W = weights
@@ -99,6 +104,10 @@ class Chain(Structure):
 
     def label_kernels(self, numpy_will_do: bool) -> Iterable[tuple[int, Kernels]]:
         return () if numpy_will_do else ((DECODE, _devel),)
+
+    def heading(self, model_type: str) -> str:
+        """A crf has a label order to choose (the second order's heading says 2)."""
+        return f"{model_type} order 1" if model_type == "crf" else model_type
 
 
 def _crf() -> list[tuple[object, ...]]:

@@ -1,0 +1,101 @@
+"""What sits between the optimiser and the user: one progress line per iteration, the
+development set's score and the early stop on it.
+
+The development set does not end training by default, nor are the best-development
+weights kept: ``-d`` only reports (the model is the one trained without it, bit for bit);
+``--keep-best-devel`` keeps the weights of the best devel F1, and ``--devel-patience N``
+stops on it and keeps them (the manual gives the measurements behind these defaults).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from crfkit.evaluation.scoring import evaluate
+from crfkit.kernels.bestpath import Weights
+from crfkit.model.types import MODEL_TYPES
+from crfkit.optim import Iteration
+from crfkit.progress import Progress
+from crfkit.space import Dataset
+from crfkit.structures import named
+from crfkit.structures.base import Corpus, DecodeRequest, Structure
+from crfkit.training.corpus import DevelSet
+
+
+class Monitor:
+    """Progress line per iteration; development-set scoring and early stopping."""
+
+    def __init__(self, progress: Progress, data: Dataset, *, model_type: str,
+                 corpus: Corpus, devel: DevelSet | None = None, patience: int = 0,
+                 log: list[dict] | None = None, structure: Structure | None = None) -> None:
+        """``patience``: stop after this many iterations without a better devel F1 (0: never).
+
+        ``log``: a list that gets one row (:func:`log_row`) per iteration, for reports.
+        ``structure``: what decodes the development set (None: the linear chain).
+        """
+        self.progress = progress
+        self.log = log
+        self.n_tokens = max(1, data.n_tokens)
+        self.n_seqs = max(1, data.n_seqs)
+        self.model_type = model_type
+        self.corpus = corpus
+        self.structure = structure or named("chain")
+        self.devel = None if devel is None else devel.data
+        self.patience = patience
+        self.best_f1 = -1.0
+        self.best_iteration = 0
+        self.best_x: np.ndarray | None = None
+        self.last_f1 = -1.0
+        self.last_iteration = 0
+        if devel is not None:
+            # gold ids past the model's labels are devel labels training never saw
+            self.names = np.array(devel.label_names, dtype=object)
+            self.gold = split_tags(self.names[devel.data.labels], devel.data.seq_ptr)
+
+    def __call__(self, info: Iteration) -> str | None:
+        extra = ""
+        stop = None
+        if self.devel is not None:
+            error, f1 = self.score(info.x)
+            extra = f" dev-err={error:6.2f}% dev-F1={f1:6.2f}"
+            self.last_f1, self.last_iteration = f1, info.it
+            if f1 > self.best_f1:
+                self.best_f1, self.best_iteration = f1, info.it
+                self.best_x = info.x.copy()
+            elif self.patience and info.it - self.best_iteration >= self.patience:
+                stop = (f"no development F1 improvement for {self.patience} iterations "
+                        f"(best {self.best_f1:.2f} at iteration {self.best_iteration})")
+        token_error = max(info.token_errors, 0) / self.n_tokens
+        sequence_error = max(info.sequence_errors, 0) / self.n_seqs
+        self.progress.iteration(info.it, info.f, token_error, sequence_error, info.seconds, extra)
+        if self.log is not None:
+            self.log.append(log_row(info, token_error, sequence_error,
+                                    (error, f1) if self.devel is not None else None))
+        return stop
+
+    def score(self, x: np.ndarray) -> tuple[float, float]:
+        """Token error (%) and chunk F1 of the development set under weights x."""
+        devel = self.devel
+        weights = Weights(self.corpus.space, x, MODEL_TYPES[self.model_type].normalisation)
+        ids = self.structure.decode(weights, devel, DecodeRequest()).paths[:, 0]
+        report = evaluate(self.gold, split_tags(self.names[ids], devel.seq_ptr))
+        error = 100.0 * float(np.mean(ids != devel.labels)) if devel.n_tokens else 0.0
+        return error, report.f1
+
+
+def log_row(info: Iteration, token_error: float, sequence_error: float,
+            devel: tuple[float, float] | None) -> dict:
+    """One iteration as the report logs it: the values of its progress line, unrounded.
+
+    Errors are percentages as printed; devel values are None without a devel set.
+    """
+    return {"iteration": info.it, "objective": float(info.f), "gradient_norm": info.gnorm,
+            "token_error": 100.0 * token_error, "sequence_error": 100.0 * sequence_error,
+            "seconds": float(info.seconds),
+            "devel_error": None if devel is None else float(devel[0]),
+            "devel_f1": None if devel is None else float(devel[1])}
+
+
+def split_tags(tags: np.ndarray, seq_ptr: np.ndarray) -> list[list[str]]:
+    """A flat array of tags cut into sequences (conlleval's input)."""
+    return [tags[seq_ptr[s]:seq_ptr[s + 1]].tolist() for s in range(len(seq_ptr) - 1)]
