@@ -11,7 +11,7 @@ seen in training still get (negative) weights.
 Weight layout (one float64 vector)::
 
     [ unigram features (n_u) | observation bigrams (n_b) | transitions (L*L, optional)
-      | skip-edge label pairs (n_skip * L*L: skip-chain models, crfkit.structures.skipchain.graph) ]
+      | a structure's own blocks, if any (its subclass of FeatureSpace lays them out) ]
 
 Per observation ``o``, its unigram features are ``u_ptr[o]:u_ptr[o+1]`` with
 labels ``u_lab``; its bigram features are ``b_ptr[o]:b_ptr[o+1]`` with label
@@ -28,7 +28,6 @@ compaction and ``dump`` call it.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import ClassVar
 
 import numpy as np
 
@@ -87,10 +86,6 @@ class FeatureSpace:
     b_prev: np.ndarray  # int32 (n_b,)
     b_cur: np.ndarray  # int32 (n_b,)
     has_trans: bool
-    n_skip: int = 0  # skip patterns, each with an L x L block of label-pair weights
-
-    # label order of the model (crfkit.structures.order2.pair_space holds order 2)
-    order: ClassVar[int] = 1
 
     @property
     def n_obs(self) -> int:
@@ -111,15 +106,11 @@ class FeatureSpace:
     @property
     def chain_weights(self) -> int:
         """Where the chain's weights end (a structure's own blocks follow)."""
-        return self.skip_offset
-
-    @property
-    def skip_offset(self) -> int:
         return self.trans_offset + (self.n_labels**2 if self.has_trans else 0)
 
     @property
     def n_weights(self) -> int:
-        return self.skip_offset + self.n_skip * self.n_labels**2
+        return self.chain_weights
 
     def arrays(self) -> tuple:
         """``(u_ptr, u_lab, b_ptr, b_prev, b_cur, n_u, trans_offset, has_trans)``: the
@@ -142,14 +133,14 @@ class FeatureSpace:
 
     @classmethod
     def from_keys(cls, u_keys: np.ndarray, b_keys: np.ndarray, n_obs: int, n_labels: int,
-                  has_trans: bool, n_skip: int = 0) -> FeatureSpace:
+                  has_trans: bool) -> FeatureSpace:
         """The feature space holding exactly these (sorted, distinct) keys."""
         L = n_labels
         return cls(n_labels=L, u_ptr=pointer(u_keys // L, n_obs),
                    u_lab=(u_keys % L).astype(np.int32),
                    b_ptr=pointer(b_keys // (L * L), n_obs),
                    b_prev=((b_keys // L) % L).astype(np.int32),
-                   b_cur=(b_keys % L).astype(np.int32), has_trans=has_trans, n_skip=n_skip)
+                   b_cur=(b_keys % L).astype(np.int32), has_trans=has_trans)
 
     def subset(self, keep_u: np.ndarray, keep_b: np.ndarray) -> tuple[FeatureSpace, np.ndarray]:
         """The space of the kept unigram and bigram features (flags per feature), and which
@@ -165,7 +156,7 @@ class FeatureSpace:
                              u_lab=self.u_lab[keep_u],
                              b_ptr=pointer(new_id[b_owner[keep_b]], n_obs),
                              b_prev=self.b_prev[keep_b], b_cur=self.b_cur[keep_b],
-                             has_trans=self.has_trans, n_skip=self.n_skip)
+                             has_trans=self.has_trans)
         return space, keep_obs
 
     @classmethod

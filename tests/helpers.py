@@ -18,6 +18,7 @@ from crfkit.io.reader import Sequence
 from crfkit.space import Dataset, FeatureSpace
 from crfkit.structures.skipchain.bethe import BeliefPropagation
 from crfkit.structures.skipchain.graph import graph_from_edges
+from crfkit.structures.skipchain.space import SkipSpace
 
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = Path(os.environ.get("CRFKIT_SHARED") or ROOT.parent / "shared")
@@ -127,11 +128,11 @@ def make_problem(lengths, docs, edges, L, n_skip=1, scale=1.0, skip_scale=1.0, s
     rng = np.random.default_rng(seed)
     N = int(sum(lengths))
     seq_ptr = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
-    space = FeatureSpace(n_labels=L, u_ptr=np.arange(N + 1, dtype=np.int64) * L,
-                         u_lab=np.tile(np.arange(L, dtype=np.int32), N),
-                         b_ptr=np.zeros(N + 1, dtype=np.int64),
-                         b_prev=np.zeros(0, dtype=np.int32), b_cur=np.zeros(0, dtype=np.int32),
-                         has_trans=True, n_skip=n_skip)
+    space = SkipSpace(n_labels=L, u_ptr=np.arange(N + 1, dtype=np.int64) * L,
+                      u_lab=np.tile(np.arange(L, dtype=np.int32), N),
+                      b_ptr=np.zeros(N + 1, dtype=np.int64),
+                      b_prev=np.zeros(0, dtype=np.int32), b_cur=np.zeros(0, dtype=np.int32),
+                      has_trans=True, n_skip=n_skip)
     data = Dataset(seq_ptr=seq_ptr, tok_ptr=np.arange(N + 1, dtype=np.int64),
                    tok_obs=np.arange(N, dtype=np.int32),
                    labels=rng.integers(0, L, N).astype(np.int32))

@@ -38,15 +38,12 @@ class ModelType:
     label_pairs: bool  # transitions and observation bigrams exist
     online: bool  # sgd-l1 and ap (CRF epochs) train it exactly
     structure: str | None = None  # the structure this type implies (crfkit.structures)
-    skip_edges: bool = False  # documents and skip edges (crfkit.structures.skipchain.graph)
-    # label orders it has kernels for (crfkit.structures.order2.pair_lattice)
-    orders: tuple[int, ...] = (1,)
 
 
 MODEL_TYPES: dict[str, ModelType] = {t.name: t for t in (
     ModelType("crf", "crf (linear-chain CRF)",
               "linear-chain CRF: one normalisation per sequence (default)",
-              NORM_GLOBAL, label_pairs=True, online=True, orders=(1, 2)),
+              NORM_GLOBAL, label_pairs=True, online=True),
     ModelType("memm", "memm (maximum-entropy Markov model)",
               "maximum-entropy Markov model: a softmax per token given the previous label "
               "(none at the first token), Viterbi decoding",
@@ -58,8 +55,7 @@ MODEL_TYPES: dict[str, ModelType] = {t.name: t for t in (
               "skip-chain CRF: a linear chain plus skip edges between repeated keys of a "
               "document (s: patterns), loopy belief propagation (the default when the "
               "pattern file has s: lines)",
-              NORM_GLOBAL, label_pairs=True, online=False, structure="skipchain",
-              skip_edges=True),
+              NORM_GLOBAL, label_pairs=True, online=False, structure="skipchain"),
 )}
 
 DEFAULT_TYPE = "crf"

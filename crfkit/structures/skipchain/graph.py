@@ -47,7 +47,6 @@ very frequent key cannot make a document dense.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
@@ -58,7 +57,7 @@ from crfkit.features.extract import Featurizer
 from crfkit.features.patterns import Pattern
 from crfkit.features.strings import intern_column
 from crfkit.features.transforms import transform_values
-from crfkit.io.reader import DocStart, Sequence
+from crfkit.io.reader import Sequence
 
 SKIP_MODES = ("next", "all", "first")
 NO_VALUE = {"t": "false", "T": "false"}  # the value that means "no key"; else ""
@@ -180,33 +179,6 @@ def skip_patterns(patterns: list[Pattern]) -> list[Pattern]:
 def edge_patterns(patterns: list[Pattern]) -> list[Pattern]:
     """The skip-edge observation patterns (kind ``e``) among ``patterns``, in file order."""
     return [p for p in patterns if p.kind == "e"]
-
-
-def split_documents(items: Iterable[Sequence | DocStart]) -> tuple[list[Sequence], list[int]]:
-    """Sequences of a reader's items, and the index of the first sequence of each document.
-
-    Without any ``-DOCSTART-`` every sequence is a document; otherwise a
-    document runs from one marker to the next (sequences before the first
-    marker form one too).
-    """
-    sequences: list[Sequence] = []
-    starts: list[int] = []
-    marked = False
-    for item in items:
-        if isinstance(item, DocStart):
-            marked = True
-            if not starts or starts[-1] != len(sequences):
-                starts.append(len(sequences))
-        elif isinstance(item, Sequence):
-            if not starts:
-                starts.append(0)
-            sequences.append(item)
-    if not marked:
-        starts = list(range(len(sequences)))
-    starts = [s for s in starts if s < len(sequences)]
-    if sequences and (not starts or starts[0] != 0):
-        starts.insert(0, 0)
-    return sequences, starts
 
 
 def doc_pointer(starts: list[int], n_seqs: int) -> np.ndarray:

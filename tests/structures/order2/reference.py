@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from crfkit.space import Dataset, FeatureSpace, pointer
+from crfkit.structures import named
 from crfkit.structures.order2.pair_space import Order2Space, first_order_parts
 from crfkit.training.corpus import encode_training
 from crfkit.training.train import TrainOptions
@@ -12,12 +13,12 @@ from crfkit.training.train import TrainOptions
 
 def options2(**given) -> TrainOptions:
     """The options of a second-order training (``--order 2``)."""
-    return TrainOptions(order=2, **given)
+    return TrainOptions(structure={"order": 2}, **given)
 
 
 def encode2(patterns, sequences, **given):
     """A training corpus encoded by the second order."""
-    return encode_training(patterns, sequences, order=2, **given)
+    return encode_training(patterns, sequences, structure=named("order2"), **given)
 
 
 # a second-order pattern file over the address sample (tests/structures/order2/conftest.py)

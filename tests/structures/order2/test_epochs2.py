@@ -13,6 +13,7 @@ from crfkit.features.patterns import parse_patterns
 from crfkit.io.reader import read_sequences
 from crfkit.model.model import Model
 from crfkit.space import Dataset
+from crfkit.structures import named
 from crfkit.structures.order2.pair_epochs import SgdEpochs2, gold_path2
 from crfkit.structures.order2.pair_objective import Objective2
 from crfkit.structures.order2.pair_space import Order2Space
@@ -34,7 +35,7 @@ def corpus(request):
     text = PATTERNS if request.param == "observation trigrams" else \
         PATTERNS.replace("t:s0=%x[0,1]\n", "")
     sequences = list(read_sequences(ROOT / "data/address-train.txt"))[:60]
-    patterns = model_patterns(parse_patterns(text), "crf", 2)
+    patterns = model_patterns(named("order2").patterns(parse_patterns(text), None), "crf")
     c = encode2(patterns, sequences)
     assert (c.space.n_g > 0) == (request.param == "observation trigrams")
     return c

@@ -33,6 +33,8 @@ from tests.structures.order2.reference import (
     reference_lattice,
 )
 
+ORDER2 = {"order": 2}
+
 
 @pytest.fixture(scope="module")
 def model2(corpus) -> Model:

@@ -13,7 +13,8 @@ from crfkit.io.reader import DocStart, Sequence
 from crfkit.model.model import Model
 from crfkit.structures.skipchain.bethe import SkipObjective, skip_decode
 from crfkit.structures.skipchain.documents import resolve_skip_type
-from crfkit.structures.skipchain.graph import SkipOptions, build_graph, split_documents
+from crfkit.structures.skipchain.graph import SkipOptions, build_graph
+from crfkit.training.corpus import split_documents
 from crfkit.training.train import TrainOptions, train
 from tests.helpers import TIGHT, make_problem, one_error_line, run
 from tests.naive import central_differences, skip_enumeration, skip_features
@@ -147,7 +148,7 @@ def test_training_with_edge_observations_saves_and_reloads(tmp_path):
 def test_no_skip_edge_with_edge_observations_is_the_linear_chain():
     pats = parse_patterns(f"u:%x[0,0]\nb\n{SKIP}\ne:init=%t[-1,0,\".\"]\n")
     linear = train(pats[:2], documents(), TrainOptions(maxiter=20))
-    skip = train(pats, documents(), TrainOptions(maxiter=20, skip=SkipOptions(cap=0)))
+    skip = train(pats, documents(), TrainOptions(maxiter=20, structure={"skip_cap": 0}))
     assert skip.info["skip"]["edges"] == 0 and "conditions" not in skip.info["skip"]
     # the same model (blocks of documents sum the gradient in another order than blocks
     # of sentences: the same to rounding, as without e: lines)

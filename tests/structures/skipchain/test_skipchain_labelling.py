@@ -9,9 +9,10 @@ import pytest
 
 import crfkit.structures.skipchain.bethe
 from crfkit.model.model import Model
-from crfkit.space import Dataset, FeatureSpace
+from crfkit.space import Dataset
 from crfkit.structures.skipchain.bethe import BeliefPropagation, skip_decode
 from crfkit.structures.skipchain.graph import SkipOptions, graph_from_edges
+from crfkit.structures.skipchain.space import SkipSpace
 from tests.helpers import one_error_line, run, skip_corpus
 
 
@@ -19,11 +20,11 @@ def triangle(seed: int, L: int = 2) -> tuple:
     """Three one-token sentences joined pairwise by skip edges (a loop), random strong
     skip weights: (space, data, graph, W)."""
     rng = np.random.default_rng(seed)
-    space = FeatureSpace(n_labels=L, u_ptr=np.arange(4, dtype=np.int64) * L,
-                         u_lab=np.tile(np.arange(L, dtype=np.int32), 3),
-                         b_ptr=np.zeros(4, dtype=np.int64),
-                         b_prev=np.zeros(0, dtype=np.int32), b_cur=np.zeros(0, dtype=np.int32),
-                         has_trans=True, n_skip=1)
+    space = SkipSpace(n_labels=L, u_ptr=np.arange(4, dtype=np.int64) * L,
+                      u_lab=np.tile(np.arange(L, dtype=np.int32), 3),
+                      b_ptr=np.zeros(4, dtype=np.int64),
+                      b_prev=np.zeros(0, dtype=np.int32), b_cur=np.zeros(0, dtype=np.int32),
+                      has_trans=True, n_skip=1)
     seq_ptr = np.arange(4, dtype=np.int64)
     data = Dataset(seq_ptr=seq_ptr, tok_ptr=np.arange(4, dtype=np.int64),
                    tok_obs=np.arange(3, dtype=np.int32), labels=np.zeros(3, dtype=np.int32))

@@ -13,7 +13,8 @@ from crfkit.kernels.objective import Objective
 from crfkit.labelling.label import label_sequences
 from crfkit.model.model import Model, compact
 from crfkit.structures.skipchain.bethe import BeliefPropagation, SkipObjective
-from crfkit.structures.skipchain.graph import SkipOptions, build_graph, split_documents
+from crfkit.structures.skipchain.graph import SkipOptions, build_graph
+from crfkit.training.corpus import split_documents
 from crfkit.training.train import TrainOptions, train
 from tests.helpers import PATTERNS, one_error_line, random_corpus, run
 
@@ -76,7 +77,7 @@ def test_cap_zero_is_exactly_the_linear_chain():
     items = corpus_with_names()
     chain = train(PATTERNS[:1] + PATTERNS[-1:], items, TrainOptions(maxiter=15))
     skip = train(PATTERNS[:1] + PATTERNS[-1:] + SKIP, items,
-                 TrainOptions(maxiter=15, skip=SkipOptions(cap=0)))
+                 TrainOptions(maxiter=15, structure={"skip_cap": 0}))
     assert skip.model_type == "skipchain" and skip.info["skip"]["edges"] == 0
     n = chain.space.n_weights
     # the same model; not the same bits: blocks of whole documents sum the gradient
@@ -107,7 +108,7 @@ def test_objective_without_edges_equals_the_chain_objective():
     chain = Objective(c.space, c.data, c.empirical, 0.7)
     chain.max_obs = np.inf  # the skip kernels exponentiate summed scores: so does the chain
     f1 = chain(w, g1)
-    f2 = SkipObjective(c.space, c.data, c.empirical, 0.7, graph.arrays(), c.space.skip_offset,
+    f2 = SkipObjective(c.space, c.data, c.empirical, 0.7, graph.arrays(), c.space.chain_weights,
                        BeliefPropagation())(w, g2)
     assert f1 == f2
     np.testing.assert_array_equal(g1, g2)
@@ -209,8 +210,7 @@ def test_doc_sep_lines_separate_documents(files, tmp_path):
 
 def test_warm_start_keeps_the_skip_weights():
     from crfkit.structures.skipchain.documents import attach_skip_edges
-    from crfkit.structures.skipchain.graph import split_documents
-    from crfkit.training.corpus import encode_training
+    from crfkit.training.corpus import encode_training, split_documents
 
     patterns = PATTERNS[:1] + PATTERNS[-1:] + SKIP
     items = corpus_with_names()
@@ -244,8 +244,8 @@ def test_belief_propagation_that_does_not_converge_is_reported():
 
     patterns = PATTERNS[:1] + PATTERNS[-1:] + SKIP
     stream = io.StringIO()
-    train(patterns, corpus_with_names(), TrainOptions(maxiter=3, skip=SkipOptions(
-        mode="all", bp_maxiter=1, bp_tol=0.0)), progress=Progress(stream))
+    train(patterns, corpus_with_names(), TrainOptions(maxiter=3, structure={
+        "skip_mode": "all", "bp_maxiter": 1, "bp_tol": 0.0}), progress=Progress(stream))
     assert "warning: belief propagation did not converge" in stream.getvalue()
     stream = io.StringIO()
     train(patterns, corpus_with_names(), TrainOptions(maxiter=3), progress=Progress(stream))
