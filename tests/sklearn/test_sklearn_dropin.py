@@ -10,6 +10,7 @@ import pytest
 pytest.importorskip("sklearn")
 
 from crfkit.attributes import attribute_model as attrs  # noqa: E402
+from crfkit.attributes.encoder import item_attributes  # noqa: E402
 from crfkit.errors import InputError, UsageError  # noqa: E402
 from crfkit.sklearn import CRF  # noqa: E402
 
@@ -89,7 +90,7 @@ def test_label_format_crfsuite_reads_a_crfsuite_model(crfsuite_model, tmp_path):
     data = tmp_path / "in.txt"
     data.write_text("".join(
         "".join(f"{y}\t" + "\t".join(format_field(name, value)
-                                     for name, value in attrs.item_attributes(item)) + "\n"
+                                     for name, value in item_attributes(item)) + "\n"
                 for item, y in zip(xseq, yseq, strict=True)) + "\n"
         for xseq, yseq in zip(X[:4], Y[:4], strict=True)), encoding="utf-8")
     out = tmp_path / "out.txt"
