@@ -1,5 +1,6 @@
 """The skip chain behind the structure interface (crfkit.structures.skipchain.SkipChain):
-every method gives what the workflow's own skip-chain code gives, bit for bit."""
+what each method gives, checked against the skip-chain helpers it wraps, brute force
+(finite differences) and invariants (round trips, compaction, memory counts)."""
 
 from __future__ import annotations
 
@@ -33,16 +34,18 @@ OPTIONS = SkipOptions("all", 3, 40, 1e-4, 0.4, None, 0.3)
 
 @pytest.fixture(scope="module")
 def model():
-    return train(PATTERNS_SKIP, corpus_with_names(n_docs=8), TrainOptions(maxiter=6,
-                                                                         skip=OPTIONS))
+    return train(PATTERNS_SKIP, corpus_with_names(n_docs=8),
+                 TrainOptions(maxiter=6, structure=VALUES))
 
 
 def encoded(model=None, attach=None):
     """A training corpus of the names corpus, its skip part attached by ``attach``."""
+    from crfkit.structures import named
     from crfkit.training.corpus import encode_training
 
     sequences, starts = split_documents(corpus_with_names(n_docs=8))
-    corpus = encode_training(PATTERNS_SKIP, sequences, model_type="skipchain", init=model)
+    corpus = encode_training(PATTERNS_SKIP, sequences, model_type="skipchain", init=model,
+                             structure=named("skipchain"))
     attach(corpus, sequences, starts)
     return corpus
 
@@ -171,23 +174,59 @@ def test_attach_encodes_as_the_training_did(model):
                                   model.weights[model.space.skip_offset:])
 
 
-def test_objective_and_notes_are_the_trainings(monkeypatch):
-    from crfkit.training import train as training
+# BP to a tight tolerance: the Bethe gradient is exact at BP's fixed point
+TIGHT = {**VALUES, "bp_maxiter": 500, "bp_tol": 1e-12}
 
+
+def test_objective_gradient_is_its_finite_differences():
     corpus = encoded(attach=new_attach())
-    problem = training.Problem("skipchain", corpus, TrainOptions(skip=OPTIONS, maxiter=2))
+    objective = SkipChain().objective(corpus, 0.5, 0, TIGHT)
+    n, skip = corpus.space.n_weights, corpus.space.skip_offset
+    w = np.random.default_rng(1).normal(0, 0.3, n)
+    g = np.empty(n)
+    objective(w, g)
+    picked = np.r_[np.random.default_rng(2).choice(skip, 6, replace=False), skip:n]
+    scratch, h = np.empty(n), 1e-5
+    for k in picked:
+        up, down = w.copy(), w.copy()
+        up[k] += h
+        down[k] -= h
+        numeric = (objective(up, scratch) - objective(down, scratch)) / (2 * h)
+        assert numeric == pytest.approx(g[k], rel=1e-4, abs=1e-5), k
+
+
+def test_objective_with_zero_skip_weights_is_the_chains():
+    """Skip edges of zero weight change nothing: BP then gives the chain's exact value."""
+    corpus = encoded(attach=new_attach())
+    skip_objective = SkipChain().objective(corpus, 0.5, 0, TIGHT)
+    without = encoded(attach=new_attach())
+    without.part = replace(without.part, e_i=without.part.e_i[:0])
+    chain_objective = SkipChain().objective(without, 0.5, 0, TIGHT)
+    w = np.random.default_rng(3).normal(0, 0.3, corpus.space.n_weights)
+    w[corpus.space.skip_offset:] = 0.0
+    g_skip, g_chain = np.empty_like(w), np.empty_like(w)
+    assert skip_objective(w, g_skip) == pytest.approx(chain_objective(w, g_chain), rel=1e-8)
+    skip = corpus.space.skip_offset
+    np.testing.assert_allclose(g_skip[:skip], g_chain[:skip], rtol=1e-6, atol=1e-8)
+
+
+def test_unconverged_belief_propagation_is_one_training_warning():
+    corpus = encoded(attach=new_attach())
+    loose = {**VALUES, "bp_maxiter": 1, "bp_tol": 0.0}
+    objective = SkipChain().objective(corpus, 1.0, 0, loose)
     w = np.random.default_rng(1).normal(0, 0.3, corpus.space.n_weights)
-    g_old, g_new = np.empty_like(w), np.empty_like(w)
-    new = SkipChain().objective(corpus, problem.rho2, 0, VALUES)
-    assert training.make_objective(problem)(w, g_old) == new(w, g_new)
-    np.testing.assert_array_equal(g_old, g_new)
-    # BP that does not converge: the same note
-    tight = {**VALUES, "bp_maxiter": 1, "bp_tol": 0.0}
-    objective = SkipChain().objective(corpus, problem.rho2, 0, tight)
-    monkeypatch.setattr(training, "make_objective", lambda p: objective)
-    training._run_lbfgs(problem, lambda info: None)
-    assert problem.notes and problem.notes == SkipChain().notes(objective)
+    objective(w, np.empty_like(w))
+    [note] = SkipChain().notes(objective)
+    assert "\n" not in note and "--bp-maxiter" in note
     assert SkipChain().notes(object()) == []
+    stream = io.StringIO()
+    train(PATTERNS_SKIP, corpus_with_names(n_docs=8), TrainOptions(maxiter=2, structure=loose),
+          progress=Progress(stream))
+    assert "belief propagation did not converge" in stream.getvalue()
+    stream = io.StringIO()
+    train(PATTERNS_SKIP, corpus_with_names(n_docs=8), TrainOptions(maxiter=2, structure=TIGHT),
+          progress=Progress(stream))
+    assert "belief propagation did not converge" not in stream.getvalue()
 
 
 def test_objective_without_edges_is_the_chains():
@@ -200,10 +239,16 @@ def test_training_info_and_recorded_options_are_the_models(model):
     corpus = encoded(attach=new_attach())
     assert SkipChain().training_info(corpus, VALUES) == {"skip": model.info["skip"]}
     assert model.info["skip"]["conditions"]
-    assert SkipChain().recorded(VALUES) == {"skip": model.info["options"]["skip"]}
-    # the recorded options' order: "skip" sat right after max_memory (not recorded)
+    given = OPTIONS.as_dict()  # the values of VALUES, spelt out independently
+    assert model.info["skip"] == {**given, "documents": 8, "edges": corpus.part.n_edges,
+                                  "conditions": corpus.part.conditions}
+    assert model.info["options"]["skip"] == given
+    assert SkipChain().recorded(VALUES) == {"skip": given}
+    # the recorded options' order: "skip" sits where max_memory (not recorded) was
+    recorded = list(model.info["options"])
     names = [f.name for f in fields(TrainOptions)]
-    assert names.index("skip") == names.index(SkipChain.record_after) + 1
+    before = [n for n in names[:names.index(SkipChain.record_after)] if n in recorded][-1]
+    assert recorded[recorded.index("skip") - 1] == before
 
 
 @pytest.mark.parametrize("posterior, marginals", [(False, False), (True, False),
@@ -232,41 +277,68 @@ def test_decode_is_decode_documents(model, posterior, marginals, values):
             np.testing.assert_array_equal(old.marginals, new.marginals)
 
 
-def test_save_and_load_are_the_model_files(model):
-    from crfkit.model.model import Model, _Checker
+def labelled(model, seed: int = 7):
+    """The paths and marginals ``model`` gives a fresh corpus of documents."""
+    from crfkit.labelling.label import encode
+
+    sequences, starts = split_documents(corpus_with_names(n_docs=5, seed=seed))
+    return SkipChain().decode(model, encode(model, sequences, "x"), DecodeRequest(
+        marginals=True, sequences=sequences, starts=starts))
+
+
+def assert_same_labelling(a, b) -> None:
+    np.testing.assert_array_equal(a.paths, b.paths)
+    np.testing.assert_allclose(a.marginals, b.marginals, rtol=1e-9, atol=1e-12)
+
+
+def test_save_and_load_round_trip(model):
+    from crfkit.model.model import Model
 
     meta, arrays = loads(model.to_bytes())
-    mine = {k: v for k, v in meta.items() if k != "n_skip"}
-    SkipChain().save(model.space, mine, {})
-    assert list(mine) == list(meta) and mine == meta
-    check = _Checker("m.model", meta, arrays)
-    space = SkipChain().load(check, replace(model.space, n_skip=0), model.patterns, "skipchain",
-                             meta["info"])
-    assert_same_space(space, Model.from_bytes(model.to_bytes()).space)
-    assert space.n_weights == len(model.weights)
+    assert meta["type"] == "skipchain" and meta["n_skip"] == model.space.n_skip
+    assert model.space.n_skip == len(SKIP) + len(model.info["skip"]["conditions"]) > 1
+    back = Model.from_bytes(model.to_bytes())
+    assert isinstance(back.space, SkipSpace) and back.labels == model.labels
+    for f in fields(SkipSpace):
+        np.testing.assert_array_equal(getattr(back.space, f.name),
+                                      getattr(model.space, f.name), err_msg=f.name)
+    np.testing.assert_array_equal(back.weights, model.weights)
+    assert back.info == model.info
+    assert_same_labelling(labelled(back), labelled(model))
     assert SkipChain.recognises(meta) and not SkipChain.recognises({"type": "crf"})
-    for bad in ({**meta, "n_skip": 2}, {**meta, "n_skip": "1"}, {**meta, "n_skip": True},
-                {**meta, "info": {**meta["info"], "skip": {"mode": "every"}}}):
-        with pytest.raises(ModelFormatError) as old:
-            Model.from_bytes(dumps(bad, arrays), "m.model")
-        with pytest.raises(ModelFormatError) as new:
-            SkipChain().load(_Checker("m.model", bad, arrays), model.space, model.patterns,
-                             "skipchain", bad["info"])
-        assert str(new.value) == str(old.value)
+    meta_only = {k: v for k, v in meta.items() if k != "n_skip"}
+    SkipChain().save(model.space, meta_only, {})
+    assert meta_only == meta
 
 
-def test_compact_is_the_models():
+@pytest.mark.parametrize("bad", [{"n_skip": 2}, {"n_skip": "1"}, {"n_skip": True},
+                                 {"info": "skip-mode-every"}])
+def test_a_damaged_skip_model_file_is_one_error_line(model, bad):
+    from crfkit.model.model import Model
+
+    meta, arrays = loads(model.to_bytes())
+    if "info" in bad:
+        bad = {"info": {**meta["info"], "skip": {**meta["info"]["skip"], "mode": "every"}}}
+    with pytest.raises(ModelFormatError) as err:
+        Model.from_bytes(dumps({**meta, **bad}, arrays), "m.model")
+    message = str(err.value)
+    assert "\n" not in message and "m.model" in message and "skip" in message
+
+
+def test_compact_keeps_the_skip_blocks_and_the_labels():
     from crfkit.model.model import compact
 
     model = train(PATTERNS_SKIP, corpus_with_names(n_docs=8),
-                  TrainOptions(maxiter=6, rho1=0.5, skip=OPTIONS))
-    old = compact(model)
+                  TrainOptions(maxiter=6, rho1=0.5, structure=VALUES))
     s, W = model.space, model.weights
-    space, weights, keep_obs = SkipChain().compact(s, W, W[:s.n_u] != 0,
-                                                   W[s.n_u:s.trans_offset] != 0)
-    assert_same_space(space, old.space)
-    assert keep_obs.sum() == old.space.n_obs < s.n_obs
-    np.testing.assert_array_equal(weights, old.weights)
+    small = compact(model)
+    assert isinstance(small.space, SkipSpace) and small.space.n_skip == s.n_skip
+    assert small.space.n_obs < s.n_obs and small.space.n_weights < s.n_weights
+    assert W[s.skip_offset:].any()
+    np.testing.assert_array_equal(small.weights[small.space.skip_offset:], W[s.skip_offset:])
+    assert small.space.n_weights - small.space.skip_offset == s.n_weights - s.skip_offset
+    assert np.count_nonzero(small.weights) == np.count_nonzero(W)
+    assert_same_labelling(labelled(small), labelled(model))
 
 
 def test_describe_dump_and_doc_sep_are_info_and_dumps(model):
@@ -290,16 +362,32 @@ def test_describe_dump_and_doc_sep_are_info_and_dumps(model):
     assert SkipChain().doc_sep(given) == "^=+$"
 
 
-def test_memory_is_what_the_guard_adds():
+def test_memory_counts_the_skip_weights_and_bp_buffers():
+    from crfkit.structures import named
     from crfkit.training.memory import MemoryBudget
     from crfkit.training.train import _check_memory
 
     corpus = encoded(attach=new_attach())
     budget = MemoryBudget(1 << 50, 9, 2, 0)
-    with_skip = _check_memory(corpus, budget, None).total_bytes
     part = SkipChain().memory(corpus, budget.vectors, budget.gradient_rows)
-    corpus.graph = None
-    assert with_skip - _check_memory(corpus, budget, None).total_bytes == part.extra_bytes > 0
+    # the guard adds the part to what the chain would take
+    with_skip = _check_memory(corpus, budget, None, SkipChain()).total_bytes
+    assert with_skip - _check_memory(corpus, budget, None, named("chain")).total_bytes == \
+        part.extra_bytes
+    # every further vector holds every skip weight: one L x L block per skip block
+    L, skip_weights = len(corpus.labels), corpus.space.n_skip * len(corpus.labels) ** 2
+    more = SkipChain().memory(corpus, budget.vectors + 1, budget.gradient_rows)
+    assert more.extra_bytes - part.extra_bytes == 8 * skip_weights
+    # besides the vectors: at least two messages of L and L x L floats an edge
+    vectors = 8 * (budget.vectors + budget.gradient_rows + 1) * skip_weights
+    edges = corpus.part.n_edges
+    assert edges and part.extra_bytes - vectors >= 8 * edges * 2 * (L + L * L)
+    no_edges = replace(corpus.part, e_i=corpus.part.e_i[:0], e_j=corpus.part.e_j[:0])
+    corpus.part = no_edges
+    assert SkipChain().memory(corpus, budget.vectors, budget.gradient_rows).extra_bytes < \
+        part.extra_bytes
+    corpus.part = None
+    assert SkipChain().memory(corpus, budget.vectors, budget.gradient_rows).extra_bytes == 0
 
 
 def test_kernels_are_belief_propagations():
