@@ -10,12 +10,14 @@ line what a second order cannot train.
 
 from __future__ import annotations
 
+import io
 from collections import Counter
 from dataclasses import fields
 
 import numpy as np
 import pytest
 
+from crfkit.config import NORM_GLOBAL
 from crfkit.errors import ModelFormatError, UsageError
 from crfkit.features.patterns import parse_patterns
 from crfkit.io import fileformat
@@ -23,15 +25,22 @@ from crfkit.io.reader import Sequence
 from crfkit.labelling.label import encode
 from crfkit.model import describe
 from crfkit.model.model import Model, ModelChecker, compact
+from crfkit.progress import Progress
 from crfkit.space import FeatureSpace
-from crfkit.structures import Choice, of_model
+from crfkit.structures import Choice, named, of_model
 from crfkit.structures.base import DecodeRequest, DumpParts, Setting
 from crfkit.structures.order2 import ORDER, Order2
 from crfkit.structures.order2.pair_decoder import decode_any
 from crfkit.structures.order2.pair_space import first_order_parts
 from crfkit.training import jitcache, memory
 from crfkit.training.train import TrainOptions, train
-from tests.structures.order2.reference import PATTERNS_O2, encode2, options2
+from tests import naive
+from tests.structures.order2.reference import (
+    PATTERNS_O2,
+    encode2,
+    options2,
+    reference_lattice,
+)
 
 # the trigram patterns of both kinds: a column and a token (%X) one
 PATTERNS_O2 = PATTERNS_O2.replace("t:s0=%x[0,1]\n", "t:s0=%x[0,1]\nt:w0=%X[0,0]\n")
@@ -175,6 +184,24 @@ def test_patterns_keep_the_trigram_lines():
 # -- optimising ----------------------------------------------------------------------------------
 
 
+def test_objective_is_the_enumerated_log_likelihood(corpus):
+    short = [Sequence(rows=s.rows[:4], lines=s.lines[:4]) for s in corpus[:8]]
+    c = encode2(parse_patterns(PATTERNS_O2), short)
+    assert c.space.n_labels ** 4 <= 10_000 and c.space.n_g and c.space.has_tri
+    objective = Order2().objective(c, 0.5, NORM_GLOBAL, {})
+    W = np.random.default_rng(0).normal(scale=0.3, size=c.space.n_weights)
+    g = np.empty_like(W)
+    log_z = sum(naive.order2_summary(*reference_lattice(c.space, W, c.data, s))[0]
+                for s in range(c.data.n_seqs))
+    assert objective(W, g) == pytest.approx(log_z - W @ c.empirical + 0.25 * W @ W, rel=1e-10)
+    i = int(np.argmax(np.abs(g)))
+    step = np.zeros_like(W)
+    step[i] = 1e-5
+    scratch = np.empty_like(W)
+    slope = (objective(W + step, scratch) - objective(W - step, scratch)) / 2e-5
+    assert slope == pytest.approx(g[i], rel=1e-5, abs=1e-7)
+
+
 def test_sgd_epochs_are_the_second_order_epochs(corpus):
     from crfkit.structures.order2.pair_epochs import SgdEpochs2
 
@@ -193,6 +220,16 @@ def test_sgd_epochs_are_the_second_order_epochs(corpus):
         Order2().epochs("perceptron", c)
 
 
+
+
+def test_heading_names_the_order_in_the_trainings_header(corpus):
+    out = io.StringIO()
+    train(parse_patterns(PATTERNS_O2), corpus[:10], options2(maxiter=1),
+          progress=Progress(out))
+    header = next(line for line in out.getvalue().splitlines() if line.startswith("* "))
+    assert header.startswith(f"* {Order2().heading('crf')}, l-bfgs: ")
+    assert Order2().heading("crf") != named("chain").heading("crf")
+    assert "crf" in Order2().heading("crf") and "2" in Order2().heading("crf")
 
 
 def test_recorded_options():
