@@ -45,3 +45,14 @@ NORM_GLOBAL, NORM_MEMM, NORM_MAXENT = 0, 1, 2
 
 # Label marginals print with four decimals: a probability is a whole number of these steps.
 PROB_STEPS = 10_000
+
+
+def cores() -> int:
+    """Cores this process may run on (what Numba's default thread count also follows).
+    Here, in a module that imports nothing, so that labelling without kernels never
+    loads Numba to count them."""
+    import os
+
+    if hasattr(os, "sched_getaffinity"):
+        return len(os.sched_getaffinity(0))
+    return os.cpu_count() or 1
