@@ -63,7 +63,7 @@ def _best_path(W, space, tok_ptr, tok_obs, tok_val, t0, T, L, per_token, trans, 
                phi, delta, back, path, no_dense):
     """Viterbi path of one sequence under W into ``path``; returns its score (psi and phi
     are left holding the sequence's scores, phi[0] the transitions without bigrams)."""
-    load_transitions(W, space[6], space[7], L, trans, exp_trans)
+    load_transitions(W, space.trans_offset, space.has_trans, L, trans, exp_trans)
     chain_scores(W, space, tok_ptr, tok_obs, tok_val, t0, T, per_token, trans, psi, phi,
                  no_dense)
     if not per_token:
@@ -267,14 +267,8 @@ def l2sgd_epoch(W, last, state, order, space, data, per_token, L, lam, t0_, froz
         if T == 0:
             continue
         n = touched_weights(space, tok_ptr, tok_obs, L, t0, T, touched)
-        for q in range(n):  # bring the weights this sequence reads up to date
-            k = touched[q]
-            if last[k] != log_a:
-                W[k] *= np.exp(log_a - last[k])
-                last[k] = log_a
-            if per_token and n_u <= k < n_u + n_b:
-                expw[k - n_u] = np.exp(W[k])
-        trans_shift = load_transitions(W, space[6], space[7], L, trans, exp_trans)
+        _bring_up_to_date(W, last, log_a, touched, n, per_token, n_u, n_b, expw)
+        trans_shift = load_transitions(W, space.trans_offset, space.has_trans, L, trans, exp_trans)
         shift, logz = sequence_gradient(W, space, tok_ptr, tok_obs, tok_val, t0, T, L, per_token,
                                         trans, exp_trans, trans_shift, expw, no_dense, no_dense,
                                         work, G, no_factors, no_dense)
@@ -293,22 +287,43 @@ def l2sgd_epoch(W, last, state, order, space, data, per_token, L, lam, t0_, froz
         tok_err += wrong
         if wrong:
             seq_err += 1
-        eta = 1.0 / (lam * (t0_ + t))
-        decay = 1.0 - eta * lam
-        new_a = log_a + np.log(decay)
-        for q in range(n):
-            k = touched[q]
-            if last[k] == log_a:  # first visit of k in this sequence
-                W[k] = W[k] * decay - (0.0 if frozen[k] else eta * G[k])
-                last[k] = new_a
-            G[k] = 0.0
-        log_a = new_a
+        log_a = _l2_step(W, last, G, frozen, touched, n, log_a, lam, t0_ + t)
         t += 1.0
     state[0] = log_a
     state[1] = t
     out[0] = loss
     out[1] = tok_err
     out[2] = seq_err
+
+
+@njit(**JIT)
+def _bring_up_to_date(W, last, log_a, touched, n, per_token, n_u, n_b, expw):
+    """Apply the pending decay of the ``n`` weights a sequence reads (and refresh the
+    exponentiated bigram weights the binary gradient reads)."""
+    for q in range(n):
+        k = touched[q]
+        if last[k] != log_a:
+            W[k] *= np.exp(log_a - last[k])
+            last[k] = log_a
+        if per_token and n_u <= k < n_u + n_b:
+            expw[k - n_u] = np.exp(W[k])
+
+
+@njit(**JIT)
+def _l2_step(W, last, G, frozen, touched, n, log_a, lam, steps):
+    """One SGD-L2 step with rate 1 / (lam * steps) on the touched weights (their gradient
+    in G, cleared); the decay of every other weight is only recorded. Returns the new log
+    of the cumulative decay."""
+    eta = 1.0 / (lam * steps)
+    decay = 1.0 - eta * lam
+    new_a = log_a + np.log(decay)
+    for q in range(n):
+        k = touched[q]
+        if last[k] == log_a:  # first visit of k in this sequence
+            W[k] = W[k] * decay - (0.0 if frozen[k] else eta * G[k])
+            last[k] = new_a
+        G[k] = 0.0
+    return new_a
 
 
 @njit(**JIT)

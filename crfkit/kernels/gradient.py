@@ -36,11 +36,10 @@ from crfkit.kernels.lattice import (
     exp_unigrams,
     forward_backward,
     occurrence_value,
-    scaled_logz,
-    shared_logz,
     unigram_factors,
     unigram_scores,
 )
+from crfkit.kernels.scaled import scaled_logz, shared_logz
 
 
 @njit(**JIT)
@@ -185,7 +184,7 @@ def token_pair_expectations(G, tok_ptr, tok_obs, tok_val, b_ptr, b_prev, b_cur, 
 @njit(**JIT)
 def add_transition_expectations(G, trans_offset, L, pair, M):
     """G's transition block += pair * M: the expectations of
-    :func:`crfkit.kernels.lattice.shared_logz`'s pair sums."""
+    :func:`crfkit.kernels.scaled.shared_logz`'s pair sums."""
     for a in range(L):
         for b in range(L):
             G[trans_offset + a * L + b] += pair[a, b] * M[a, b]
