@@ -105,14 +105,9 @@ PAUSE = Pause()
 Item = Sequence | DocStart | Pause
 
 
-def read_sequences(
-    source: str | os.PathLike | BinaryIO | None,
-    *,
-    encoding: str = "utf-8",
-    sep: str = "auto",
-    name: str | None = None,
-    min_columns: int = 1,
-) -> Iterator[Sequence]:
+def read_sequences(source: str | os.PathLike | BinaryIO | None, *, encoding: str = "utf-8",
+                   sep: str = "auto", name: str | None = None,
+                   min_columns: int = 1) -> Iterator[Sequence]:
     """Yield the sequences of a column file one at a time.
 
     ``source`` is a path, ``"-"``/``None`` for standard input, or an open binary
@@ -130,16 +125,9 @@ def read_sequences(
     return _read(source, codec, encoding, sep, name, min_columns)  # type: ignore[return-value]
 
 
-def read_items(
-    source: str | os.PathLike | BinaryIO | None,
-    *,
-    encoding: str = "utf-8",
-    sep: str = "auto",
-    name: str | None = None,
-    min_columns: int = 1,
-    pauses: bool = False,
-    doc_sep: str | None = None,
-) -> Iterator[Item]:
+def read_items(source: str | os.PathLike | BinaryIO | None, *, encoding: str = "utf-8",
+               sep: str = "auto", name: str | None = None, min_columns: int = 1,
+               pauses: bool = False, doc_sep: str | None = None) -> Iterator[Item]:
     """Like :func:`read_sequences`, but also yield a :class:`DocStart` for each
     ``-DOCSTART-`` line, in file order, and with ``pauses`` :data:`PAUSE` before
     every read that may wait (for input that :func:`is_live`). ``doc_sep``: a
