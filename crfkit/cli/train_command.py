@@ -8,6 +8,7 @@ from typing import Any
 
 import click
 
+from crfkit.cli.click_options import click_options
 from crfkit.cli.common import (
     ALGORITHM_NAMES,
     MODEL_TYPE_NAMES,
@@ -18,6 +19,7 @@ from crfkit.cli.common import (
 )
 from crfkit.errors import CrfkitError, UsageError
 from crfkit.io import shipped
+from crfkit.optim.options import HISTORY, L1_GTOL, ONLINE_OPTIONS, SGD_OPTIONS
 
 
 @click.command("train", short_help="Train a model on a labelled column file.")
@@ -59,10 +61,7 @@ from crfkit.io import shipped
 @click.option("-o", "--stopwin", "--objwin", "stopwin", type=int, default=None,
               help="Window (iterations) of the stopping rule (Wapiti's -o/--objwin)  "
                    "[default: 10; sgd-l1: 3]")
-@click.option("--l1-gtol", type=float, default=None, metavar="X",
-              help="With -1 (OWL-QN): also stop once the pseudo-gradient's norm has stayed "
-                   "below X times its start for the window; 0: the objective rule alone  "
-                   "[default: 1e-4]")
+@click_options([L1_GTOL])
 @click.option("-d", "--devel", "devel_file", default=None, metavar="FILE",
               help="Labelled development file, scored after every iteration. By itself it "
                    "changes nothing: training stops on the objective's rule and the model "
@@ -82,18 +81,10 @@ from crfkit.io import shipped
 @click.option("-m", "--model", "init_file", default=None, metavar="FILE",
               help="Start from this model's weights: continue training, or fine-tune on new "
                    "data (new labels and observations are added).")
-@click.option("--eta0", type=float, default=None,
-              help="sgd-l1: initial learning rate  [default: calibrated on a sample of "
-                   "1000 sequences]")
-@click.option("--alpha", type=float, default=None,
-              help="sgd-l1: learning-rate decay per epoch, in (0, 1]  [default: 0.8]")
-@click.option("--seed", type=int, default=None,
-              help="sgd-l1, l2sgd: seed of the sequence order; ap, pa, arow: srand()'s seed "
-                   "of CRFsuite's shuffle (0 and 1: CRFsuite's own order)  [default: 0]")
+@click_options(SGD_OPTIONS)
 @click.option("-t", "--nthread", type=int, default=None,
               help="Worker threads, 0 for all cores  [default: 0]")
-@click.option("--history", type=int, default=None,
-              help="L-BFGS history size  [default: 6]")
+@click_options([HISTORY])
 @click.option("--all-features", is_flag=True,
               help="Weights for every observation x label (pair), as Wapiti and CRF++, "
                    "not only the combinations seen in training.")
@@ -137,14 +128,7 @@ from crfkit.io import shipped
               default="columns", show_default=True,
               help="INPUT is a column file read through patterns (-p), or a CRFsuite data "
                    "file (LABEL<TAB>ATTR[:VALUE]...; no pattern file).")
-@click.option("--pa-type", type=click.IntRange(0, 2), default=None,
-              help="-a pa: 0 PA, 1 PA-I, 2 PA-II  [default: 1]")
-@click.option("--pa-c", type=float, default=None,
-              help="-a pa: aggressiveness C of PA-I and PA-II  [default: 1]")
-@click.option("--variance", type=float, default=None,
-              help="-a arow: initial variance of every weight  [default: 1]")
-@click.option("--gamma", type=float, default=None,
-              help="-a arow: trade-off between loss and change  [default: 1]")
+@click_options(ONLINE_OPTIONS)
 @click.option("-q", "--quiet", is_flag=True,
               help="No progress or summary lines; warnings and errors are still shown.")
 @click.option("--regex", type=click.Choice(["crfkit", "wapiti"]), default="crfkit",

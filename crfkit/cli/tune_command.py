@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import click
 
+from crfkit.cli.click_options import click_options
 from crfkit.cli.common import MODEL_TYPE_NAMES, SEPARATORS, existing_file, report_log
 from crfkit.io import shipped
+from crfkit.optim.options import HISTORY
 
 
 @click.command("tune", short_help="Choose the regularisation strength (devel set or folds).")
@@ -37,7 +39,7 @@ from crfkit.io import shipped
                    "objective: a looser rule makes the search cheaper).")
 @click.option("-o", "--stopwin", "--objwin", "stopwin", type=int, default=None,
               help="Window of the stopping rule (Wapiti's -o)  [default: 10]")
-@click.option("--history", type=int, default=None, help="L-BFGS history size  [default: 6]")
+@click_options([HISTORY])
 @click.option("-f", "--cutoff", "--freq", type=int, default=None,
               help="Ignore observations seen fewer than N times  [default: 1]")
 @click.option("--all-features", is_flag=True,
