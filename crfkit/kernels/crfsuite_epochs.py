@@ -39,14 +39,9 @@ import numpy as np
 from numba import njit
 
 from crfkit.config import JIT
+from crfkit.kernels import gradient
 from crfkit.kernels.decoder import path_score
 from crfkit.kernels.epochs import touched_weights
-from crfkit.kernels.gradient import (
-    add_path_counts,
-    posterior_errors,
-    sequence_gradient,
-    work_buffers,
-)
 from crfkit.kernels.lattice import (
     bigram_scores,
     chain_scores,
@@ -76,8 +71,8 @@ def _difference(G, space, tok_ptr, tok_obs, tok_val, L, t0, T, labels, path, fro
                 idx, val):
     """d = counts(gold path) - counts(``path``) as a compact list (idx, val) without frozen
     weights; G is left at zero. Returns the list's length."""
-    add_path_counts(G, space, tok_ptr, tok_obs, tok_val, L, t0, T, labels, t0, 1.0)
-    add_path_counts(G, space, tok_ptr, tok_obs, tok_val, L, t0, T, path, 0, -1.0)
+    gradient.add_path_counts(G, space, tok_ptr, tok_obs, tok_val, L, t0, T, labels, t0, 1.0)
+    gradient.add_path_counts(G, space, tok_ptr, tok_obs, tok_val, L, t0, T, path, 0, -1.0)
     m = 0
     for q in range(touched_weights(space, tok_ptr, tok_obs, L, t0, T, touched)):
         k = touched[q]
@@ -251,7 +246,8 @@ def l2sgd_epoch(W, last, state, order, space, data, per_token, L, lam, t0_, froz
     n_b = len(b_prev)
     trans = np.empty((L, L))
     exp_trans = transition_buffer(L)
-    work = work_buffers(longest_sequence(seq_ptr, 0, len(seq_ptr) - 1), L, per_token, exp_trans)
+    work = gradient.work_buffers(longest_sequence(seq_ptr, 0, len(seq_ptr) - 1), L, per_token,
+                                 exp_trans)
     psi, phi, alpha = work[0], work[1], work[4]
     no_dense = np.empty((0, L))
     no_factors = np.empty(0)  # scores summed, then exponentiated (no unigram_factors)
@@ -269,10 +265,11 @@ def l2sgd_epoch(W, last, state, order, space, data, per_token, L, lam, t0_, froz
         n = touched_weights(space, tok_ptr, tok_obs, L, t0, T, touched)
         _bring_up_to_date(W, last, log_a, touched, n, per_token, n_u, n_b, expw)
         trans_shift = load_transitions(W, space.trans_offset, space.has_trans, L, trans, exp_trans)
-        shift, logz = sequence_gradient(W, space, tok_ptr, tok_obs, tok_val, t0, T, L, per_token,
-                                        trans, exp_trans, trans_shift, expw, no_dense, no_dense,
-                                        work, G, no_factors, no_dense)
-        add_path_counts(G, space, tok_ptr, tok_obs, tok_val, L, t0, T, labels, t0, -1.0)
+        shift, logz = gradient.sequence_gradient(W, space, tok_ptr, tok_obs, tok_val, t0, T, L,
+                                                 per_token, trans, exp_trans, trans_shift, expw,
+                                                 no_dense, no_dense, work, G, no_factors,
+                                                 no_dense)
+        gradient.add_path_counts(G, space, tok_ptr, tok_obs, tok_val, L, t0, T, labels, t0, -1.0)
         if per_token and tok_val is None:  # phi for the gold path's score (valued: filled)
             bigram_scores(W, tok_ptr, tok_obs, None, b_ptr, b_prev, b_cur, n_u, trans, t0, T,
                           phi)
@@ -283,7 +280,7 @@ def l2sgd_epoch(W, last, state, order, space, data, per_token, L, lam, t0_, froz
         if not per_token:
             copy_matrix(trans, phi[0])
         loss += logz - path_score(psi, phi, per_token, T, labels[t0:t0 + T])
-        wrong = posterior_errors(alpha, labels, t0, T)
+        wrong = gradient.posterior_errors(alpha, labels, t0, T)
         tok_err += wrong
         if wrong:
             seq_err += 1
