@@ -36,8 +36,6 @@ import numpy as np
 from numba import njit
 
 from crfkit.config import JIT, NORM_MAXENT, NORM_MEMM
-from crfkit.kernels.scaled import scaled_backward as scaled_backward  # belief.py reads
-from crfkit.kernels.scaled import scaled_forward as scaled_forward  # these two here
 from crfkit.kernels.scaled import scaled_logz
 
 
