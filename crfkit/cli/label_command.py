@@ -138,8 +138,8 @@ def _model_and_options(o: SimpleNamespace) -> tuple[Any, Any]:
     options.validate()
     model = read_model(o.model_file, patterns=o.patterns_file, encoding=o.encoding or "utf-8")
     if o.dask_address is not None and model.structure.documents:  # shards would cut them
-        raise UsageError(f"--dask cannot label with a {model.structure.title} model (its "
-                         f"documents must stay whole)")
+        raise UsageError("--dask cannot label with a skip-chain model (its documents must "
+                         "stay whole)")
     if not options.uses_kernels and kernel_decoding_pays(model, o.input_file):
         options = replace(options, prefer_kernels=True)
     if options.uses_kernels:  # the plain best path is numpy only: no Numba to load
