@@ -28,8 +28,32 @@ compaction and ``dump`` call it.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
+
+
+class DataArrays(NamedTuple):
+    """The ``data`` argument of the kernels (:meth:`Dataset.arrays`)."""
+
+    seq_ptr: np.ndarray
+    tok_ptr: np.ndarray
+    tok_obs: np.ndarray
+    labels: np.ndarray
+
+
+class SpaceArrays(NamedTuple):
+    """The ``space`` argument of the kernels (:meth:`FeatureSpace.arrays`): the feature
+    lists and where the dense transition block starts (``has_trans``: whether there is one)."""
+
+    u_ptr: np.ndarray
+    u_lab: np.ndarray
+    b_ptr: np.ndarray
+    b_prev: np.ndarray
+    b_cur: np.ndarray
+    n_u: int
+    trans_offset: int
+    has_trans: bool
 
 
 @dataclass
@@ -70,9 +94,9 @@ class Dataset:
     def lengths(self) -> np.ndarray:
         return np.diff(self.seq_ptr)
 
-    def arrays(self) -> tuple:
-        """``(seq_ptr, tok_ptr, tok_obs, labels)``: the ``data`` argument of the kernels."""
-        return self.seq_ptr, self.tok_ptr, self.tok_obs, self.labels
+    def arrays(self) -> DataArrays:
+        """The ``data`` argument of the kernels."""
+        return DataArrays(self.seq_ptr, self.tok_ptr, self.tok_obs, self.labels)
 
 
 @dataclass
@@ -112,11 +136,10 @@ class FeatureSpace:
     def n_weights(self) -> int:
         return self.chain_weights
 
-    def arrays(self) -> tuple:
-        """``(u_ptr, u_lab, b_ptr, b_prev, b_cur, n_u, trans_offset, has_trans)``: the
-        ``space`` argument of the kernels."""
-        return (self.u_ptr, self.u_lab, self.b_ptr, self.b_prev, self.b_cur, self.n_u,
-                self.trans_offset, bool(self.has_trans))
+    def arrays(self) -> SpaceArrays:
+        """The ``space`` argument of the kernels."""
+        return SpaceArrays(self.u_ptr, self.u_lab, self.b_ptr, self.b_prev, self.b_cur,
+                           self.n_u, self.trans_offset, bool(self.has_trans))
 
     def owners(self) -> tuple[np.ndarray, np.ndarray]:
         """The observation of every unigram feature and of every bigram feature (int64)."""

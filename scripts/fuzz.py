@@ -286,17 +286,17 @@ class ReaderTarget:
         return self.seeds[seed][1] if kind == "mutated" else "utf-8"
 
     def check(self, case) -> None:
-        from crfkit.io import reader
+        from crfkit.io import text_input
 
         data = self.materialise(case)
         sequences, error = self.read(case, data)
         if case["via"] in ("stream", "path", "unseekable"):
-            original = reader._BLOCK_SIZE
-            reader._BLOCK_SIZE = case["block"]
+            original = text_input._BLOCK_SIZE
+            text_input._BLOCK_SIZE = case["block"]
             try:
                 again, error_again = self.read(case, data)
             finally:
-                reader._BLOCK_SIZE = original
+                text_input._BLOCK_SIZE = original
             first, second = (sequences, str(error)), (again, str(error_again))
             if first != second:
                 raise FuzzFailure(f"block size {case['block']} changes the result:\n"

@@ -103,9 +103,9 @@ def test_reader_refuses_lone_surrogates(data, encoding):
 def test_a_surrogate_before_an_undecodable_byte_is_reported_first(monkeypatch, block_size):
     """The first bad line wins whatever the block size (found by the block-size oracle)."""
     from crfkit.errors import InputError
-    from crfkit.io import reader
+    from crfkit.io import reader, text_input
 
-    monkeypatch.setattr(reader, "_BLOCK_SIZE", block_size)
+    monkeypatch.setattr(text_input, "_BLOCK_SIZE", block_size)
     data = b"a N B\n\nb+2AA- N O\nc N O\nd+\xff N O\n"
     with pytest.raises(InputError, match="lone surrogate") as caught:
         list(reader.read_sequences(io.BytesIO(data), encoding="utf-7"))

@@ -197,7 +197,6 @@ def structure_leaks(graph, root: Path = PACKAGE) -> list[str]:
                 found.append(f"{module_name(path, root)}:{no} branches on a structure")
     return found
 
-@pytest.mark.xfail(strict=True, reason="until the structures' work packages land")
 def test_no_structure_branch_outside_structures():
     assert structure_leaks(import_graph()) == []
 

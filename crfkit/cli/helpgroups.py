@@ -32,7 +32,8 @@ DECODING = "Decoding"
 HELP = "Help"
 
 TRAIN_GROUPS: OptionGroups = (
-    (MODEL, ("pattern_file", "model_type", "algo", "order", "init_file", "compact")),
+    (MODEL, ("pattern_file", "model_type", "algo", "order", "structure", "init_file",
+               "compact")),
     (REGULARISATION, ("rho1", "rho2", "cost")),
     (STOPPING, ("maxiter", "stopeps", "stopwin", "l1_gtol")),
     (DEVEL, ("devel_file", "keep_best_devel", "devel_patience")),
@@ -49,7 +50,7 @@ TRAIN_GROUPS: OptionGroups = (
 )
 
 TUNE_GROUPS: OptionGroups = (
-    (MODEL, ("pattern_file", "model_type", "order")),
+    (MODEL, ("pattern_file", "model_type", "order", "structure")),
     (SEARCH, ("rho1_list", "rho2_list", "likely_list", "no_warm_start")),
     (DEVEL, ("devel_file", "folds", "seed")),
     (STOPPING, ("maxiter", "stopeps", "path_stopeps", "stopwin")),

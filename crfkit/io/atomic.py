@@ -70,30 +70,40 @@ def atomic_output(
     if not binary:
         _check_encoding(encoding)
     if path is None or path == "-":
-        if binary:
-            stream = sys.stdout.buffer
-        elif codecs.lookup(encoding).name == codecs.lookup(sys.stdout.encoding or "utf-8").name:
-            stream = sys.stdout
-        else:  # honour --encoding on standard output too
-            stream = io.TextIOWrapper(sys.stdout.buffer, encoding=encoding, newline="",
-                                      write_through=True)
-        try:
+        with _stdout_output(binary, encoding) as stream:
             yield stream
-            stream.flush()
-        except OSError as err:
-            if err.errno not in WRITE_ERRNOS:
-                raise
-            raise _write_error(STDOUT_NAME, err) from None
-        finally:
-            if isinstance(stream, io.TextIOWrapper) and stream is not sys.stdout:
-                stream.detach()
         return
     target = os.path.realpath(os.fsdecode(path))
-    display = os.fsdecode(path)
-    if _is_special(target):
-        with _direct_output(target, display, binary, encoding) as stream:
-            yield stream
-        return
+    output = _direct_output if _is_special(target) else _replacing_output
+    with output(target, os.fsdecode(path), binary, encoding) as stream:
+        yield stream
+
+
+@contextmanager
+def _stdout_output(binary: bool, encoding: str) -> Iterator[IO]:
+    """Standard output, in ``encoding``: flushed at the end, never closed."""
+    if binary:
+        stream = sys.stdout.buffer
+    elif codecs.lookup(encoding).name == codecs.lookup(sys.stdout.encoding or "utf-8").name:
+        stream = sys.stdout
+    else:  # honour --encoding on standard output too
+        stream = io.TextIOWrapper(sys.stdout.buffer, encoding=encoding, newline="",
+                                  write_through=True)
+    try:
+        yield stream
+        stream.flush()
+    except OSError as err:
+        if err.errno not in WRITE_ERRNOS:
+            raise
+        raise _write_error(STDOUT_NAME, err) from None
+    finally:
+        if isinstance(stream, io.TextIOWrapper) and stream is not sys.stdout:
+            stream.detach()
+
+
+@contextmanager
+def _replacing_output(target: str, display: str, binary: bool, encoding: str) -> Iterator[IO]:
+    """A temporary file beside ``target``, renamed onto it once written and synced."""
     mode = _new_file_mode(target, display)
     directory, base = os.path.split(target)
     try:
@@ -117,6 +127,12 @@ def atomic_output(
         if isinstance(err, OSError) and err.errno in WRITE_ERRNOS:
             raise _write_error(display, err) from None
         raise
+    _commit(layers, temp, target, display)
+
+
+def _commit(layers: list, temp: str, target: str, display: str) -> None:
+    """Flush and sync the temporary file's layers, then rename it onto ``target``."""
+    raw, gz, stream = layers
     try:
         stream.flush()
         if gz is not None:
@@ -132,7 +148,7 @@ def atomic_output(
     except BaseException:
         _discard(layers, temp)
         raise
-    _sync_directory(directory)
+    _sync_directory(os.path.dirname(target))
 
 
 def check_writable(path: str | os.PathLike | None) -> None:

@@ -44,7 +44,7 @@ import numpy as np
 
 from crfkit.errors import InputError, ModelFormatError
 from crfkit.io.atomic import atomic_output
-from crfkit.io.reader import open_binary
+from crfkit.io.text_input import open_binary
 
 __all__ = [
     "ALLOWED_DTYPES",

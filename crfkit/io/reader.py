@@ -1,19 +1,14 @@
-"""Streaming reader for column files (Wapiti, CRF++, CoNLL).
+"""Streaming reader for column files (Wapiti, CRF++, CoNLL): lines into sequences.
 
 A column file holds one token per line, its columns separated by tabs or runs
 of spaces, and a blank line between sequences.  :func:`read_sequences` yields
 one :class:`Sequence` at a time, so labelling a 10 GB file needs the memory of
 one sequence, and a caller learns the column count by peeking at the first
-sequence instead of reading the file twice.
+sequence instead of reading the file twice.  The bytes below the lines (files,
+standard input, gzip, encodings) are :mod:`crfkit.io.text_input`'s.
 
 Design decisions, and why:
 
-* Bytes are read in blocks of whole lines and decoded strictly, block by
-  block; an undecodable byte is reported with its line and its absolute byte
-  offset (in the decompressed stream for gzip input), because "invalid
-  continuation byte" without a place is useless in a 50 MB corpus.  Only
-  ASCII-compatible encodings are accepted (UTF-8, Latin-1, EUC-JP, Shift-JIS,
-  GBK, ...): a line break must be the byte ``\\n``.
 * ``sep="auto"`` splits on tabs and runs of spaces only, never on other
   Unicode white space: U+3000 (ideographic space) and U+00A0 are token
   characters in real corpora.
@@ -41,36 +36,32 @@ Design decisions, and why:
 
 from __future__ import annotations
 
-import codecs
 import gc
-import gzip
-import io
 import os
 import re
-import select
-import stat
-import sys
-import zlib
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import BinaryIO
 
 from crfkit.errors import InputError, UsageError
+from crfkit.io.text_input import (
+    canonical_encoding,
+    check_encoding,
+    is_live,
+    open_binary,
+    open_source,
+    text_blocks,
+)
 
 __all__ = ["DOCSTART", "PAUSE", "DocStart", "Pause", "Sequence", "canonical_encoding",
-           "is_live", "open_binary", "read_items", "read_sequences"]
+           "check_encoding", "is_live", "open_binary", "read_items", "read_sequences"]
 
-_GZIP_MAGIC = b"\x1f\x8b"
-_UTF8_BOM = b"\xef\xbb\xbf"
-_BLOCK_SIZE = 1 << 16
 _SEPARATORS = ("auto", "tab", "space")
 _SPACE_RUN = re.compile(r"  +")
 _EDGE_SPACE = re.compile(r"^ | $", re.MULTILINE)  # after squeezing runs of spaces
 _BLANK_LINE = re.compile(r"^[ \t]+$", re.MULTILINE)
-_SURROGATE = re.compile("[\ud800-\udfff]")
 DOCSTART = "-DOCSTART-"
-_ENCODING_HINT = "(is the file in another encoding? give it with --encoding)"
 
 
 @dataclass(slots=True)
@@ -114,32 +105,9 @@ PAUSE = Pause()
 Item = Sequence | DocStart | Pause
 
 
-def open_binary(source: str | os.PathLike | None) -> tuple[BinaryIO, str]:
-    """Open ``source`` for binary reading and return ``(stream, display name)``.
-
-    ``None`` or ``"-"`` is standard input (named ``<stdin>``; the caller must not
-    close it).  Gzip data is decompressed transparently, recognised by its
-    magic bytes whatever the file is called, so ``zcat``-less pipelines work;
-    a ``.gz`` name whose content is not gzip is an error rather than garbage.
-    """
-    if source is None or source == "-":
-        return _maybe_gunzip(sys.stdin.buffer, "<stdin>", owned=False), "<stdin>"
-    name = os.fsdecode(source)
-    try:
-        stream = open(name, "rb")  # closed by the caller
-    except OSError as err:
-        raise InputError(f"cannot open: {err.strerror or err}", path=name) from None
-    return _maybe_gunzip(stream, name, owned=True), name
-
-
-def read_sequences(
-    source: str | os.PathLike | BinaryIO | None,
-    *,
-    encoding: str = "utf-8",
-    sep: str = "auto",
-    name: str | None = None,
-    min_columns: int = 1,
-) -> Iterator[Sequence]:
+def read_sequences(source: str | os.PathLike | BinaryIO | None, *, encoding: str = "utf-8",
+                   sep: str = "auto", name: str | None = None,
+                   min_columns: int = 1) -> Iterator[Sequence]:
     """Yield the sequences of a column file one at a time.
 
     ``source`` is a path, ``"-"``/``None`` for standard input, or an open binary
@@ -157,16 +125,9 @@ def read_sequences(
     return _read(source, codec, encoding, sep, name, min_columns)  # type: ignore[return-value]
 
 
-def read_items(
-    source: str | os.PathLike | BinaryIO | None,
-    *,
-    encoding: str = "utf-8",
-    sep: str = "auto",
-    name: str | None = None,
-    min_columns: int = 1,
-    pauses: bool = False,
-    doc_sep: str | None = None,
-) -> Iterator[Item]:
+def read_items(source: str | os.PathLike | BinaryIO | None, *, encoding: str = "utf-8",
+               sep: str = "auto", name: str | None = None, min_columns: int = 1,
+               pauses: bool = False, doc_sep: str | None = None) -> Iterator[Item]:
     """Like :func:`read_sequences`, but also yield a :class:`DocStart` for each
     ``-DOCSTART-`` line, in file order, and with ``pauses`` :data:`PAUSE` before
     every read that may wait (for input that :func:`is_live`). ``doc_sep``: a
@@ -181,30 +142,6 @@ def read_items(
             raise UsageError(f"--doc-sep: bad regex {doc_sep!r}: {err}") from None
     return _read(source, codec, encoding, sep, name, min_columns, markers=True, pauses=pauses,
                  doc_sep=separator)
-
-
-def is_live(source: str | os.PathLike | BinaryIO | None) -> bool:
-    """Whether reading ``source`` may wait for a writer: a pipe, terminal, socket or FIFO.
-
-    A regular file (also as redirected standard input) and an in-memory stream
-    are not live: all their data is there, so it can be read in large blocks.
-    """
-    try:
-        if source is None or source == "-":
-            mode = os.fstat(sys.stdin.fileno()).st_mode
-        elif isinstance(source, (str, bytes, os.PathLike)):
-            mode = os.stat(source).st_mode
-        else:
-            mode = os.fstat(source.fileno()).st_mode
-    except (OSError, ValueError, AttributeError, io.UnsupportedOperation):
-        return False  # no file descriptor (in-memory), or not there: the reader will say
-    return not stat.S_ISREG(mode)
-
-
-def canonical_encoding(encoding: str) -> str:
-    """The codec name the reader decodes ``encoding`` with (``latin-1`` -> ``iso8859-1``;
-    any UTF-8 spelling -> ``utf-8``); :class:`UsageError` if it cannot read column files."""
-    return check_encoding(encoding)
 
 
 def _check_options(encoding: str, sep: str, min_columns: int) -> str:
@@ -230,12 +167,12 @@ def _read(
     doc_sep: re.Pattern | None = None,
 ) -> Iterator[Item]:
     """The generator behind :func:`read_sequences` and :func:`read_items`."""
-    stream, display, close = _open_source(source)
+    stream, display, close = open_source(source)
     display = name or display
     try:
         parser = _Parser(display, sep, min_columns, markers)
         parser.doc_sep = doc_sep
-        for text in _text_blocks(stream, display, codec, encoding, pauses):
+        for text in text_blocks(stream, display, codec, encoding, pauses):
             if text is None:
                 yield PAUSE
             else:
@@ -449,202 +386,3 @@ def _gc_paused() -> Iterator[None]:
             gc.enable()
 
 
-def check_encoding(encoding: str) -> str:
-    """Validate ``encoding``; return the name of the codec to decode with."""
-    try:
-        info = codecs.lookup(encoding)
-        # An error handler, as crfkit eval uses: refuses idna, which is for host names.
-        compatible = "\n\t a0".encode(info.name, "surrogateescape") == b"\n\t a0"
-    except LookupError:
-        raise UsageError(f"unknown encoding {encoding!r}") from None
-    except (UnicodeError, TypeError):
-        compatible = False
-    except ValueError:  # codecs.lookup("a\x00"): an embedded NUL character
-        raise UsageError(f"unknown encoding {encoding!r}") from None
-    if not compatible:
-        raise UsageError(
-            f"encoding {encoding!r} is not supported: column files need an "
-            "ASCII-compatible encoding such as utf-8, latin-1 or euc-jp"
-        )
-    if info.name == "utf-8-sig":
-        # Decoding block by block with utf-8-sig would drop a BOM at every block;
-        # _text_blocks skips the one at the file start for any UTF-8 spelling.
-        return "utf-8"
-    return info.name
-
-
-def _open_source(
-    source: str | os.PathLike | BinaryIO | None,
-) -> tuple[BinaryIO, str, bool]:
-    """Return ``(stream, display name, whether we must close it)``."""
-    if source is None or isinstance(source, (str, bytes, os.PathLike)):
-        stream, display = open_binary(source)  # type: ignore[arg-type]
-        return stream, display, stream is not sys.stdin.buffer
-    if isinstance(source, io.TextIOBase):
-        raise UsageError("read_sequences needs a binary stream, not a text stream")
-    display = getattr(source, "name", None)
-    display = display if isinstance(display, str) else "<stream>"
-    stream = _maybe_gunzip(source, display, owned=False)
-    return stream, display, stream is not source
-
-
-def _maybe_gunzip(stream: BinaryIO, name: str, *, owned: bool) -> BinaryIO:
-    """Wrap ``stream`` in a gzip reader if it starts with the gzip magic bytes."""
-    head = _peek(stream, 2)
-    if head.startswith(_GZIP_MAGIC):
-        return _GzipReader(stream, owned=owned)
-    if head and name.endswith(".gz"):
-        if owned:
-            stream.close()
-        raise InputError("not a gzip file, although its name ends in .gz", path=name)
-    return stream
-
-
-def _peek(stream: BinaryIO, size: int) -> bytes:
-    """Look at the first bytes of ``stream`` without consuming them, if it allows."""
-    peek = getattr(stream, "peek", None)
-    if peek is not None:
-        return peek(size)[:size]
-    if stream.seekable():
-        position = stream.tell()
-        head = stream.read(size)
-        stream.seek(position)
-        return head
-    return b""  # cannot look ahead: assume plain text
-
-
-class _GzipReader(gzip.GzipFile):
-    """A GzipFile that closes the underlying stream too when we opened it."""
-
-    def __init__(self, stream: BinaryIO, *, owned: bool) -> None:
-        super().__init__(fileobj=stream, mode="rb")
-        self._owned_stream = stream if owned else None
-
-    def close(self) -> None:
-        try:
-            super().close()
-        finally:
-            if self._owned_stream is not None:
-                self._owned_stream.close()
-
-
-def _text_blocks(
-    stream: BinaryIO, name: str, codec: str, encoding: str, pauses: bool = False
-) -> Iterator[str | None]:
-    """Yield decoded text in blocks of whole lines, without the block's last newline.
-
-    ``codec`` is the normalised codec name; ``encoding`` the user's spelling,
-    for messages.  A UTF-8 byte order mark at the start of the file is skipped
-    (but counted in byte offsets).  With ``pauses``, ``None`` is yielded
-    before a read that may wait (no data is ready on the file descriptor).
-
-    The parser splits each block on ``\\n`` (``\\r\\n`` is already ``\\n``).
-    Cutting blocks after a newline byte is safe because the encoding is
-    ASCII-compatible.  On an undecodable byte the lines before the bad one
-    are yielded first, then :class:`InputError` is raised.
-    """
-    read = getattr(stream, "read1", None) or stream.read  # read1: what is there, up to a block
-    skip_bom = codec == "utf-8"
-    offset = 0  # absolute byte offset of the block being decoded
-    lineno = 0  # number of lines before that block
-    pending: list[bytes] = []  # start of a line longer than one chunk
-    while True:
-        if pauses and not _input_ready(stream):
-            yield None
-        chunk = _read_chunk(read, stream, name, lineno)
-        if chunk:
-            end = chunk.rfind(b"\n") + 1
-            if not end:
-                pending.append(chunk)
-                continue
-            data = b"".join((*pending, chunk[:end])) if pending else chunk[:end]
-            pending = [chunk[end:]] if end < len(chunk) else []
-        else:
-            data = b"".join(pending)  # a last line without a newline
-            if not data:
-                return
-        if offset == 0 and skip_bom and data.startswith(_UTF8_BOM):
-            data, offset = data[len(_UTF8_BOM) :], len(_UTF8_BOM)
-        yield from _decode(data, codec, encoding, name, offset, lineno)
-        if not chunk:
-            return
-        offset += len(data)
-        lineno += data.count(b"\n")
-
-
-def _input_ready(stream: BinaryIO) -> bool:
-    """Whether the stream's file descriptor has data to read now (False if unknown).
-
-    Data buffered inside ``stream`` is not seen, which only costs an extra pause.
-    """
-    try:
-        return bool(select.select([stream.fileno()], [], [], 0)[0])
-    except (OSError, ValueError, AttributeError, io.UnsupportedOperation):
-        return False
-
-
-def _read_chunk(read, stream: BinaryIO, name: str, lineno: int) -> bytes:
-    """Read the next chunk, turning I/O and gzip failures into InputError."""
-    try:
-        return read(_BLOCK_SIZE)
-    except (OSError, EOFError, zlib.error) as err:
-        what = "gzip data" if isinstance(stream, gzip.GzipFile) else "file"
-        raise InputError(f"cannot read {what}: {err}", path=name, line=lineno + 1) from None
-
-
-def _decode(
-    data: bytes, codec: str, encoding: str, name: str, offset: int, lineno: int
-) -> Iterator[str]:
-    """Decode one block; yield its text, or the good lines then raise InputError."""
-    try:
-        text = data.decode(codec)
-    except UnicodeDecodeError as err:
-        last_good = data.rfind(b"\n", 0, err.start)
-        if last_good >= 0:
-            yield from _valid(data[:last_good].decode(codec), data, encoding, name, offset,
-                              lineno)
-        raise InputError(
-            f"cannot decode the data as {encoding} at byte offset {offset + err.start} "
-            f"{_ENCODING_HINT}",
-            path=name,
-            line=lineno + data.count(b"\n", 0, err.start) + 1,
-        ) from None
-    if text.endswith("\n"):
-        text = text[:-1]
-    yield from _valid(text, data, encoding, name, offset, lineno)
-
-
-def _valid(
-    text: str, data: bytes, encoding: str, name: str, offset: int, lineno: int
-) -> Iterator[str]:
-    """Yield decoded text, or its lines before a lone surrogate and then raise InputError.
-
-    UTF-7 and raw_unicode_escape can spell lone surrogates, which no model file
-    or UTF-8 output can hold: undecodable data like any other.  ``data`` is the
-    block's bytes (starting at ``offset``), to place the error.
-    """
-    if not text.isascii() and (found := _SURROGATE.search(text)):
-        last_good = text.rfind("\n", 0, found.start())
-        if last_good >= 0:
-            yield _normalize(text[:last_good])
-        bad = text.count("\n", 0, found.start())  # lines of the block before the bad one
-        start = 0
-        for _ in range(bad):  # a line break is the byte \n: find the bad line's first byte
-            start = data.index(b"\n", start) + 1
-        raise InputError(
-            f"cannot decode the data as {encoding}: it encodes a lone surrogate "
-            f"U+{ord(found.group()):04X} in the line at byte offset {offset + start} "
-            f"{_ENCODING_HINT}",
-            path=name,
-            line=lineno + bad + 1,
-        )
-    yield _normalize(text)
-
-
-def _normalize(text: str) -> str:
-    """Turn CRLF line ends into LF, including the block's last one."""
-    if "\r" in text:
-        text = text.replace("\r\n", "\n")
-        if text.endswith("\r"):
-            text = text[:-1]
-    return text

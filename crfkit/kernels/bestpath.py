@@ -258,10 +258,10 @@ class TimeMajor:
     their tokens laid out time step after time step.
 
     ``running[t]`` sequences have a token t: the first ``running[t]`` in
-    ``order``; their tokens at t are ``tokens[offset[t]:offset[t] + running[t]]``.
+    ``longest_first``; their tokens at t are ``tokens[offset[t]:offset[t] + running[t]]``.
     """
 
-    order: np.ndarray  # sequence ids, longest first
+    longest_first: np.ndarray  # sequence ids
     lengths: np.ndarray  # their lengths
     running: np.ndarray  # (T_max + 1,)
     offset: np.ndarray  # (T_max + 1,)
@@ -270,16 +270,17 @@ class TimeMajor:
     @classmethod
     def of(cls, seq_ptr: np.ndarray) -> TimeMajor:
         lengths = np.diff(seq_ptr)
-        order = np.argsort(-lengths, kind="stable")
-        lens = lengths[order]
+        by_length = np.argsort(-lengths, kind="stable")
+        lens = lengths[by_length]
         T_max = int(lens[0]) if len(lens) else 0
         running = np.searchsorted(-lens, -np.arange(T_max + 1), side="left")
         offset = np.concatenate([[0], np.cumsum(running[:-1])])
-        row = np.repeat(np.arange(len(order)), lens)  # sorted sequence of each token
+        row = np.repeat(np.arange(len(by_length)), lens)  # sorted sequence of each token
         t = np.arange(len(row)) - np.repeat(np.cumsum(lens) - lens, lens)
         tokens = np.empty(len(row), dtype=np.int64)
-        tokens[offset[t] + row] = seq_ptr[:-1][order][row] + t
-        return cls(order=order, lengths=lens, running=running, offset=offset, tokens=tokens)
+        tokens[offset[t] + row] = seq_ptr[:-1][by_length][row] + t
+        return cls(longest_first=by_length, lengths=lens, running=running, offset=offset,
+                   tokens=tokens)
 
     def step(self, t: int, k: int | None = None) -> slice:
         """Time-major columns of the first ``k`` (default: all) running sequences at step t."""
@@ -310,7 +311,7 @@ def viterbi(lattice: Lattice, seq_ptr: np.ndarray) -> tuple[np.ndarray, np.ndarr
     alive = np.arange(tm.running[0])  # sorted sequences of at least one token
     final = delta[:, tm.offset[tm.lengths[alive] - 1] + alive]
     last = final.argmax(axis=0)  # ties: the lower label, as the kernel
-    scores[tm.order[alive]] = final[last, alive]
+    scores[tm.longest_first[alive]] = final[last, alive]
     return _backtrack(lattice, delta, tm, last), scores
 
 

@@ -39,14 +39,9 @@ import numpy as np
 from numba import njit
 
 from crfkit.config import JIT
+from crfkit.kernels import gradient
 from crfkit.kernels.decoder import path_score
 from crfkit.kernels.epochs import touched_weights
-from crfkit.kernels.gradient import (
-    add_path_counts,
-    posterior_errors,
-    sequence_gradient,
-    work_buffers,
-)
 from crfkit.kernels.lattice import (
     bigram_scores,
     chain_scores,
@@ -63,7 +58,7 @@ def _best_path(W, space, tok_ptr, tok_obs, tok_val, t0, T, L, per_token, trans, 
                phi, delta, back, path, no_dense):
     """Viterbi path of one sequence under W into ``path``; returns its score (psi and phi
     are left holding the sequence's scores, phi[0] the transitions without bigrams)."""
-    load_transitions(W, space[6], space[7], L, trans, exp_trans)
+    load_transitions(W, space.trans_offset, space.has_trans, L, trans, exp_trans)
     chain_scores(W, space, tok_ptr, tok_obs, tok_val, t0, T, per_token, trans, psi, phi,
                  no_dense)
     if not per_token:
@@ -76,8 +71,8 @@ def _difference(G, space, tok_ptr, tok_obs, tok_val, L, t0, T, labels, path, fro
                 idx, val):
     """d = counts(gold path) - counts(``path``) as a compact list (idx, val) without frozen
     weights; G is left at zero. Returns the list's length."""
-    add_path_counts(G, space, tok_ptr, tok_obs, tok_val, L, t0, T, labels, t0, 1.0)
-    add_path_counts(G, space, tok_ptr, tok_obs, tok_val, L, t0, T, path, 0, -1.0)
+    gradient.add_path_counts(G, space, tok_ptr, tok_obs, tok_val, L, t0, T, labels, t0, 1.0)
+    gradient.add_path_counts(G, space, tok_ptr, tok_obs, tok_val, L, t0, T, path, 0, -1.0)
     m = 0
     for q in range(touched_weights(space, tok_ptr, tok_obs, L, t0, T, touched)):
         k = touched[q]
@@ -251,7 +246,8 @@ def l2sgd_epoch(W, last, state, order, space, data, per_token, L, lam, t0_, froz
     n_b = len(b_prev)
     trans = np.empty((L, L))
     exp_trans = transition_buffer(L)
-    work = work_buffers(longest_sequence(seq_ptr, 0, len(seq_ptr) - 1), L, per_token, exp_trans)
+    work = gradient.work_buffers(longest_sequence(seq_ptr, 0, len(seq_ptr) - 1), L, per_token,
+                                 exp_trans)
     psi, phi, alpha = work[0], work[1], work[4]
     no_dense = np.empty((0, L))
     no_factors = np.empty(0)  # scores summed, then exponentiated (no unigram_factors)
@@ -267,18 +263,13 @@ def l2sgd_epoch(W, last, state, order, space, data, per_token, L, lam, t0_, froz
         if T == 0:
             continue
         n = touched_weights(space, tok_ptr, tok_obs, L, t0, T, touched)
-        for q in range(n):  # bring the weights this sequence reads up to date
-            k = touched[q]
-            if last[k] != log_a:
-                W[k] *= np.exp(log_a - last[k])
-                last[k] = log_a
-            if per_token and n_u <= k < n_u + n_b:
-                expw[k - n_u] = np.exp(W[k])
-        trans_shift = load_transitions(W, space[6], space[7], L, trans, exp_trans)
-        shift, logz = sequence_gradient(W, space, tok_ptr, tok_obs, tok_val, t0, T, L, per_token,
-                                        trans, exp_trans, trans_shift, expw, no_dense, no_dense,
-                                        work, G, no_factors, no_dense)
-        add_path_counts(G, space, tok_ptr, tok_obs, tok_val, L, t0, T, labels, t0, -1.0)
+        _bring_up_to_date(W, last, log_a, touched, n, per_token, n_u, n_b, expw)
+        trans_shift = load_transitions(W, space.trans_offset, space.has_trans, L, trans, exp_trans)
+        shift, logz = gradient.sequence_gradient(W, space, tok_ptr, tok_obs, tok_val, t0, T, L,
+                                                 per_token, trans, exp_trans, trans_shift, expw,
+                                                 no_dense, no_dense, work, G, no_factors,
+                                                 no_dense)
+        gradient.add_path_counts(G, space, tok_ptr, tok_obs, tok_val, L, t0, T, labels, t0, -1.0)
         if per_token and tok_val is None:  # phi for the gold path's score (valued: filled)
             bigram_scores(W, tok_ptr, tok_obs, None, b_ptr, b_prev, b_cur, n_u, trans, t0, T,
                           phi)
@@ -289,26 +280,47 @@ def l2sgd_epoch(W, last, state, order, space, data, per_token, L, lam, t0_, froz
         if not per_token:
             copy_matrix(trans, phi[0])
         loss += logz - path_score(psi, phi, per_token, T, labels[t0:t0 + T])
-        wrong = posterior_errors(alpha, labels, t0, T)
+        wrong = gradient.posterior_errors(alpha, labels, t0, T)
         tok_err += wrong
         if wrong:
             seq_err += 1
-        eta = 1.0 / (lam * (t0_ + t))
-        decay = 1.0 - eta * lam
-        new_a = log_a + np.log(decay)
-        for q in range(n):
-            k = touched[q]
-            if last[k] == log_a:  # first visit of k in this sequence
-                W[k] = W[k] * decay - (0.0 if frozen[k] else eta * G[k])
-                last[k] = new_a
-            G[k] = 0.0
-        log_a = new_a
+        log_a = _l2_step(W, last, G, frozen, touched, n, log_a, lam, t0_ + t)
         t += 1.0
     state[0] = log_a
     state[1] = t
     out[0] = loss
     out[1] = tok_err
     out[2] = seq_err
+
+
+@njit(**JIT)
+def _bring_up_to_date(W, last, log_a, touched, n, per_token, n_u, n_b, expw):
+    """Apply the pending decay of the ``n`` weights a sequence reads (and refresh the
+    exponentiated bigram weights the binary gradient reads)."""
+    for q in range(n):
+        k = touched[q]
+        if last[k] != log_a:
+            W[k] *= np.exp(log_a - last[k])
+            last[k] = log_a
+        if per_token and n_u <= k < n_u + n_b:
+            expw[k - n_u] = np.exp(W[k])
+
+
+@njit(**JIT)
+def _l2_step(W, last, G, frozen, touched, n, log_a, lam, steps):
+    """One SGD-L2 step with rate 1 / (lam * steps) on the touched weights (their gradient
+    in G, cleared); the decay of every other weight is only recorded. Returns the new log
+    of the cumulative decay."""
+    eta = 1.0 / (lam * steps)
+    decay = 1.0 - eta * lam
+    new_a = log_a + np.log(decay)
+    for q in range(n):
+        k = touched[q]
+        if last[k] == log_a:  # first visit of k in this sequence
+            W[k] = W[k] * decay - (0.0 if frozen[k] else eta * G[k])
+            last[k] = new_a
+        G[k] = 0.0
+    return new_a
 
 
 @njit(**JIT)

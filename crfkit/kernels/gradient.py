@@ -36,11 +36,10 @@ from crfkit.kernels.lattice import (
     exp_unigrams,
     forward_backward,
     occurrence_value,
-    scaled_logz,
-    shared_logz,
     unigram_factors,
     unigram_scores,
 )
+from crfkit.kernels.scaled import scaled_logz, shared_logz
 
 
 @njit(**JIT)
@@ -147,14 +146,21 @@ def add_path_counts(G, space, tok_ptr, tok_obs, tok_val, L, t0, T, path, p0, coe
 
 # --- expectations: marginals -> gradient -----------------------------------------------------
 @njit(inline="always", **JIT)
+def backward_factors(expu, beta, scale, t, L, tmp):
+    """tmp[b] = U[t, b] beta[t, b] / scale[t]: what a label pair ending at token t is
+    multiplied by, besides alpha[t-1] and the transition factor."""
+    inv = 1.0 / scale[t]
+    for b in range(L):
+        tmp[b] = expu[t, b] * beta[t, b] * inv
+
+
+@njit(inline="always", **JIT)
 def token_pair_marginals(G, trans_offset, has_trans, t, L, alpha, beta, expu, M, scale, pair,
                          tmp):
     """pair[a, b] = P(y[t-1] = a, y[t] = b) from the scaled forward-backward tables and
     token t's transition factors ``M`` (``tmp``: L scratch); added to the transition
     block of G when the model has one. Shared by the batch, valued and SGD kernels."""
-    inv = 1.0 / scale[t]
-    for b in range(L):
-        tmp[b] = expu[t, b] * beta[t, b] * inv
+    backward_factors(expu, beta, scale, t, L, tmp)
     for a in range(L):
         w = alpha[t - 1, a]
         for b in range(L):
@@ -185,7 +191,7 @@ def token_pair_expectations(G, tok_ptr, tok_obs, tok_val, b_ptr, b_prev, b_cur, 
 @njit(**JIT)
 def add_transition_expectations(G, trans_offset, L, pair, M):
     """G's transition block += pair * M: the expectations of
-    :func:`crfkit.kernels.lattice.shared_logz`'s pair sums."""
+    :func:`crfkit.kernels.scaled.shared_logz`'s pair sums."""
     for a in range(L):
         for b in range(L):
             G[trans_offset + a * L + b] += pair[a, b] * M[a, b]
@@ -200,17 +206,12 @@ def shared_pair_expectations(G, trans_offset, T, L, alpha, beta, expu, expb, sca
     """
     pair[:, :] = 0.0
     for t in range(1, T):
-        inv = 1.0 / scale[t]
-        for b in range(L):
-            tmp[b] = expu[t, b] * beta[t, b] * inv
+        backward_factors(expu, beta, scale, t, L, tmp)
         for a in range(L):
             w = alpha[t - 1, a]
             for b in range(L):
                 pair[a, b] += w * tmp[b]
-    M = expb[0]
-    for a in range(L):
-        for b in range(L):
-            G[trans_offset + a * L + b] += pair[a, b] * M[a, b]
+    add_transition_expectations(G, trans_offset, L, pair, expb[0])
 
 
 @njit(**JIT)

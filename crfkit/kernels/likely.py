@@ -31,7 +31,7 @@ def likely_marks(W, space, data, L, threshold, u_flag, b_index, umark, bmark):
     Returns the number of sequences whose forward-backward underflowed (skipped).
     """
     seq_ptr, tok_ptr, tok_obs = data
-    trans_offset, has_trans = space[6], space[7]
+    trans_offset, has_trans = space.trans_offset, space.has_trans
     Tmax = 1
     for s in range(len(seq_ptr) - 1):
         Tmax = max(Tmax, seq_ptr[s + 1] - seq_ptr[s])

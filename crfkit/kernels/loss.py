@@ -92,7 +92,7 @@ def _crf_loss_kernel(per_token: bool):
             tok_err += wrong
             if wrong:
                 seq_err += 1
-        flush_dense(G, Gd, space[0], space[1])
+        flush_dense(G, Gd, space.u_ptr, space.u_lab)
         out[0] = logz_sum
         out[1] = tok_err
         out[2] = seq_err

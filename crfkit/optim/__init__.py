@@ -76,7 +76,11 @@ class StopRule:
         self.values.append(f)
         if len(self.values) <= self.window:
             return None
-        old = self.values[-1 - self.window]
+        return self.verdict(self.values[-1 - self.window], f)
+
+    def verdict(self, old: float, f: float) -> str | None:
+        """The reason to stop, given the value ``window`` iterations ago and now; None
+        to go on."""
         if (old - f) / max(abs(f), 1e-300) < self.eps:
             return (f"converged (relative improvement < {self.eps:g} over "
                     f"{self.window} iterations)")

@@ -92,14 +92,11 @@ def minimize(fun: Function, x0: np.ndarray, *, l1: float = 0.0, history: int = 6
     x, g = pairs.x, pairs.g  # views of the history's spare rows: see _History
     x[:] = x0
     f = fun(x, g) + (l1 * l1_norm(x) if l1 > 0 else 0.0)  # no kernel compiled without L1
-    pg = np.empty(n) if l1 > 0 else g  # the pseudo-gradient (the gradient if no L1)
-    d = np.empty(n)
     stop = StopRule(stop_eps, stop_window)
     stop(f)
-    if l1 > 0:
-        _pseudo_gradient(x, g, l1, pg)
-    np.negative(pg, out=d)
-    gnorm = np.sqrt(dot(pg, pg))
+    # the pseudo-gradient (the gradient itself if no L1)
+    pg, gnorm = _pseudo_gradient_and_norm(x, g, l1, np.empty(n) if l1 > 0 else g)
+    d = np.negative(pg)
     step = 1.0 / gnorm if gnorm > 0 else 1.0
     optimal = OptimalityRule(l1_gtol if l1 > 0 else 0.0, stop_window, gnorm)
     it = 0
@@ -111,13 +108,7 @@ def minimize(fun: Function, x0: np.ndarray, *, l1: float = 0.0, history: int = 6
             if gnorm == 0.0:
                 reason = "zero gradient" if l1 == 0 else "zero pseudo-gradient (optimal)"
                 break
-            if l1 > 0:
-                _project_direction(d, pg, x, settling)
-            gd = dot(pg, d)
-            if not gd < 0.0:  # not a descent direction: restart from steepest descent
-                np.negative(pg, out=d)
-                pairs.clear()
-                step = 1.0 / gnorm
+            gd, step = _descent(d, pg, x, l1, settling, pairs, step, gnorm)
             x_new, g_new = pairs.next_rows()
             found = _line_search(fun, x, f, d, step, gd, pg, l1, x_new, g_new, max_linesearch)
             if found is None:
@@ -128,20 +119,12 @@ def minimize(fun: Function, x0: np.ndarray, *, l1: float = 0.0, history: int = 6
                 settling = _sign_changes(x_new, x) > UNSETTLED
             x, g = pairs.push()
             f = found
-            if l1 > 0:
-                _pseudo_gradient(x, g, l1, pg)
-            else:
-                pg = g
-            gnorm = np.sqrt(dot(pg, pg))
-            if on_iteration is not None:
-                asked = on_iteration(Iteration(it, f, x, time.perf_counter() - start,
-                                               gnorm=float(gnorm)))
-                if asked:
-                    reason = asked
-                    break
-            converged = stop(f) or optimal(gnorm)
-            if converged:
-                reason = converged
+            pg, gnorm = _pseudo_gradient_and_norm(x, g, l1, pg)
+            asked = on_iteration and on_iteration(
+                Iteration(it, f, x, time.perf_counter() - start, gnorm=float(gnorm)))
+            finished = asked or stop(f) or optimal(gnorm)
+            if finished:
+                reason = finished
                 break
             pairs.direction(pg, d)
             step = 1.0
@@ -150,6 +133,32 @@ def minimize(fun: Function, x0: np.ndarray, *, l1: float = 0.0, history: int = 6
     except Stop as stopped:
         reason = str(stopped)
     return Result(x=x.copy(), f=f, iterations=it, reason=reason)  # frees the history
+
+
+def _descent(d: np.ndarray, pg: np.ndarray, x: np.ndarray, l1: float, settling: bool,
+             pairs: _History, step: float, gnorm: float) -> tuple[float, float]:
+    """The slope along ``d`` (projected on the orthant with L1) and the first trial step;
+    a direction that does not descend is replaced by steepest descent, and the history
+    is cleared."""
+    if l1 > 0:
+        _project_direction(d, pg, x, settling)
+    gd = dot(pg, d)
+    if not gd < 0.0:
+        np.negative(pg, out=d)
+        pairs.clear()
+        step = 1.0 / gnorm
+    return gd, step
+
+
+def _pseudo_gradient_and_norm(x: np.ndarray, g: np.ndarray, l1: float,
+                              pg: np.ndarray) -> tuple[np.ndarray, float]:
+    """OWL-QN's pseudo-gradient written into ``pg`` (without L1: ``g`` itself), and its
+    norm."""
+    if l1 > 0:
+        _pseudo_gradient(x, g, l1, pg)
+    else:
+        pg = g
+    return pg, np.sqrt(dot(pg, pg))
 
 
 def _line_search(fun: Function, x: np.ndarray, f: float, d: np.ndarray, step: float,

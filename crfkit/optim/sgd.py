@@ -38,7 +38,7 @@ from collections.abc import Callable
 import numpy as np
 
 from crfkit.errors import CrfkitError
-from crfkit.optim import IterationHook, Result, run_epochs
+from crfkit.optim import IterationHook, Result, StopRule, run_epochs
 from crfkit.optim.rates import ETA, SAMPLES, TRIALS, best_rate, sample_ids
 from crfkit.vectors import l1_norm
 
@@ -79,7 +79,7 @@ def calibrate(epoch: SgdEpoch, x0: np.ndarray, n_seqs: int, rho1: float, alpha: 
     return best_rate(trial)
 
 
-class ProgressStop:
+class ProgressStop(StopRule):
     """Stop when the last ``window`` epochs lowered the objective by less than ``eps``
     times all it has fallen since the first epoch.
 
@@ -90,17 +90,8 @@ class ProgressStop:
     that rose over the whole window stops the run too.
     """
 
-    def __init__(self, eps: float, window: int) -> None:
-        self.eps = eps
-        self.window = window
-        self.values: list[float] = []
-
-    def __call__(self, f: float) -> str | None:
-        self.values.append(f)
-        if len(self.values) <= self.window:
-            return None
-        recent = self.values[-1 - self.window] - f
-        if recent <= self.eps * (self.values[0] - f):
+    def verdict(self, old: float, f: float) -> str | None:
+        if old - f <= self.eps * (self.values[0] - f):
             return (f"converged (the last {self.window} epochs lowered the objective by less "
                     f"than {self.eps:g} of its fall since the first)")
         return None

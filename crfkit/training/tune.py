@@ -66,7 +66,7 @@ from crfkit.training.tune_path import (
 
 __all__ = ["DEFAULT_LIKELY", "DEFAULT_RHO2_PATH", "Strength", "TuneOptions", "TuneResult",
            "chosen_options", "likely_thresholds", "make_folds", "parse_likely", "parse_strengths",
-           "strength_path", "tune", "tune_summary"]
+           "refuse_likely", "strength_path", "tune", "tune_summary"]
 
 def _train_point(fold: Fold, strength: Strength, start: np.ndarray | None,
                  options: TrainOptions, model_type: str, stop: threading.Event,
@@ -288,6 +288,13 @@ def _best_model(result: TuneResult, state: _PathState, folds: list[Fold],
         set_thread_count(options.nthread)
         result.model = _final_training(patterns, sequences, options, state, first_fold,
                                        kind[0], t.warm_start, result, progress, source)
+
+
+def refuse_likely(options: TrainOptions, patterns: list[Pattern] | None) -> None:
+    """An explicit ``--likely`` list for a structure without likely features: one line
+    before any work (the default list is dropped for it instead: :func:`likely_thresholds`)."""
+    structure, model_type = resolve(options, None, patterns, devel=True, command="tune")
+    structure.refuse(Setting("tune", "l-bfgs", model_type, options.structure, likely=True))
 
 
 def likely_thresholds(t: TuneOptions, options: TrainOptions, structure: Structure,

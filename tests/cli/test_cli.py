@@ -64,20 +64,25 @@ def test_training_reproduces_a_learnable_corpus(files):
 
 
 # --- bad input: one line naming file (and line), non-zero exit, no output file --------------
-def test_inconsistent_columns(files):
+def training_refused(files, *needles: str) -> None:
+    """Training on the fixture's files fails in one line naming ``needles``; no model."""
     tmp, pat, train = files
-    train.write_text("the DT B-NP\ncat I-NP\n")
-    result = run("train", "-p", str(pat), str(train), str(tmp / "m.model"))
-    one_error_line(result, f"{train}:2")
+    one_error_line(run("train", "-p", str(pat), str(train), str(tmp / "m.model")), *needles)
     assert not (tmp / "m.model").exists()
+
+
+@pytest.mark.parametrize("text,line", [("the DT B-NP\ncat I-NP\n", 2), ("the\ncat\n", 1)],
+                         ids=["inconsistent-columns", "label-column-missing"])
+def test_bad_training_file(files, text, line):
+    _, _, train = files
+    train.write_text(text)
+    training_refused(files, f"{train}:{line}")
 
 
 def test_pattern_column_beyond_data(files):
-    tmp, pat, train = files
+    _, pat, _ = files
     pat.write_text("U00:%x[0,0]\nU01:%x[0,5]\n")
-    result = run("train", "-p", str(pat), str(train), str(tmp / "m.model"))
-    one_error_line(result, f"{pat}:2", "column 5")
-    assert not (tmp / "m.model").exists()
+    training_refused(files, f"{pat}:2", "column 5")
 
 
 @pytest.mark.parametrize("line,column", [
@@ -85,26 +90,15 @@ def test_pattern_column_beyond_data(files):
     ('U00:%t[0,0,"\\d]', 12), ('U00:%m[0,0,"*a"]', 13), ("U00:%x[0,-1]", 5),
 ])
 def test_unparseable_pattern_line(files, line, column):
-    tmp, pat, train = files
+    _, pat, _ = files
     pat.write_text("U00:%x[0,0]\n\n" + line + "\n")
-    result = run("train", "-p", str(pat), str(train), str(tmp / "m.model"))
-    one_error_line(result, f"{pat}:3:{column}:")
-    assert not (tmp / "m.model").exists()
+    training_refused(files, f"{pat}:3:{column}:")
 
 
 def test_empty_training_file(files):
-    tmp, pat, train = files
+    _, _, train = files
     train.write_text("\n\n")
-    one_error_line(run("train", "-p", str(pat), str(train), str(tmp / "m.model")), str(train))
-    assert not (tmp / "m.model").exists()
-
-
-def test_label_column_missing(files):
-    tmp, pat, train = files
-    train.write_text("the\ncat\n")
-    result = run("train", "-p", str(pat), str(train), str(tmp / "m.model"))
-    one_error_line(result, f"{train}:1")
-    assert not (tmp / "m.model").exists()
+    training_refused(files, str(train))
 
 
 def test_failed_training_keeps_the_previous_model(files):

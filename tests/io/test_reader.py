@@ -14,7 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from crfkit.errors import InputError, UsageError
-from crfkit.io import reader
+from crfkit.io import text_input
 from crfkit.io.reader import (
     PAUSE,
     DocStart,
@@ -137,7 +137,7 @@ def test_empty_and_blank_only_files_have_no_sequences():
 
 
 def test_line_longer_than_a_block(monkeypatch):
-    monkeypatch.setattr(reader, "_BLOCK_SIZE", 16)
+    monkeypatch.setattr(text_input, "_BLOCK_SIZE", 16)
     token = "x" * 1000
     data = f"{token} A\n\nb B\n".encode()
     assert read_bytes(data) == [([[token, "A"]], [1]), ([["b", "B"]], [3])]
@@ -147,7 +147,7 @@ def test_line_longer_than_a_block(monkeypatch):
 def test_tiny_blocks_give_the_same_result(monkeypatch, block_size):
     data = "\ufeffé a\r\n\r\nb  c\n\n\n\td\te\n東 f".encode()
     expected = read_bytes(data)
-    monkeypatch.setattr(reader, "_BLOCK_SIZE", block_size)
+    monkeypatch.setattr(text_input, "_BLOCK_SIZE", block_size)
     assert read_bytes(data) == expected
     assert expected == naive(data)[0]
 
@@ -165,12 +165,12 @@ _ALPHABET = "ab \t\n\r\u3000é"
 def test_matches_naive_reference_on_random_text(text, sep, block_size, min_columns):
     data = text.encode()
     options = {"sep": sep, "min_columns": min_columns}
-    original = reader._BLOCK_SIZE
-    reader._BLOCK_SIZE = block_size
+    original = text_input._BLOCK_SIZE
+    text_input._BLOCK_SIZE = block_size
     try:
         assert read_until_error(data, **options) == naive(data, **options)
     finally:
-        reader._BLOCK_SIZE = original
+        text_input._BLOCK_SIZE = original
 
 
 @settings(max_examples=100, deadline=None)
@@ -262,7 +262,7 @@ def test_latin1_file():
 
 @pytest.mark.parametrize("block_size", [1, 65536])
 def test_euc_jp_file(monkeypatch, block_size):
-    monkeypatch.setattr(reader, "_BLOCK_SIZE", block_size)
+    monkeypatch.setattr(text_input, "_BLOCK_SIZE", block_size)
     text = "東京 名詞 B-LOC\nに 助詞 O\n\n行く 動詞 O\n"
     rows = read_bytes(text.encode("euc_jp"), encoding="euc-jp")
     assert rows == [
@@ -290,7 +290,7 @@ def test_decode_errors_name_file_line_offset_and_the_option():
 def test_lone_surrogate_error_names_the_line_offset_and_the_option(monkeypatch):
     data = b"a b\n\nc +2D0-\n"  # UTF-7 for U+D83D alone
     for block_size in (1, 65536):
-        monkeypatch.setattr(reader, "_BLOCK_SIZE", block_size)
+        monkeypatch.setattr(text_input, "_BLOCK_SIZE", block_size)
         with pytest.raises(InputError) as info:
             read_bytes(data, encoding="utf-7", name="c.txt")
         assert str(info.value) == ("c.txt:3: cannot decode the data as utf-7: it encodes a lone "
@@ -485,14 +485,14 @@ def naive_items(data: bytes) -> list:
 )
 def test_markers_match_a_line_by_line_reference(lines, end, block_size):
     data = ("\n".join(lines) + end).encode()
-    original = reader._BLOCK_SIZE
-    reader._BLOCK_SIZE = block_size
+    original = text_input._BLOCK_SIZE
+    text_input._BLOCK_SIZE = block_size
     try:
         assert items_of(data) == naive_items(data)
         assert read_bytes(data) == [(i.rows, i.lines) for i in naive_items(data)
                                     if isinstance(i, Sequence)]
     finally:
-        reader._BLOCK_SIZE = original
+        text_input._BLOCK_SIZE = original
 
 
 # -- live input ---------------------------------------------------------------------

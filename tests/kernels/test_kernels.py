@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from crfkit.kernels import gradient, lattice
+from crfkit.kernels import gradient, lattice, scaled
 from tests import naive
 
 
@@ -133,7 +133,7 @@ def test_shared_lattice_matches_enumeration(T, L, pairs):
     scale, tmp = np.empty(T), np.empty(L)
     pair = np.full((L, L), -7.0)
     logz = sum(lattice.exp_shifted(psi[t], expu[t]) for t in range(T))
-    logz = lattice.shared_logz(expu, expb[0], expb[1], T, L, alpha, beta, scale, tmp, pair,
+    logz = scaled.shared_logz(expu, expb[0], expb[1], T, L, alpha, beta, scale, tmp, pair,
                                pairs, logz) + shift * (T - 1)
     want_marg, want_pair = naive.marginals(psi, phi_used)
     assert logz == pytest.approx(naive.log_partition(psi, phi_used), rel=1e-10, abs=1e-10)
@@ -152,7 +152,7 @@ def test_shared_lattice_reports_underflow():
     expu = np.ones((T, L))
     expu[1] = 0.0
     expb = np.ones((2, L, L))
-    out = lattice.shared_logz(expu, expb[0], expb[1], T, L, np.empty((T, L)), np.empty((T, L)),
+    out = scaled.shared_logz(expu, expb[0], expb[1], T, L, np.empty((T, L)), np.empty((T, L)),
                               np.empty(T), np.empty(L), np.empty((L, L)), True, 0.0)
     assert np.isnan(out)
 

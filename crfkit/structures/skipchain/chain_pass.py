@@ -18,9 +18,8 @@ from crfkit.kernels.lattice import (
     exp_shifted,
     exp_transitions_factors,
     forward_backward,
-    scaled_backward,
-    scaled_forward,
 )
+from crfkit.kernels.scaled import scaled_backward, scaled_forward
 
 LOG_FLOOR = -700.0  # log of a belief that underflowed to 0 (keeps cavities finite)
 

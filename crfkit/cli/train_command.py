@@ -1,0 +1,344 @@
+"""crfkit train: the options, and the reading around the library's training call."""
+
+from __future__ import annotations
+
+import sys
+from types import SimpleNamespace
+from typing import Any
+
+import click
+
+from crfkit.cli.click_options import click_options
+from crfkit.cli.common import (
+    ALGORITHM_NAMES,
+    MODEL_TYPE_NAMES,
+    SEPARATORS,
+    existing_file,
+    refuse_dask_crfsuite,
+    report_log,
+    structure_values,
+)
+from crfkit.cli.helpgroups import TRAIN_GROUPS, GroupedCommand
+from crfkit.errors import CrfkitError, UsageError
+from crfkit.io import shipped
+from crfkit.optim.options import HISTORY, L1_GTOL, ONLINE_OPTIONS, SGD_OPTIONS
+from crfkit.structures import STRUCTURE
+
+
+@click.command("train", cls=GroupedCommand, option_groups=TRAIN_GROUPS,
+               short_help="Train a model on a labelled column file.")
+@click.option("-p", "--pattern", "pattern_file", default=None, metavar="FILE",
+              help="Pattern (template) file, CRF++ or Wapiti syntax (optional with -m), or "
+                   "the name of a shipped one ('crfkit patterns --list').")
+@click.argument("input_file", metavar="[INPUT]", default="-", type=click.Path(allow_dash=True))
+@click.argument("model_file", metavar="[MODEL]", default="crfkit.model.model", type=click.Path())
+@click.option("-T", "--type", "model_type", default=None, metavar="|".join(MODEL_TYPE_NAMES),
+              help="Model type; '-T list' describes them  [default: crf]")
+@click.option("-a", "--algo", default=None, metavar="|".join(ALGORITHM_NAMES),
+              help="Training algorithm; '-a list' describes them  [default: l-bfgs]")
+@click.option("--order", type=int, default=None, metavar="1|2",
+              help="Label order of a crf: 2 adds label-trigram states and the t patterns "
+                   "(observation x three labels)  [default: 1]")
+@click.option("--likely-features", "likely", type=float, default=None, metavar="P",
+              help="Train --likely-after iterations on the observed features, then add the "
+                   "unseen observation x label (pair) features whose model probability "
+                   "reaches P on some training token, and continue (first order).")
+@click.option("--likely-after", type=int, default=None, metavar="N",
+              help="With --likely-features: iterations before the features are added  "
+                   "[default: 20]")
+@click.option("-1", "--rho1", type=float, default=None,
+              help="L1 regularisation strength; > 0 makes l-bfgs OWL-QN  [default: 0; "
+                   "sgd-l1: 0.3]")
+@click.option("-2", "--rho2", type=float, default=None,
+              help="L2 regularisation strength (l-bfgs only)  [default: 1.0]")
+@click.option("--cost", type=float, default=None, metavar="C",
+              help="CRF++'s -c/--cost: the same as -2 1/C.")
+@click.option("-i", "--maxiter", type=int, default=None,
+              help="Maximum number of iterations (epochs for the online algorithms), 0 for "
+                   "no limit  [default: 0; ap, pa, arow: 100; l2sgd: 1000]")
+@click.option("-e", "--stopeps", type=float, default=None,
+              help="Stop when the objective improves by less than this (relative) over the "
+                   "window; sgd-l1: by less than this share of its fall since the first "
+                   "epoch; ap, pa, arow: CRFsuite's epsilon (the epoch's loss per sequence "
+                   "below it; arow: at most it)  [default: 1e-5; sgd-l1: 0.02; ap, pa, "
+                   "arow: 0]")
+@click.option("-o", "--stopwin", "--objwin", "stopwin", type=int, default=None,
+              help="Window (iterations) of the stopping rule (Wapiti's -o/--objwin)  "
+                   "[default: 10; sgd-l1: 3]")
+@click_options([L1_GTOL])
+@click.option("-d", "--devel", "devel_file", default=None, metavar="FILE",
+              help="Labelled development file, scored after every iteration. By itself it "
+                   "changes nothing: training stops on the objective's rule and the model "
+                   "is the one trained without -d.")
+@click.option("--keep-best-devel", is_flag=True,
+              help="With -d, keep the weights of the iteration with the best development "
+                   "F1 instead of the last ones.")
+@click.option("--devel-patience", type=int, default=None, metavar="N",
+              help="With -d, stop after N iterations without a better development F1 and "
+                   "keep the best weights; 0 never stops on it  [default: 0]")
+@click.option("-f", "--cutoff", "--freq", type=int, default=None,
+              help="Ignore observations seen fewer than N times (CRF++'s --freq)  "
+                   "[default: 1]")
+@click.option("-c", "--compact", is_flag=True,
+              help="Drop zero weights and the observations left without any (small L1 "
+                   "models). Not CRF++'s -c: that is --cost.")
+@click.option("-m", "--model", "init_file", default=None, metavar="FILE",
+              help="Start from this model's weights: continue training, or fine-tune on new "
+                   "data (new labels and observations are added).")
+@click_options(SGD_OPTIONS)
+@click.option("-t", "--nthread", type=int, default=None,
+              help="Worker threads, 0 for all cores  [default: 0]")
+@click_options([HISTORY])
+@click.option("--all-features", is_flag=True,
+              help="Weights for every observation x label (pair), as Wapiti and CRF++, "
+                   "not only the combinations seen in training.")
+@click.option("--all-labels", is_flag=True,
+              help="Weights for every observation x label, the label pairs those seen in "
+                   "training (CRFsuite's possible states): most of --all-features' "
+                   "accuracy at a fraction of its cost with bigram patterns.")
+@click.option("--all-transitions", is_flag=True,
+              help="--format crfsuite: weights for every label pair (CRFsuite's "
+                   "feature.possible_transitions=1), not only the pairs seen in training.")
+@click.option("--max-memory", default=None, metavar="SIZE",
+              help="Refuse to train if the estimated memory exceeds SIZE (512M, 8G)  "
+                   "[default: the memory available]")
+@click.option("--sep", type=SEPARATORS, default="auto", show_default=True,
+              help="Column separator: tabs or runs of spaces (auto), tabs only, spaces only.")
+@click.option("--encoding", default="utf-8", show_default=True,
+              help="Text encoding of INPUT, the -d file and the pattern file (recorded in "
+                   "the model: 'crfkit label' reads with it by default).")
+@click.option("--report", "report_dir", default=None, metavar="DIR",
+              help="Write the per-iteration log (CSV, JSON), plots (PNG) and an HTML page "
+                   "to DIR; plots need matplotlib (pip install 'crfkit[plot]').")
+@click.option("--skip-mode", type=click.Choice(["next", "all", "first"]), default="next",
+              show_default=True,
+              help="skipchain: join each occurrence of a key to the next one, all pairs, or "
+                   "each later one to the first.")
+@click.option("--skip-cap", type=int, default=1000, show_default=True,
+              help="skipchain: at most this many skip edges a document (the shortest kept).")
+@click.option("--bp-maxiter", type=int, default=50, show_default=True,
+              help="skipchain: rounds of belief propagation at most.")
+@click.option("--bp-tol", type=float, default=1e-6, show_default=True,
+              help="skipchain: BP stops when no message moves more than this (log space).")
+@click.option("--bp-damping", type=float, default=0.5, show_default=True,
+              help="skipchain: share of the old message kept at each update, in [0, 1).")
+@click.option("--bp-label-damping", type=float, default=0.5, show_default=True,
+              help="skipchain: damping of belief propagation when labelling (recorded in "
+                   "the model; undamped max-product can oscillate).")
+@click.option("--doc-sep", default=None, metavar="REGEX",
+              help="skipchain: lines matching REGEX separate documents, as -DOCSTART- "
+                   "lines do (recorded in the model for crfkit label).")
+@click.option("--format", "data_format", type=click.Choice(["columns", "crfsuite"]),
+              default="columns", show_default=True,
+              help="INPUT is a column file read through patterns (-p), or a CRFsuite data "
+                   "file (LABEL<TAB>ATTR[:VALUE]...; no pattern file).")
+@click_options(ONLINE_OPTIONS)
+@click.option("-q", "--quiet", is_flag=True,
+              help="No progress or summary lines; warnings and errors are still shown.")
+@click.option("--regex", type=click.Choice(["crfkit", "wapiti"]), default="crfkit",
+              show_default=True, help="How %t/%m regexes match: crfkit's greedy matcher, or "
+              "Wapiti's own, bug for bug (recorded in the model).")
+@click.option("--dask", "dask_address", default=None, metavar="ADDRESS",
+              help="Train on a Dask cluster: a scheduler's address (tcp://host:8786) or "
+                   "local:N (N worker processes here). INPUT: files the workers can read "
+                   "(a quoted glob for several). l-bfgs gives the model of -t 1, bit for "
+                   "bit; sgd-l1 and ap run one epoch per block in parallel and average the "
+                   "weights between epochs: not the sequential algorithm. "
+                   "Needs pip install 'crfkit[dask]'.")
+@click_options([STRUCTURE])
+def train_command(**params: Any) -> None:
+    """Train a model on a labelled column file (the last column is the label).
+
+    INPUT defaults to standard input (a pipe: a terminal is refused) and
+    MODEL to ./crfkit.model.model. Ctrl-C stops training after the last finished
+    iteration, writes the model trained so far and exits with status 130.
+    """
+    from crfkit.cli.failures import save_trained
+    from crfkit.io.atomic import check_writable
+    from crfkit.training.memory import return_large_frees_to_the_os
+
+    o = SimpleNamespace(**params)
+    if o.algo == "list" or o.model_type == "list":
+        from crfkit.training.train import algorithm_list, type_list
+
+        click.echo(algorithm_list() if o.algo == "list" else type_list())
+        return
+    o.rho2 = _rho2_of(o.rho2, o.cost)
+    o.pattern_file = shipped.pattern_file(o.pattern_file)
+    _check_train_inputs(o.pattern_file, o.init_file, o.devel_file, o.input_file,
+                        o.dask_address)
+    given = _given(o)
+    if o.data_format == "crfsuite":
+        refuse_dask_crfsuite(o.dask_address)
+        _train_crfsuite(given, o.input_file, o.model_file, encoding=o.encoding, quiet=o.quiet,
+                        all_transitions=o.all_transitions,
+                        refused={"-p/--pattern": o.pattern_file, "-m/--model": o.init_file,
+                                 "-d/--devel": o.devel_file, "--report": o.report_dir,
+                                 "-f/--cutoff": o.cutoff, "-c/--compact": o.compact or None})
+        return
+    _refuse_for_columns(o)
+    check_writable(o.model_file)  # before an hour of training, not after it
+    log = report_log(o.report_dir)
+    return_large_frees_to_the_os()
+    model, cluster_error = _train_here_or_on_dask(given, o, log)
+    save_trained(model, o.model_file)
+    if cluster_error is not None:
+        raise CrfkitError(f"{cluster_error}: the model of the last finished iteration "
+                          f"({model.info['iterations']}) is written to {o.model_file}")
+    if o.report_dir is not None:
+        _write_training_report(o.report_dir, log, model, o.model_file)
+    if model.info["stop_reason"] == "interrupted":
+        click.echo(f"* model written to {o.model_file} (interrupted)", err=True)
+        click.get_current_context().exit(130)
+    if not o.quiet:
+        click.echo(f"* model written to {o.model_file}", err=True)
+
+
+def _given(o: SimpleNamespace) -> dict[str, Any]:
+    """The options TrainOptions reads, None where not given (TrainOptions' default then)."""
+    from crfkit.structures import train_options
+    from crfkit.training.memory import parse_size
+
+    given = {"algo": o.algo, "model_type": o.model_type, "likely": o.likely,
+             "likely_after": o.likely_after, "rho1": o.rho1, "rho2": o.rho2,
+             "maxiter": o.maxiter, "stopeps": o.stopeps, "stopwin": o.stopwin,
+             "l1_gtol": o.l1_gtol, "cutoff": o.cutoff,
+             "nthread": o.nthread, "history": o.history, "eta0": o.eta0, "alpha": o.alpha,
+             "seed": o.seed, "devel_patience": o.devel_patience,
+             "keep_best_devel": o.keep_best_devel or None, "compact": o.compact or None,
+             "all_features": o.all_features or None, "all_labels": o.all_labels or None,
+             "max_memory": None if o.max_memory is None else parse_size(o.max_memory),
+             "structure": structure_values(vars(o), train_options()),
+             "pa_type": o.pa_type, "pa_c": o.pa_c, "variance": o.variance, "gamma": o.gamma}
+    return given
+
+
+def _rho2_of(rho2: float | None, cost: float | None) -> float | None:
+    """CRF++'s --cost C is -2 1/C."""
+    if cost is None:
+        return rho2
+    if rho2 is not None:
+        raise UsageError("--cost C is CRF++'s spelling of -2 1/C: give one of them")
+    if not cost > 0:
+        raise UsageError(f"--cost must be > 0, got {cost}")
+    return 1.0 / cost
+
+
+def _refuse_for_columns(o: SimpleNamespace) -> None:
+    """What a column-file training cannot take, refused before any work starts."""
+    if o.all_transitions:
+        raise UsageError("--all-transitions applies to --format crfsuite (a pattern file's "
+                         "B patterns give the label-pair features)")
+    if o.pattern_file is None and o.init_file is None:
+        raise UsageError("give a pattern file with -p/--pattern (or an initial model with -m)")
+    if o.dask_address is not None and o.regex != "crfkit":
+        raise UsageError("--regex wapiti is not available with --dask")
+
+
+def _train_here_or_on_dask(given: dict[str, Any], o: SimpleNamespace,
+                           log: list[dict] | None) -> tuple[Any, str | None]:
+    """The trained model, and the cluster's error if a Dask run ended early."""
+    if o.dask_address is None:
+        return _train(given, o.pattern_file, o.input_file, o.devel_file, o.init_file,
+                      sep=o.sep, encoding=o.encoding, quiet=o.quiet, log=log,
+                      regex=o.regex), None
+    from crfkit.dask.command import train_on_dask
+
+    return train_on_dask(o.dask_address, given, o.pattern_file, o.input_file, o.devel_file,
+                         o.init_file, sep=o.sep, encoding=o.encoding, quiet=o.quiet)
+
+
+def _check_train_inputs(pattern_file: str | None, init_file: str | None,
+                        devel_file: str | None, input_file: str,
+                        dask_address: str | None) -> None:
+    """Every input of ``train`` exists (with a hint for CRF++ habits) before work starts."""
+    existing_file(pattern_file, "-p/--pattern",
+                   "-p names the pattern file here; CRF++'s -p (threads) is -t")
+    existing_file(init_file, "-m/--model",
+                   "-m names a model to start from here; CRF++'s -m (iterations) is -i")
+    existing_file(devel_file, "-d/--devel", None)
+    if dask_address is not None:
+        return  # the workers read INPUT (a file or a glob): crfkit.dask checks it
+    if input_file != "-":
+        existing_file(input_file, "INPUT", "CRF++'s '-c C' (cost) is '--cost C' here; "
+                       "crfkit's -c is --compact")
+    elif sys.stdin.isatty():
+        raise UsageError("no INPUT given and standard input is a terminal: name the training "
+                         "file (crfkit train -p PATTERNS train.txt MODEL) or pipe it in")
+
+
+def _write_training_report(report_dir: str, log: list, model, model_file: str) -> None:
+    """``--report DIR``: the per-iteration log, plots and page, with the run's settings."""
+    from crfkit.evaluation.report import training_report
+
+    settings = {"command": "crfkit train", "model": model_file,
+                **{k: v for k, v in model.info.items() if k != "initial_model"}}
+    for line in training_report(report_dir, log, settings):
+        click.echo(line, err=True)
+
+
+def _train_crfsuite(given: dict, input_file: str, model_file: str, *, encoding: str,
+                    quiet: bool, all_transitions: bool, refused: dict) -> None:
+    """train --format crfsuite: a CRFsuite data file, no patterns (crfkit.attributes.data_file).
+    Features as CRFsuite's defaults make them: the (attribute, label) and label pairs seen
+    in training, unless --all-labels / --all-features (possible states) or
+    --all-transitions (possible transitions) ask for every one."""
+    from crfkit.attributes.attribute_model import AttributeTraining
+    from crfkit.attributes.data_file import train_file
+    from crfkit.cli.failures import save_trained
+    from crfkit.io.atomic import check_writable
+    from crfkit.progress import Progress
+    from crfkit.training.train import TrainOptions
+
+    for option, value in refused.items():
+        if value is not None:
+            raise UsageError(f"{option} does not apply to --format crfsuite (the data file "
+                             f"holds the attributes)")
+    # every attribute x label, with either option: the data file has no label-pair features
+    all_states = bool(given.pop("all_features", None)) | bool(given.pop("all_labels", None))
+    options = TrainOptions(**{k: v for k, v in given.items() if v is not None})
+    options.validate()
+    settings = AttributeTraining(all_states=all_states, all_transitions=all_transitions,
+                                 epsilon=1e-5 if options.algo == "l-bfgs" else 0.0)
+    check_writable(model_file)
+    model = train_file(input_file, options, settings, encoding=encoding,
+                       progress=Progress(quiet=quiet))
+    save_trained(model, model_file)
+    if not quiet:
+        click.echo(f"* model written to {model_file}", err=True)
+
+
+def _train(given: dict, pattern_file: str | None, input_file: str, devel_file: str | None,
+           init_file: str | None, *, sep: str, encoding: str, quiet: bool,
+           log: list[dict] | None = None, regex: str = "crfkit"):
+    """Read everything the train command names and train: the library call behind it."""
+    from crfkit.features.patterns import read_patterns
+    from crfkit.io.reader import canonical_encoding, read_items, read_sequences
+    from crfkit.model.model import Model
+    from crfkit.progress import Progress
+    from crfkit.training.train import TrainOptions, train
+
+    options = TrainOptions(**{k: v for k, v in given.items() if v is not None})
+    options.validate()
+    init = Model.load(init_file) if init_file else None
+    patterns = (read_patterns(pattern_file, encoding=encoding, regex_mode=regex)
+                if pattern_file else None)
+    progress = Progress(quiet=quiet)
+    source = "<stdin>" if input_file == "-" else input_file
+    # with the -DOCSTART- markers: a skip-chain model's documents
+    sequences = read_items(input_file, encoding=encoding, sep=sep, min_columns=2,
+                           doc_sep=options.structure.get("doc_sep"))
+    devel = None
+    if devel_file is not None:
+        devel = read_sequences(devel_file, encoding=encoding, sep=sep, min_columns=2)
+    model = train(patterns, progress.counted(sequences), options, progress=progress,
+                  source=source, devel=devel, devel_source=devel_file or "<devel>", init=init,
+                  log=log)
+    model.info["pattern_file"] = pattern_file or init_file
+    model.info["train_file"] = source
+    model.info["encoding"] = canonical_encoding(encoding)  # crfkit label's default
+    if devel_file is not None:
+        model.info["devel_file"] = devel_file
+    return model
+
+
