@@ -93,7 +93,7 @@ def grouped_options(command: click.Command,
     """The command's options as (title, options) sections: its groups in order, then any
     option no group names under "Other options" (so none is ever hidden from help).
     A command without groups gives one "Options" section, as click does."""
-    options = {p.name: p for p in command.get_params(ctx) if isinstance(p, click.Option)}
+    options = named_options(command, ctx)
     groups = getattr(command, "option_groups", ())
     if not groups:
         return [("Options", list(options.values()))]
@@ -103,3 +103,12 @@ def grouped_options(command: click.Command,
     if options:
         sections.append(("Other options", list(options.values())))
     return sections
+
+
+def named_options(command: click.Command, ctx: click.Context) -> dict[str, click.Option]:
+    """The command's options by the names the groups use: the help option is "help"
+    whatever click calls its parameter (newer click names it privately)."""
+    help_option = command.get_help_option(ctx)
+    help_name = help_option.name if help_option is not None else None
+    return {("help" if p.name == help_name else p.name): p
+            for p in command.get_params(ctx) if isinstance(p, click.Option)}

@@ -14,8 +14,10 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-import numpy as np
+if TYPE_CHECKING:  # numpy is imported where an optimiser runs: option declarations
+    import numpy as np  # (crfkit.optim.options) must not load it for `crfkit --help`
 
 INTERRUPTED = "interrupted"
 
@@ -89,7 +91,7 @@ class StopRule:
 
 # Runs one epoch over the sequences in ``order``, ``seen`` sequences having been
 # processed in earlier epochs; returns (value reported, token errors, sequence errors).
-Epoch = Callable[[np.ndarray, int], "tuple[float, int, int]"]
+Epoch = Callable[["np.ndarray", int], "tuple[float, int, int]"]
 
 
 def run_epochs(epoch: Epoch, x: np.ndarray, n_seqs: int, stop: Callable[[float], str | None],
@@ -105,6 +107,8 @@ def run_epochs(epoch: Epoch, x: np.ndarray, n_seqs: int, stop: Callable[[float],
     (0: until stopped). Ctrl-C ends the run with the last finished epoch.
     """
     if orders is None:
+        import numpy as np
+
         rng = np.random.default_rng(seed)
 
         def orders() -> np.ndarray:

@@ -8,11 +8,13 @@ structure's own modules: the layering test enforces it.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from crfkit.errors import UsageError
 from crfkit.options import Option
-from crfkit.structures.base import Choice, Structure
+
+if TYPE_CHECKING:  # the interface is loaded with the structures, not by `crfkit --help`
+    from crfkit.structures.base import Choice, Structure
 
 STRUCTURE = Option("structure", ("--structure",), None, "the model structure (list: "
                    "those known); s: patterns choose skipchain, --order 2 order2", str, "NAME")

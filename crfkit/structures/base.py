@@ -14,18 +14,18 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
-import numpy as np
-
-from crfkit.kernels.decoded import Decoded, Weighted
 from crfkit.options import Option
-from crfkit.space import Dataset, FeatureSpace
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # annotations only: the registry is read by `crfkit --help`, without numpy
+    import numpy as np
+
     from crfkit.features.extract import Featurizer
     from crfkit.features.patterns import Pattern
     from crfkit.io.model_checker import ModelChecker
     from crfkit.io.reader import Sequence
+    from crfkit.kernels.decoded import Decoded, Weighted
     from crfkit.progress import Progress
+    from crfkit.space import Dataset, FeatureSpace
 
 Kernels = Callable[[], list[tuple[object, ...]]]  # per kernel: dispatchers, any one will do
 

@@ -27,8 +27,8 @@ from crfkit.model import describe
 from crfkit.model.model import Model, ModelChecker, compact
 from crfkit.progress import Progress
 from crfkit.space import FeatureSpace
-from crfkit.structures import Choice, named, of_model
-from crfkit.structures.base import DecodeRequest, DumpParts, Setting
+from crfkit.structures import named, of_model
+from crfkit.structures.base import Choice, DecodeRequest, DumpParts, Setting
 from crfkit.structures.order2 import ORDER, Order2
 from crfkit.structures.order2.pair_decoder import decode_any
 from crfkit.structures.order2.pair_space import first_order_parts
