@@ -27,18 +27,8 @@ weights and the returned copy) and one gradient row per thread, plus its
 kernels' code and per-thread buffers. The peak counts because encoding can
 need more than training (a large corpus, few features).
 
-Estimate against the measured peak RSS of ``crfkit train -i 8`` (the L-BFGS
-history full; ``-i 3`` peaks up to 6% lower), 2 threads, warm Numba cache:
-
-    corpus, patterns                       features   estimate   measured   old guard
-    CoNLL-2000, chunking.pat                456,807   262.0 MB   260.6 MB    657.6 MB
-    CoNLL-2000, chunking-rich.pat         1,078,722   410.7 MB   410.5 MB      1.6 GB
-    CoNLL-2002 esp.train, ner.pat           406,233   264.2 MB   262.9 MB    569.9 MB
-    CoNLL-2002 ned.train, ner.pat           401,633   257.2 MB   256.1 MB    504.5 MB
-    CoNLL-2000, b: over word trigrams (4)   592,802   343.0 MB   344.6 MB    235.4 MB
-
-(the old guard: an upper bound on the features, and their vectors only; the
-last row was measured before training streamed its file, the others after.)
+The estimate is checked against measured peaks on the shipped corpora and pattern files
+(the manual's benchmarks page, *The memory guard's estimate*).
 
 A cold Numba cache compiles the kernels during the first run, which takes
 about 130 MB more at its peak; the estimate leaves that out.
