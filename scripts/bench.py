@@ -592,7 +592,7 @@ def parse_crfkit_train(stderr: str) -> dict:
 def bench_crfkit(args, files: dict, workdir: Path, log) -> dict:
     crfkit = crfkit_command()
     threads = ["-t", str(args.threads)]
-    model = workdir / "crfkit.model.model"
+    model = workdir / "crfkit.model"
     train_opts = ["-p", str(args.pattern), "-2", repr(args.rho2), "-e", repr(args.stopeps),
                   "--stopwin", str(args.stopwin), "--history", str(args.history), *threads]
     if args.rho1 > 0:

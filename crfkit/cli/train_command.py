@@ -31,7 +31,7 @@ from crfkit.structures import STRUCTURE
               help="Pattern (template) file, CRF++ or Wapiti syntax (optional with -m), or "
                    "the name of a shipped one ('crfkit patterns --list').")
 @click.argument("input_file", metavar="[INPUT]", default="-", type=click.Path(allow_dash=True))
-@click.argument("model_file", metavar="[MODEL]", default="crfkit.model.model", type=click.Path())
+@click.argument("model_file", metavar="[MODEL]", default="crfkit.model", type=click.Path())
 @click.option("-T", "--type", "model_type", default=None, metavar="|".join(MODEL_TYPE_NAMES),
               help="Model type; '-T list' describes them  [default: crf]")
 @click.option("-a", "--algo", default=None, metavar="|".join(ALGORITHM_NAMES),
@@ -150,7 +150,7 @@ def train_command(**params: Any) -> None:
     """Train a model on a labelled column file (the last column is the label).
 
     INPUT defaults to standard input (a pipe: a terminal is refused) and
-    MODEL to ./crfkit.model.model. Ctrl-C stops training after the last finished
+    MODEL to ./crfkit.model. Ctrl-C stops training after the last finished
     iteration, writes the model trained so far and exits with status 130.
     """
     from crfkit.cli.failures import save_trained

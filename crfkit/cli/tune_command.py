@@ -18,7 +18,7 @@ from crfkit.structures import STRUCTURE
               help="Pattern (template) file, CRF++ or Wapiti syntax, or the name of a "
                    "shipped one ('crfkit patterns --list').")
 @click.argument("input_file", metavar="TRAIN", type=click.Path(allow_dash=True))
-@click.argument("model_file", metavar="[MODEL]", default="crfkit.model.model", type=click.Path())
+@click.argument("model_file", metavar="[MODEL]", default="crfkit.model", type=click.Path())
 @click.option("-d", "--devel", "devel_file", default=None, metavar="FILE",
               help="Score each strength by the chunk F1 of this labelled file (else folds).")
 @click.option("--folds", type=int, default=5, show_default=True, metavar="K",

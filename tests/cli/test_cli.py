@@ -159,7 +159,7 @@ def test_help_lists_choices_and_never_truncates():
     assert "..." not in commands and len(commands.strip().splitlines()) == 9
     train = " ".join(run("train", "--help").stdout.split())
     assert "crf|memm|maxent|skipchain" in train and "l-bfgs|sgd-l1|ap" in train
-    assert "standard input" in train and "crfkit.model.model" in train
+    assert "standard input" in train and "crfkit.model" in train
     assert "the -d file and the pattern file" in train
     label = " ".join(run("label", "--help").stdout.split())
     assert "INPUT and OUTPUT default to standard input and output" in label

@@ -317,7 +317,7 @@ def test_training_refuses_to_read_a_terminal(tmp_path):
     assert proc.returncode == 1
     assert "standard input is a terminal" in proc.stderr
     assert len(proc.stderr.strip().splitlines()) == 1
-    assert not (tmp_path / "crfkit.model.model").exists()
+    assert not (tmp_path / "crfkit.model").exists()
 
 
 def test_pattern_files_and_dump_take_the_encoding(corpus, tmp_path):
