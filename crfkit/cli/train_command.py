@@ -158,10 +158,11 @@ def train_command(**params: Any) -> None:
     from crfkit.training.memory import return_large_frees_to_the_os
 
     o = SimpleNamespace(**params)
-    if o.algo == "list" or o.model_type == "list":
-        from crfkit.training.train import algorithm_list, type_list
+    if "list" in (o.algo, o.model_type, o.structure):
+        from crfkit.training.train import algorithm_list, structure_list, type_list
 
-        click.echo(algorithm_list() if o.algo == "list" else type_list())
+        click.echo(algorithm_list() if o.algo == "list" else type_list()
+                   if o.model_type == "list" else structure_list())
         return
     o.rho2 = _rho2_of(o.rho2, o.cost)
     o.pattern_file = shipped.pattern_file(o.pattern_file)

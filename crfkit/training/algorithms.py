@@ -145,3 +145,10 @@ def algorithm_list() -> str:
 
 def type_list() -> str:
     return describe({name: t.help for name, t in MODEL_TYPES.items()})
+
+
+def structure_list() -> str:
+    """The registered structures (``--structure list``), a test's toy included."""
+    from crfkit.structures import structures
+
+    return describe({c.name: c.title for c in structures()})

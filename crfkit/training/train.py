@@ -28,7 +28,13 @@ from crfkit.optim import INTERRUPTED, IterationHook, Result
 from crfkit.progress import Progress
 from crfkit.structures import choose, named
 from crfkit.structures.base import Choice, Setting, Structure
-from crfkit.training.algorithms import ALGORITHMS, algorithm_list, make_objective, type_list
+from crfkit.training.algorithms import (
+    ALGORITHMS,
+    algorithm_list,
+    make_objective,
+    structure_list,
+    type_list,
+)
 from crfkit.training.corpus import (
     Corpus,
     DevelSet,
@@ -61,7 +67,7 @@ from crfkit.training.train_options import (
 
 __all__ = ["ALGORITHMS", "DEFAULT_RHO2", "MODEL_TYPES", "Monitor", "Problem", "TrainOptions",
            "algorithm_list", "encode_training", "fit", "log_row", "make_objective",
-           "recorded_options", "train", "train_options_from", "type_list"]
+           "recorded_options", "structure_list", "train", "train_options_from", "type_list"]
 
 
 # --- the driver ------------------------------------------------------------------------------

@@ -139,3 +139,11 @@ def test_a_structures_declared_option_values_are_checked(toy):
     TrainOptions(structure={"toy_level": None}).validate()  # not given
     with pytest.raises(UsageError, match="--toy-level must be >= 0, got -1"):
         TrainOptions(structure={"toy_level": -1}).validate()
+
+
+def test_structure_list_names_every_registered_structure(toy):
+    listed = run("train", "--structure", "list")
+    assert listed.exit_code == 0, listed.stderr
+    names = [line.split()[0] for line in listed.stdout.splitlines()]
+    assert names == ["chain", "order2", "skipchain", "toy"]
+    assert Toy.title in listed.stdout
