@@ -379,8 +379,10 @@ def exp_unigrams(psi, T, expu):
 
 
 @njit(**JIT)
-def viterbi(psi, phi, per_token, T, L, delta, back, path):
-    """Best label path of one sequence (max-plus); returns its score. Ties go to the lower label."""
+def max_forward(psi, phi, per_token, T, L, delta, back):
+    """delta[t, b]: the best score of a path ending in b at t (max-plus forward); with rows
+    in ``back`` (it may have none), the best predecessor too. Ties go to the lower label."""
+    keep = back.shape[0] > 0
     for y in range(L):
         delta[0, y] = psi[0, y]
     for t in range(1, T):
@@ -394,7 +396,14 @@ def viterbi(psi, phi, per_token, T, L, delta, back, path):
                     best = v
                     arg = a
             delta[t, b] = best + psi[t, b]
-            back[t, b] = arg
+            if keep:
+                back[t, b] = arg
+
+
+@njit(**JIT)
+def viterbi(psi, phi, per_token, T, L, delta, back, path):
+    """Best label path of one sequence (max-plus); returns its score. Ties go to the lower label."""
+    max_forward(psi, phi, per_token, T, L, delta, back)
     best = delta[T - 1, 0]
     arg = 0
     for y in range(1, L):

@@ -87,10 +87,7 @@ from crfkit.structures.skipchain.chain_pass import (
 
 @njit(**JIT)
 def _lse(row, n):
-    m = -np.inf
-    for y in range(n):
-        if row[y] > m:
-            m = row[y]
+    m = _row_max(row, n)
     if m == -np.inf:
         return m
     s = 0.0
@@ -145,6 +142,18 @@ def scatter_beliefs(Bel, eb_ptr, eb_blk, skip_offset, L, g):
                     g[base + a * L + b] += Bel[e, a, b]
 
 
+@njit(inline="always", **JIT)
+def _cavities(e, e_i, e_j, g0, L, logb, msg, ci, cj):
+    """ci, cj = the beliefs of skip edge e's two tokens without the edge's own messages;
+    returns the tokens' places in the document."""
+    i = e_i[e] - g0
+    j = e_j[e] - g0
+    for y in range(L):
+        ci[y] = logb[i, y] - msg[e, 0, y]
+        cj[y] = logb[j, y] - msg[e, 1, y]
+    return i, j
+
+
 @njit(**JIT)
 def _update_edges(S, L, e0, e1, e_i, e_j, g0, logb, msg, damping,
                   max_product, ci, cj, new, row, tol, sent_of, dirty):
@@ -155,11 +164,7 @@ def _update_edges(S, L, e0, e1, e_i, e_j, g0, logb, msg, damping,
     """
     change = 0.0
     for e in range(e0, e1):
-        i = e_i[e] - g0
-        j = e_j[e] - g0
-        for y in range(L):
-            ci[y] = logb[i, y] - msg[e, 0, y]
-            cj[y] = logb[j, y] - msg[e, 1, y]
+        i, j = _cavities(e, e_i, e_j, g0, L, logb, msg, ci, cj)
         for side in range(2):
             for y in range(L):
                 for x in range(L):
@@ -250,11 +255,7 @@ def _skip_expectations(S, L, e0, e1, e_i, e_j, g0, logb, msg, Bel, ci, cj, pair)
     """Bel[e] = the beliefs of the skip edges e0..e1-1; returns the sum of their log Z_e."""
     total = 0.0
     for e in range(e0, e1):
-        i = e_i[e] - g0
-        j = e_j[e] - g0
-        for y in range(L):
-            ci[y] = logb[i, y] - msg[e, 0, y]
-            cj[y] = logb[j, y] - msg[e, 1, y]
+        _cavities(e, e_i, e_j, g0, L, logb, msg, ci, cj)
         m = -np.inf
         for a in range(L):
             for b in range(L):
@@ -289,27 +290,33 @@ def _buffers(seq_ptr, doc_ptr, d0, d1, L, per_token, exp_trans):
 
 
 @njit(inline="always", **JIT)
-def _settle_document(W, space, data, graph, d, L, per_token, S, trans, exp_trans, trans_shift,
-                     expw, Wd, bp, max_product, msg, work, psi_doc, expu_doc, logb, scratch,
-                     marks, bp_counts):
-    """Document d's unigram scores (into ``psi_doc``) and its belief propagation (sum- or
-    max-product) until it settles: the start of every document in training and in
-    decoding. False for an empty document (nothing done). ``bp_counts`` += (the rounds
-    run, 1 if BP did not settle)."""
+def _settled_chains(W, space, data, graph, d, L, per_token, S, trans, exp_trans, trans_shift,
+                    expw, Wd, bp, max_product, msg, buffers, bp_counts):
+    """Document d's unigram scores (into the buffers' ``psi_doc``) and its belief
+    propagation (sum- or max-product) until it settles: the start of every document in
+    training and in decoding. Returns the document's non-empty chains (none for an empty
+    document: nothing done). ``bp_counts`` += (the rounds run, 1 if BP did not settle)."""
     seq_ptr, tok_ptr, tok_obs = data[0], data[1], data[2]
     u_ptr, u_lab = space[0], space[1]
-    doc_ptr = graph.doc_ptr
-    g0 = seq_ptr[doc_ptr[d]]
-    D = seq_ptr[doc_ptr[d + 1]] - g0
+    work, psi_doc, expu_doc, logb, scratch, marks, Tmax = buffers
+    s0, s1 = graph.doc_ptr[d], graph.doc_ptr[d + 1]
+    g0 = seq_ptr[s0]
+    D = seq_ptr[s1] - g0
+    chains = np.empty(s1 - s0 if D > 0 else 0, dtype=np.int64)
     if D == 0:
-        return False
+        return chains
     unigram_scores(W, tok_ptr, tok_obs, None, u_ptr, u_lab, g0, D, psi_doc, Wd)
     r = _propagate(W, space, data, graph, d, L, per_token, trans, exp_trans, trans_shift, expw,
                    S, psi_doc, expu_doc, logb, msg, work, bp, max_product, scratch, marks)
     bp_counts[0] += abs(r)
     if r < 0:
         bp_counts[1] += 1
-    return True
+    n = 0
+    for c in range(s0, s1):
+        if seq_ptr[c + 1] > seq_ptr[c]:
+            chains[n] = c
+            n += 1
+    return chains[:n]
 
 
 @njit(inline="always", **JIT)
@@ -344,11 +351,10 @@ def skip_loss_block(W, space, data, graph, L, per_token, S, d0, d1, trans, exp_t
     """
     seq_ptr, tok_ptr, tok_obs, labels = data
     doc_ptr, edge_ptr, e_i, e_j, e_pat, inc_ptr, inc_edge, inc_side = graph
-    u_ptr, u_lab, b_ptr, b_prev, b_cur, n_u, trans_offset, has_trans = space
-    work, psi_doc, expu_doc, logb, scratch, marks, Tmax = _buffers(seq_ptr, doc_ptr, d0, d1, L,
-                                                                   per_token, exp_trans)
-    psi, phi, expu, expb, alpha, beta, scale, pair, tmp = work
-    ci, cj, new, row = scratch
+    u_ptr, u_lab = space[0], space[1]
+    buffers = _buffers(seq_ptr, doc_ptr, d0, d1, L, per_token, exp_trans)
+    work, logb, scratch = buffers[0], buffers[3], buffers[4]
+    alpha, pair = work[4], work[7]
     Gd = np.zeros(Wd.shape)  # dense rows, as crfkit.kernels.loss does
     G[:] = 0.0
     logz_sum = 0.0
@@ -357,19 +363,14 @@ def skip_loss_block(W, space, data, graph, L, per_token, S, d0, d1, trans, exp_t
     bp_counts = out[3:5]
     bp_counts[:] = 0.0
     for d in range(d0, d1):
-        if not _settle_document(W, space, data, graph, d, L, per_token, S, trans, exp_trans,
-                                trans_shift, expw, Wd, bp, False, msg, work, psi_doc, expu_doc,
-                                logb, scratch, marks, bp_counts):
-            continue
-        s0, s1 = doc_ptr[d], doc_ptr[d + 1]
-        g0 = seq_ptr[s0]
-        for s in range(s0, s1):
+        g0 = seq_ptr[doc_ptr[d]]
+        for s in _settled_chains(W, space, data, graph, d, L, per_token, S, trans, exp_trans,
+                                 trans_shift, expw, Wd, bp, False, msg, buffers, bp_counts):
             t0 = seq_ptr[s]
             T = seq_ptr[s + 1] - t0
-            if T == 0:
-                continue
             shift, logz = chain_pass(W, space, tok_ptr, tok_obs, t0, T, L, per_token, trans,
-                                      exp_trans, trans_shift, expw, psi_doc, g0, graph, msg, work)
+                                      exp_trans, trans_shift, expw, buffers[1], g0, graph, msg,
+                                      work)
             logz_sum += shift
             logz_sum += logz
             _chain_expectations(G, Gd, space, tok_ptr, tok_obs, t0, T, L, per_token, work, g0,
@@ -380,11 +381,54 @@ def skip_loss_block(W, space, data, graph, L, per_token, S, d0, d1, trans, exp_t
                 seq_err += 1
         if edge_ptr[d + 1] > edge_ptr[d]:
             logz_sum += _skip_expectations(S, L, edge_ptr[d], edge_ptr[d + 1], e_i, e_j, g0,
-                                           logb, msg, Bel, ci, cj, pair)
+                                           logb, msg, Bel, scratch[0], scratch[1], pair)
     flush_dense(G, Gd, u_ptr, u_lab)
     out[0] = logz_sum
     out[1] = tok_err
     out[2] = seq_err
+
+
+@njit(inline="always", **JIT)
+def _best_chain_path(W, space, data, graph, d, s, per_token, trans, msg, buffers, back, path,
+                     paths):
+    """Chain s's Viterbi path with the skip messages as unary scores (max-product BP)."""
+    seq_ptr, tok_ptr, tok_obs = data[0], data[1], data[2]
+    work, psi_doc = buffers[0], buffers[1]
+    psi, phi, expu = work[0], work[1], work[2]
+    L = psi.shape[1]
+    g0 = seq_ptr[graph.doc_ptr[d]]
+    t0 = seq_ptr[s]
+    T = seq_ptr[s + 1] - t0
+    augmented(psi_doc, g0, t0, T, L, graph.inc_ptr, graph.inc_edge, graph.inc_side, msg, psi)
+    chain_phi(W, space, tok_ptr, tok_obs, t0, T, per_token, trans, phi)
+    viterbi(psi, phi, per_token, T, L, expu, back, path)
+    for t in range(T):
+        paths[t0 + t] = path[t]
+
+
+@njit(inline="always", **JIT)
+def _best_chain_beliefs(W, space, data, graph, d, s, L, per_token, trans, exp_trans,
+                        trans_shift, expw, msg, buffers, paths, marginals, keep):
+    """Chain s's labels of highest belief (sum-product BP; ``keep``: the beliefs into
+    ``marginals``); returns its log Z' (exact without skip edges)."""
+    seq_ptr, tok_ptr, tok_obs = data[0], data[1], data[2]
+    work = buffers[0]
+    alpha, beta = work[4], work[5]
+    g0 = seq_ptr[graph.doc_ptr[d]]
+    t0 = seq_ptr[s]
+    T = seq_ptr[s + 1] - t0
+    shift, logz = chain_pass(W, space, tok_ptr, tok_obs, t0, T, L, per_token, trans,
+                             exp_trans, trans_shift, expw, buffers[1], g0, graph, msg, work)
+    for t in range(T):
+        best = 0
+        for y in range(L):
+            v = alpha[t, y] * beta[t, y]
+            if keep:
+                marginals[t0 + t, y] = v
+            if v > alpha[t, best] * beta[t, best]:
+                best = y
+        paths[t0 + t] = best
+    return shift + logz
 
 
 @njit(**JIT)
@@ -400,46 +444,22 @@ def skip_decode_block(W, space, data, graph, L, per_token, S, d0, d1, trans,
     chain (its exact log Z without skip edges). out[0] / out[1]: BP rounds run,
     documents not converged.
     """
-    seq_ptr, tok_ptr, tok_obs, labels = data
-    u_ptr, u_lab, b_ptr, b_prev, b_cur, n_u, trans_offset, has_trans = space
-    doc_ptr = graph.doc_ptr
-    work, psi_doc, expu_doc, logb, scratch, marks, Tmax = _buffers(seq_ptr, doc_ptr, d0, d1, L,
-                                                                   per_token, exp_trans)
-    psi, phi, expu, expb, alpha, beta, scale, pair, tmp = work
+    seq_ptr = data[0]
+    buffers = _buffers(seq_ptr, graph.doc_ptr, d0, d1, L, per_token, exp_trans)
+    Tmax = buffers[6]
     Wd = np.zeros((0, L))
     back = np.empty((Tmax, L), dtype=np.int32)
     path = np.empty(Tmax, dtype=np.int32)
     bp_counts = out[0:2]
     bp_counts[:] = 0.0
     for d in range(d0, d1):
-        if not _settle_document(W, space, data, graph, d, L, per_token, S, trans, exp_trans,
-                                trans_shift, expw, Wd, bp, max_product, msg, work, psi_doc,
-                                expu_doc, logb, scratch, marks, bp_counts):
-            continue
-        s0, s1 = doc_ptr[d], doc_ptr[d + 1]
-        g0 = seq_ptr[s0]
-        for s in range(s0, s1):
-            t0 = seq_ptr[s]
-            T = seq_ptr[s + 1] - t0
-            if T == 0:
-                continue
+        for s in _settled_chains(W, space, data, graph, d, L, per_token, S, trans, exp_trans,
+                                 trans_shift, expw, Wd, bp, max_product, msg, buffers,
+                                 bp_counts):
             if max_product:
-                augmented(psi_doc, g0, t0, T, L, graph.inc_ptr, graph.inc_edge, graph.inc_side,
-                          msg, psi)
-                chain_phi(W, space, tok_ptr, tok_obs, t0, T, per_token, trans, phi)
-                viterbi(psi, phi, per_token, T, L, expu, back, path)
-                for t in range(T):
-                    paths[t0 + t] = path[t]
-                continue
-            shift, logz = chain_pass(W, space, tok_ptr, tok_obs, t0, T, L, per_token, trans,
-                                      exp_trans, trans_shift, expw, psi_doc, g0, graph, msg, work)
-            log_z[s] = shift + logz
-            for t in range(T):
-                best = 0
-                for y in range(L):
-                    v = alpha[t, y] * beta[t, y]
-                    if keep:
-                        marginals[t0 + t, y] = v
-                    if v > alpha[t, best] * beta[t, best]:
-                        best = y
-                paths[t0 + t] = best
+                _best_chain_path(W, space, data, graph, d, s, per_token, trans, msg, buffers,
+                                 back, path, paths)
+            else:
+                log_z[s] = _best_chain_beliefs(W, space, data, graph, d, s, L, per_token, trans,
+                                               exp_trans, trans_shift, expw, msg, buffers,
+                                               paths, marginals, keep)

@@ -18,6 +18,7 @@ from crfkit.kernels.lattice import (
     exp_shifted,
     exp_transitions_factors,
     forward_backward,
+    max_forward,
 )
 from crfkit.kernels.scaled import scaled_backward, scaled_forward
 
@@ -130,17 +131,7 @@ def chain_beliefs(W, space, tok_ptr, tok_obs, t0, T, L, per_token, trans, exp_tr
 def max_marginals(psi, phi, per_token, T, L, fwd, bwd, logb_rows, g_first, inc_ptr, g0):
     """Log max-marginals (max-sum forward + backward) of a chain, shifted to max 0, into
     ``logb_rows`` for its tokens that have skip edges."""
-    for y in range(L):
-        fwd[0, y] = psi[0, y]
-    for t in range(1, T):
-        M = phi[t] if per_token else phi[0]
-        for b in range(L):
-            best = -np.inf
-            for a in range(L):
-                v = fwd[t - 1, a] + M[a, b]
-                if v > best:
-                    best = v
-            fwd[t, b] = best + psi[t, b]
+    max_forward(psi, phi, per_token, T, L, fwd, np.empty((0, 0), dtype=np.int32))
     for y in range(L):
         bwd[T - 1, y] = 0.0
     for t in range(T - 2, -1, -1):
