@@ -13,10 +13,12 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
+from crfkit.cli.click_options import click_options
 from crfkit.cli.common import SEPARATORS, refuse_dask_crfsuite, structure_values
 from crfkit.cli.helpgroups import LABEL_GROUPS, GroupedCommand
 from crfkit.config import cores
 from crfkit.errors import UsageError
+from crfkit.structures import declared_label_options
 
 if TYPE_CHECKING:
     from crfkit.labelling.label import TokenMeter
@@ -72,15 +74,7 @@ if TYPE_CHECKING:
               help="Label on a Dask cluster (tcp://host:8786, or local:N worker processes "
                    "here): INPUT, a file the workers can read, is cut at blank lines; the "
                    "output is the same, in input order. Needs pip install 'crfkit[dask]'.")
-@click.option("--bp-damping", "bp_damping", type=float, default=None, metavar="X",
-              help="Skip-chain models: damp belief propagation's messages by X in [0, 1) "
-                   "[default: the --bp-label-damping the model was trained with].")
-@click.option("--bp-maxiter", "bp_maxiter", type=int, default=None, metavar="N",
-              help="Skip-chain models: at most N rounds of belief propagation a document "
-                   "[default: the model's --bp-maxiter].")
-@click.option("--doc-sep", "doc_sep", default=None, metavar="REGEX",
-              help="Skip-chain models: lines matching REGEX separate documents, as "
-                   "-DOCSTART- lines do  [default: the --doc-sep the model was trained with]")
+@click_options(declared_label_options())
 def label_command(**params: Any) -> None:
     """Label a column file with a trained model; the prediction becomes the last column.
 

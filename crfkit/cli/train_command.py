@@ -22,7 +22,7 @@ from crfkit.cli.helpgroups import TRAIN_GROUPS, GroupedCommand
 from crfkit.errors import CrfkitError, UsageError
 from crfkit.io import shipped
 from crfkit.optim.options import HISTORY, L1_GTOL, ONLINE_OPTIONS, SGD_OPTIONS
-from crfkit.structures import STRUCTURE
+from crfkit.structures import STRUCTURE, declared_train_options
 
 
 @click.command("train", cls=GroupedCommand, option_groups=TRAIN_GROUPS,
@@ -36,9 +36,6 @@ from crfkit.structures import STRUCTURE
               help="Model type; '-T list' describes them  [default: crf]")
 @click.option("-a", "--algo", default=None, metavar="|".join(ALGORITHM_NAMES),
               help="Training algorithm; '-a list' describes them  [default: l-bfgs]")
-@click.option("--order", type=int, default=None, metavar="1|2",
-              help="Label order of a crf: 2 adds label-trigram states and the t patterns "
-                   "(observation x three labels)  [default: 1]")
 @click.option("--likely-features", "likely", type=float, default=None, metavar="P",
               help="Train --likely-after iterations on the observed features, then add the "
                    "unseen observation x label (pair) features whose model probability "
@@ -110,24 +107,7 @@ from crfkit.structures import STRUCTURE
 @click.option("--report", "report_dir", default=None, metavar="DIR",
               help="Write the per-iteration log (CSV, JSON), plots (PNG) and an HTML page "
                    "to DIR; plots need matplotlib (pip install 'crfkit[plot]').")
-@click.option("--skip-mode", type=click.Choice(["next", "all", "first"]), default="next",
-              show_default=True,
-              help="skipchain: join each occurrence of a key to the next one, all pairs, or "
-                   "each later one to the first.")
-@click.option("--skip-cap", type=int, default=1000, show_default=True,
-              help="skipchain: at most this many skip edges a document (the shortest kept).")
-@click.option("--bp-maxiter", type=int, default=50, show_default=True,
-              help="skipchain: rounds of belief propagation at most.")
-@click.option("--bp-tol", type=float, default=1e-6, show_default=True,
-              help="skipchain: BP stops when no message moves more than this (log space).")
-@click.option("--bp-damping", type=float, default=0.5, show_default=True,
-              help="skipchain: share of the old message kept at each update, in [0, 1).")
-@click.option("--bp-label-damping", type=float, default=0.5, show_default=True,
-              help="skipchain: damping of belief propagation when labelling (recorded in "
-                   "the model; undamped max-product can oscillate).")
-@click.option("--doc-sep", default=None, metavar="REGEX",
-              help="skipchain: lines matching REGEX separate documents, as -DOCSTART- "
-                   "lines do (recorded in the model for crfkit label).")
+@click_options(declared_train_options())
 @click.option("--format", "data_format", type=click.Choice(["columns", "crfsuite"]),
               default="columns", show_default=True,
               help="INPUT is a column file read through patterns (-p), or a CRFsuite data "

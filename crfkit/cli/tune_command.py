@@ -9,7 +9,7 @@ from crfkit.cli.common import MODEL_TYPE_NAMES, SEPARATORS, existing_file, repor
 from crfkit.cli.helpgroups import TUNE_GROUPS, GroupedCommand
 from crfkit.io import shipped
 from crfkit.optim.options import HISTORY
-from crfkit.structures import STRUCTURE
+from crfkit.structures import STRUCTURE, declared_train_options
 
 
 @click.command("tune", cls=GroupedCommand, option_groups=TUNE_GROUPS,
@@ -31,8 +31,7 @@ from crfkit.structures import STRUCTURE
               help="L2 strengths, as --rho1  [default: 0.5,0.25,0.125; 1 with --rho1]")
 @click.option("-T", "--type", "model_type", default=None, metavar="|".join(MODEL_TYPE_NAMES),
               help="Model type  [default: crf]")
-@click.option("--order", type=int, default=None, metavar="1|2",
-              help="Label order of a crf, as train (2: no likely features)  [default: 1]")
+@click_options(declared_train_options(("order",)))
 @click.option("-i", "--maxiter", type=int, default=None,
               help="Maximum iterations of each training, 0 for no limit  [default: 0]")
 @click.option("-e", "--stopeps", type=float, default=None,

@@ -19,12 +19,15 @@ if TYPE_CHECKING:  # the interface is loaded with the structures, not by `crfkit
 STRUCTURE = Option("structure", ("--structure",), None, "the model structure (list: "
                    "those known); s: patterns choose skipchain, --order 2 order2", str, "NAME")
 _EXTRA: list[type[Structure]] = []
+# where the built-ins declare their options: light modules (no numpy, no Numba), read to
+# build the command line without loading the structures
+_OPTION_MODULES = ("crfkit.structures.order2.options", "crfkit.structures.skipchain.options")
 
 
 def _builtin() -> list[type[Structure]]:
     from crfkit.structures.chain import Chain
-    from crfkit.structures.order2 import Order2
-    from crfkit.structures.skipchain import SkipChain
+    from crfkit.structures.order2.structure import Order2
+    from crfkit.structures.skipchain.structure import SkipChain
 
     return [Chain, Order2, SkipChain]
 
@@ -81,6 +84,23 @@ def of_model(meta: Mapping[str, Any]) -> Structure:
         if cls.recognises(meta):
             return cls()
     return named("chain")
+
+
+def declared_train_options(names: tuple[str, ...] | None = None) -> list[Option]:
+    """The built-in structures' training options (those in ``names`` only, if given), for
+    building a command line."""
+    return [o for o in _declared("TRAIN_OPTIONS") if names is None or o.name in names]
+
+
+def declared_label_options() -> list[Option]:
+    """The built-in structures' labelling options, for building a command line."""
+    return _declared("LABEL_OPTIONS")
+
+
+def _declared(kind: str) -> list[Option]:
+    from importlib import import_module
+
+    return [o for m in _OPTION_MODULES for o in getattr(import_module(m), kind)]
 
 
 def train_options() -> list[Option]:

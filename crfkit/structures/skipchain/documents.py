@@ -21,11 +21,11 @@ from crfkit.features.patterns import Pattern
 from crfkit.io.reader import Sequence
 from crfkit.structures.skipchain.graph import (
     SkipGraph,
-    SkipOptions,
     build_graph,
     edge_patterns,
     skip_patterns,
 )
+from crfkit.structures.skipchain.options import SkipOptions
 from crfkit.structures.skipchain.space import SkipSpace
 
 if TYPE_CHECKING:

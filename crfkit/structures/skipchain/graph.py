@@ -52,68 +52,14 @@ from typing import NamedTuple
 
 import numpy as np
 
-from crfkit.errors import UsageError
 from crfkit.features.extract import Featurizer
 from crfkit.features.patterns import Pattern
 from crfkit.features.strings import intern_column
 from crfkit.features.transforms import transform_values
 from crfkit.io.reader import Sequence
+from crfkit.structures.skipchain.options import SkipOptions
 
-SKIP_MODES = ("next", "all", "first")
 NO_VALUE = {"t": "false", "T": "false"}  # the value that means "no key"; else ""
-
-
-@dataclass(frozen=True)
-class SkipOptions:
-    """How skip edges are made and how belief propagation runs (training and labelling)."""
-
-    mode: str = "next"
-    cap: int = 1000
-    bp_maxiter: int = 50
-    bp_tol: float = 1e-6
-    bp_damping: float = 0.5  # damped sum-product in training (chosen on ned.testa; README)
-    doc_sep: str | None = None  # regex of document separator lines, besides -DOCSTART-
-    label_damping: float = 0.5  # max-product BP when labelling (undamped, it can oscillate)
-
-    def validate(self) -> None:
-        if self.mode not in SKIP_MODES:
-            raise UsageError(f"unknown skip-edge mode {self.mode!r} (expected "
-                             f"{' or '.join(SKIP_MODES)})")
-        if self.cap < 0:
-            raise UsageError(f"--skip-cap must be >= 0, got {self.cap}")
-        if self.bp_maxiter < 1:
-            raise UsageError(f"--bp-maxiter must be >= 1, got {self.bp_maxiter}")
-        if not self.bp_tol >= 0:
-            raise UsageError(f"--bp-tol must be >= 0, got {self.bp_tol}")
-        if not 0 <= self.bp_damping < 1:
-            raise UsageError(f"--bp-damping must be in [0, 1), got {self.bp_damping}")
-        if not 0 <= self.label_damping < 1:
-            raise UsageError(f"--bp-label-damping must be in [0, 1), got {self.label_damping}")
-
-    def as_dict(self) -> dict:
-        return {"mode": self.mode, "cap": self.cap, "bp_maxiter": self.bp_maxiter,
-                "bp_tol": self.bp_tol, "bp_damping": self.bp_damping, "doc_sep": self.doc_sep,
-                "label_damping": self.label_damping}
-
-    @classmethod
-    def from_dict(cls, value: object) -> SkipOptions:
-        """The options a model recorded; ValueError if they are malformed. A model from
-        before ``label_damping`` labels with its training damping, as it did."""
-        if not isinstance(value, dict):
-            raise ValueError("skip-chain settings missing")
-        try:
-            options = cls(mode=value["mode"], cap=int(value["cap"]),
-                          bp_maxiter=int(value["bp_maxiter"]), bp_tol=float(value["bp_tol"]),
-                          bp_damping=float(value["bp_damping"]),
-                          doc_sep=value.get("doc_sep"),
-                          label_damping=float(value.get("label_damping",
-                                                        value["bp_damping"])))
-            if options.doc_sep is not None and not isinstance(options.doc_sep, str):
-                raise ValueError("doc_sep is not a string")
-            options.validate()
-        except (KeyError, TypeError, ValueError, UsageError) as err:
-            raise ValueError(f"bad skip-chain settings: {err}") from None
-        return options
 
 
 # The ``graph`` argument of the skip-chain kernels: :class:`SkipGraph`'s arrays, by name.

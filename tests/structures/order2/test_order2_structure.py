@@ -29,9 +29,10 @@ from crfkit.progress import Progress
 from crfkit.space import FeatureSpace
 from crfkit.structures import named, of_model
 from crfkit.structures.base import Choice, DecodeRequest, DumpParts, Setting
-from crfkit.structures.order2 import ORDER, Order2
+from crfkit.structures.order2.options import ORDER
 from crfkit.structures.order2.pair_decoder import decode_any
 from crfkit.structures.order2.pair_space import first_order_parts
+from crfkit.structures.order2.structure import Order2
 from crfkit.training import jitcache, memory
 from crfkit.training.train import TrainOptions, train
 from tests import naive

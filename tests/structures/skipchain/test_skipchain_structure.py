@@ -16,9 +16,9 @@ from crfkit.io.fileformat import dumps, loads
 from crfkit.io.reader import Sequence
 from crfkit.progress import Progress
 from crfkit.structures.base import Choice, DecodeRequest, DumpParts, Setting
-from crfkit.structures.skipchain import SkipChain
-from crfkit.structures.skipchain.graph import SkipOptions
+from crfkit.structures.skipchain.options import SkipOptions
 from crfkit.structures.skipchain.space import SkipSpace
+from crfkit.structures.skipchain.structure import SkipChain
 from crfkit.training.corpus import split_documents
 from crfkit.training.train import TrainOptions, train
 from tests.helpers import PATTERNS
