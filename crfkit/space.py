@@ -32,6 +32,8 @@ from typing import NamedTuple
 
 import numpy as np
 
+from crfkit.features.small_counts import is_small
+
 
 class DataArrays(NamedTuple):
     """The ``data`` argument of the kernels (:meth:`Dataset.arrays`)."""
@@ -204,7 +206,10 @@ class FeatureSpace:
         observations get every label / label pair (Wapiti and CRF++'s dense
         model), not only the combinations seen.
         """
-        from crfkit.features.intern import observed_pairs  # Numba: training only
+        if is_small(len(obs)):  # numpy: nothing to compile
+            from crfkit.features.small_counts import observed_pairs_small as observed_pairs
+        else:
+            from crfkit.features.intern import observed_pairs  # Numba: training only
 
         L = n_labels
         y = np.ascontiguousarray(labels, dtype=np.int64)

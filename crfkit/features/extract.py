@@ -31,6 +31,7 @@ import numpy as np
 from crfkit.features.columns import TokenColumns, columns_of
 from crfkit.features.keys import tuple_keys
 from crfkit.features.patterns import Pattern
+from crfkit.features.small_counts import intern_tuples, is_small, renumber_small
 from crfkit.features.strings import StringTable
 from crfkit.features.transforms import padding_result, transform_values
 from crfkit.features.vocab import ObservationVocab
@@ -187,11 +188,14 @@ class Featurizer:
         matrix). Ids go to the most frequent observations first, so the
         weights the kernels touch most often share cache lines.
         """
-        from crfkit.features.intern import renumber  # Numba: training only
-
         obs, rows, counts = self.intern_observations(components)
         new_id, offsets = self.vocab_from_counts(rows, counts, cutoff)
-        renumber(obs, new_id, offsets)
+        if is_small(len(obs)):
+            renumber_small(obs, new_id, offsets)
+        else:
+            from crfkit.features.intern import renumber  # Numba: training only
+
+            renumber(obs, new_id, offsets)
         return obs
 
     def intern_observations(self, components: Components
@@ -199,10 +203,13 @@ class Featurizer:
         """Each listed pattern's distinct observations (table-id rows, in order of first
         appearance) and their counts, and the (n_tokens, n_listed) matrix of those
         per-pattern ids: the counting half of :meth:`build_vocab`, which
-        :mod:`crfkit.dask` runs on each shard."""
+        :mod:`crfkit.dask` runs on each shard. A small corpus is counted with numpy
+        (:mod:`crfkit.features.small_counts`: the same result, nothing to compile)."""
+        n_tokens = components.token_values.shape[1]
+        if is_small(n_tokens):
+            return self._intern_small(components)
         from crfkit.features.intern import intern_rows  # Numba: training only
 
-        n_tokens = components.token_values.shape[1]
         sizes = np.array([len(table) for table in self.tables], dtype=np.int64)
         direct_limit = max(1 << 20, _DIRECT_SLOTS_PER_TOKEN * n_tokens)
         # Each pattern's column first holds its own ids (order of first appearance).
@@ -215,6 +222,20 @@ class Featurizer:
             distinct, cnt = intern_rows(
                 components.token_values, cmd.transform, cmd.offset, cmd.absolute, cmd.pad_ids,
                 components.positions.seq_ptr, radix, direct, obs[:, j])
+            rows.append(distinct)
+            counts.append(cnt)
+        return obs, rows, counts
+
+    def _intern_small(self, components: Components
+                      ) -> tuple[np.ndarray, list[np.ndarray], list[np.ndarray]]:
+        """:meth:`intern_observations` with numpy (:mod:`crfkit.features.small_counts`)."""
+        n_tokens = components.token_values.shape[1]
+        sizes = np.array([len(table) for table in self.tables], dtype=np.int64)
+        obs = np.empty((n_tokens, len(self.listed)), dtype=np.int32, order="F")
+        rows, counts = [], []
+        for j, p in enumerate(self.listed):
+            radix = sizes[components.commands[p].transform]
+            distinct, cnt = intern_tuples(components.rows(p), radix, obs[:, j])
             rows.append(distinct)
             counts.append(cnt)
         return obs, rows, counts

@@ -55,6 +55,16 @@ def test_compile_seconds_adds_up_the_groups_still_to_compile(monkeypatch):
     assert jitcache.compile_seconds("l-bfgs", "crf", True) == 0
 
 
+def test_uncompiled_counting_kernels_alone_are_not_announced(monkeypatch):
+    """A small corpus is counted with numpy, so a run that finds only the counting kernels
+    uncompiled (every earlier run was small) compiles nothing."""
+    from crfkit.features import intern
+
+    counting = {intern.intern_rows, intern.observed_pairs}
+    monkeypatch.setattr(jitcache, "is_cached", lambda dispatcher: dispatcher not in counting)
+    assert jitcache.compile_seconds("l-bfgs", "crf", False) == 0
+
+
 @pytest.mark.parametrize("options", [(), ("-T", "memm"), ("-a", "sgd-l1"), ("-a", "ap"),
                                      ("-d", "devel")])
 def test_train_says_it_compiles_before_a_first_run_only(options, address_sample, tmp_path,
