@@ -72,7 +72,8 @@ CRFSUITE_PARAMETERS = {
     "c1": "-1", "c2": "-2", "max_iterations": "-i", "epsilon": "-e", "delta": "-e",
     "period": "-o", "num_memories": "--history", "feature.minfreq": "-f",
     "feature.possible_states": "--all-labels", "type": "--pa-type", "c": "--pa-c",
-    "variance": "--variance", "gamma": "--gamma",
+    "variance": "--variance", "gamma": "--gamma", "linesearch": "--linesearch",
+    "max_linesearch": "--max-linesearch",
 }
 """CRFsuite's ``-p NAME=VALUE`` training parameters and crfkit's option of the same role."""
 

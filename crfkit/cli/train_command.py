@@ -29,7 +29,7 @@ from crfkit.cli.train_groups import (
 )
 from crfkit.errors import CrfkitError, UsageError
 from crfkit.io import shipped
-from crfkit.optim.options import HISTORY, L1_GTOL, ONLINE_OPTIONS, SGD_OPTIONS
+from crfkit.optim.options import L1_GTOL, LBFGS_OPTIONS, ONLINE_OPTIONS, SGD_OPTIONS
 from crfkit.progress import Progress
 from crfkit.structures import STRUCTURE
 
@@ -106,7 +106,7 @@ from crfkit.structures import STRUCTURE
 @click_options(SGD_OPTIONS)
 @click.option("-t", "--nthread", type=int, default=None,
               help="Worker threads, 0 for all cores  [default: 0]")
-@click_options([HISTORY])
+@click_options(LBFGS_OPTIONS)
 @click.option("--all-features", is_flag=True,
               help="Weights for every observation x label (pair), as Wapiti and CRF++, "
                    "not only the combinations seen in training.")
@@ -256,7 +256,8 @@ def _given(o: SimpleNamespace) -> dict[str, Any]:
              "likely_after": o.likely_after, "rho1": o.rho1, "rho2": o.rho2,
              "maxiter": o.maxiter, "stopeps": o.stopeps, "stopwin": o.stopwin,
              "l1_gtol": o.l1_gtol, "cutoff": o.cutoff,
-             "nthread": o.nthread, "history": o.history, "eta0": o.eta0, "alpha": o.alpha,
+             "nthread": o.nthread, "history": o.history, "linesearch": o.linesearch,
+             "max_linesearch": o.max_linesearch, "eta0": o.eta0, "alpha": o.alpha,
              "seed": o.seed, "devel_patience": o.devel_patience,
              "keep_best_devel": o.keep_best_devel or None, "compact": o.compact or None,
              "all_features": o.all_features or None, "all_labels": o.all_labels or None,

@@ -56,6 +56,7 @@ from numba import njit
 
 from crfkit.config import JIT
 from crfkit.optim import INTERRUPTED, Iteration, IterationHook, Result, Stop, StopRule
+from crfkit.optim.linesearch import along, wolfe_search
 from crfkit.optim.optimality import OptimalityRule
 from crfkit.vectors import dot, l1_norm
 
@@ -76,7 +77,7 @@ Function = Callable[[np.ndarray, np.ndarray], float]  # the smooth part: f = fun
 def minimize(fun: Function, x0: np.ndarray, *, l1: float = 0.0, history: int = 6,
              maxiter: int = 0, stop_eps: float = 1e-5, stop_window: int = 10,
              l1_gtol: float = 0.0, on_iteration: IterationHook | None = None,
-             max_linesearch: int = MAX_LINESEARCH) -> Result:
+             max_linesearch: int = MAX_LINESEARCH, linesearch: str | None = None) -> Result:
     """Minimise ``fun(x) + l1*|x|_1`` from ``x0`` (not modified); ``maxiter=0``: no limit.
 
     ``on_iteration`` is called after every accepted step and may return a
@@ -84,9 +85,13 @@ def minimize(fun: Function, x0: np.ndarray, *, l1: float = 0.0, history: int = 6
     and ``l1_gtol > 0`` the run also stops on the pseudo-gradient's norm
     (:mod:`crfkit.optim.optimality`); without L1, ``l1_gtol`` is not read.
     ``max_linesearch``: trial steps per line search before the run stops.
+    ``linesearch``: one of CRFsuite's (:mod:`crfkit.optim.linesearch`, without L1), or
+    None for the backtracking search above.
     """
     if l1 < 0:
         raise ValueError(f"l1 must be >= 0, got {l1}")
+    if linesearch is not None and l1 > 0:
+        raise ValueError("OWL-QN (l1 > 0) backtracks along the orthant: no other line search")
     n = x0.size
     pairs = _History(history, n)
     x, g = pairs.x, pairs.g  # views of the history's spare rows: see _History
@@ -110,7 +115,12 @@ def minimize(fun: Function, x0: np.ndarray, *, l1: float = 0.0, history: int = 6
                 break
             gd, step = _descent(d, pg, x, l1, settling, pairs, step, gnorm)
             x_new, g_new = pairs.next_rows()
-            found = _line_search(fun, x, f, d, step, gd, pg, l1, x_new, g_new, max_linesearch)
+            if linesearch is None:
+                found = _line_search(fun, x, f, d, step, gd, pg, l1, x_new, g_new,
+                                     max_linesearch)
+            else:
+                found = wolfe_search(linesearch, along(fun, x, d, x_new, g_new), step, f, gd,
+                                     max_linesearch)
             if found is None:
                 reason = "line search failed (the objective cannot be decreased further)"
                 break

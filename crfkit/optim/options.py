@@ -39,5 +39,18 @@ GAMMA = Option("gamma", ("--gamma",), None,
                "-a arow: trade-off between loss and change  [default: 1]", kind=float,
                reads=("arow",))
 
+LINESEARCH = Option("linesearch", ("--linesearch",), None,
+                    "l-bfgs without -1: CRFsuite's line search, MoreThuente, Backtracking "
+                    "(Wolfe conditions) or StrongBacktracking  [default: crfkit's own "
+                    "backtracking]", kind=click.Choice(("MoreThuente", "Backtracking",
+                                                        "StrongBacktracking"),
+                                                       case_sensitive=False),
+                    metavar="NAME", reads=("l-bfgs",))
+MAX_LINESEARCH = Option("max_linesearch", ("--max-linesearch",), None,
+                        "l-bfgs: trial steps of one line search before the run stops  "
+                        "[default: 30; with --linesearch: 20, as CRFsuite]", kind=int,
+                        metavar="N", reads=("l-bfgs",))
+
 SGD_OPTIONS = (ETA0, ALPHA, SEED)
+LBFGS_OPTIONS = (HISTORY, LINESEARCH, MAX_LINESEARCH)
 ONLINE_OPTIONS = (PA_TYPE, PA_C, VARIANCE, GAMMA)

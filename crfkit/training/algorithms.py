@@ -13,7 +13,18 @@ from dataclasses import dataclass
 import numpy as np
 
 from crfkit.model.types import MODEL_TYPES
-from crfkit.optim import Iteration, IterationHook, Result, arow, l2sgd, lbfgs, pa, perceptron, sgd
+from crfkit.optim import (
+    Iteration,
+    IterationHook,
+    Result,
+    arow,
+    l2sgd,
+    lbfgs,
+    linesearch,
+    pa,
+    perceptron,
+    sgd,
+)
 from crfkit.training.train_options import ALGORITHM_TERMS, Problem
 
 
@@ -39,7 +50,10 @@ def _run_lbfgs(problem: Problem, hook: IterationHook) -> Result:
     result = lbfgs.minimize(objective, problem.corpus.x0, l1=o.rho1, history=o.history,
                             maxiter=o.maxiter, stop_eps=o.stopeps, stop_window=o.stopwin,
                             l1_gtol=o.l1_gtol, on_iteration=with_errors,
-                            max_linesearch=o.max_linesearch or lbfgs.MAX_LINESEARCH)
+                            max_linesearch=o.max_linesearch or (
+                                lbfgs.MAX_LINESEARCH if o.linesearch is None
+                                else linesearch.DEFAULT_MAX_TRIALS),
+                            linesearch=o.linesearch and linesearch.canonical(o.linesearch))
     problem.notes.extend(problem.structure.notes(objective))
     return result
 

@@ -77,6 +77,7 @@ class TrainOptions:
     l1_gtol: float = L1_GTOL  # with -1: also stop on the pseudo-gradient (optim/optimality.py)
     history: int = 6
     max_linesearch: int | None = None  # l-bfgs: trial steps per line search; None: its own
+    linesearch: str | None = None  # l-bfgs: CRFsuite's line search; None: crfkit's own
     cutoff: int = 1
     nthread: int = 0
     eta0: float | None = None  # sgd-l1; None: calibrated on a sample (optim.sgd.calibrate)
@@ -143,6 +144,8 @@ _RULES: tuple[Callable[[TrainOptions], str | None], ...] = (
     lambda o: None if o.history >= 1 else f"--history must be >= 1, got {o.history}",
     lambda o: None if o.max_linesearch is None or o.max_linesearch >= 1 else
     f"max_linesearch must be >= 1, got {o.max_linesearch}",
+    lambda o: None if o.linesearch is None or (o.algo == "l-bfgs" and o.rho1 == 0) else
+    "--linesearch applies to -a l-bfgs without -1 (OWL-QN backtracks, as CRFsuite's)",
     lambda o: None if o.eta0 is None else _positive("--eta0", o.eta0),
     lambda o: None if 0 < o.alpha <= 1 else f"--alpha must be in (0, 1], got {o.alpha}",
     lambda o: None if o.pa_type in (0, 1, 2) else
@@ -233,6 +236,7 @@ def recorded_options(options: TrainOptions, model_type: str, *, devel: bool,
     unused += ("likely", "likely_after") if options.likely is None else ()
     unused += ("all_labels",) if not options.all_labels else ()
     unused += ("max_linesearch",) if options.max_linesearch is None else ()
+    unused += ("linesearch",) if options.linesearch is None else ()
     # read by OWL-QN only (L2 and other algorithms' files stay what they were)
     unused += ("l1_gtol",) if options.rho1 == 0 or options.algo != "l-bfgs" else ()
     for key in ("nthread", *unused):
