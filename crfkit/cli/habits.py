@@ -73,7 +73,10 @@ CRFSUITE_PARAMETERS = {
     "period": "-o", "num_memories": "--history", "feature.minfreq": "-f",
     "feature.possible_states": "--all-labels", "type": "--pa-type", "c": "--pa-c",
     "variance": "--variance", "gamma": "--gamma", "linesearch": "--linesearch",
-    "max_linesearch": "--max-linesearch",
+    "max_linesearch": "--max-linesearch", "calibration.eta": "--calibration-eta",
+    "calibration.rate": "--calibration-rate", "calibration.samples": "--calibration-samples",
+    "calibration.candidates": "--calibration-candidates",
+    "calibration.max_trials": "--calibration-max-trials",
 }
 """CRFsuite's ``-p NAME=VALUE`` training parameters and crfkit's option of the same role."""
 

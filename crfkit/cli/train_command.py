@@ -29,7 +29,14 @@ from crfkit.cli.train_groups import (
 )
 from crfkit.errors import CrfkitError, UsageError
 from crfkit.io import shipped
-from crfkit.optim.options import L1_GTOL, LBFGS_OPTIONS, ONLINE_OPTIONS, SGD_OPTIONS
+from crfkit.optim.options import (
+    CALIBRATION_NAMES,
+    CALIBRATION_OPTIONS,
+    L1_GTOL,
+    LBFGS_OPTIONS,
+    ONLINE_OPTIONS,
+    SGD_OPTIONS,
+)
 from crfkit.progress import Progress
 from crfkit.structures import STRUCTURE
 
@@ -150,7 +157,7 @@ from crfkit.structures import STRUCTURE
               default="columns", show_default=True,
               help="INPUT is a column file read through patterns (-p), or a CRFsuite data "
                    "file (LABEL<TAB>ATTR[:VALUE]...; no pattern file).")
-@click_options(ONLINE_OPTIONS)
+@click_options(ONLINE_OPTIONS + CALIBRATION_OPTIONS)
 @click.option("-l", "--log-to-file", "log_to_file", is_flag=True,
               help="Write the training log to a file named after the run (CRFsuite's -l): "
                    "BASE_ALGORITHM_NAME=VALUE... of the options given.")
@@ -258,6 +265,7 @@ def _given(o: SimpleNamespace) -> dict[str, Any]:
              "l1_gtol": o.l1_gtol, "cutoff": o.cutoff,
              "nthread": o.nthread, "history": o.history, "linesearch": o.linesearch,
              "max_linesearch": o.max_linesearch, "eta0": o.eta0, "alpha": o.alpha,
+             **{name: getattr(o, name) for name in CALIBRATION_NAMES},
              "seed": o.seed, "devel_patience": o.devel_patience,
              "keep_best_devel": o.keep_best_devel or None, "compact": o.compact or None,
              "all_features": o.all_features or None, "all_labels": o.all_labels or None,

@@ -25,7 +25,7 @@ from crfkit.optim import (
     perceptron,
     sgd,
 )
-from crfkit.training.train_options import ALGORITHM_TERMS, Problem
+from crfkit.training.train_options import ALGORITHM_TERMS, Problem, calibration
 
 
 def make_objective(problem: Problem) -> Callable[[np.ndarray, np.ndarray], float]:
@@ -80,7 +80,8 @@ def _run_l2sgd(problem: Problem, hook: IterationHook) -> Result:
     epochs = problem.structure.epochs("online", c)
     return l2sgd.minimize(epochs.l2sgd, c.x0, c.data.n_seqs, rho2=problem.rho2,
                           maxiter=o.maxiter or 1000, seed=o.seed, stop_eps=o.stopeps,
-                          stop_window=o.stopwin, on_iteration=hook)
+                          stop_window=o.stopwin, on_iteration=hook,
+                          calibration=calibration(o))
 
 
 def _run_pa(problem: Problem, hook: IterationHook) -> Result:
