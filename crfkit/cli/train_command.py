@@ -26,6 +26,7 @@ from crfkit.cli.train_groups import (
     holdout_split,
     log_file_name,
     run_cross_validation,
+    train_crfsuite_groups,
 )
 from crfkit.errors import CrfkitError, UsageError
 from crfkit.io import shipped
@@ -226,12 +227,10 @@ def _run(given: dict[str, Any], o: SimpleNamespace, progress: Progress) -> None:
 
     if o.data_format == "crfsuite":
         refuse_dask_crfsuite(o.dask_address)
-        _train_crfsuite(given, o.input_file, o.model_file, encoding=o.encoding,
-                        progress=progress, all_transitions=o.all_transitions,
+        _train_crfsuite(given, o, progress,
                         refused={"-p/--pattern": o.pattern_file, "-m/--model": o.init_file,
                                  "-d/--devel": o.devel_file, "--report": o.report_dir,
-                                 "-f/--cutoff": o.cutoff, "-c/--compact": o.compact or None,
-                                 "-g/--split": o.split})
+                                 "-f/--cutoff": o.cutoff, "-c/--compact": o.compact or None})
         return
     _refuse_for_columns(o)
     if o.cross_validate:
@@ -341,8 +340,8 @@ def _write_training_report(report_dir: str, log: list, model, model_file: str) -
         click.echo(line, err=True)
 
 
-def _train_crfsuite(given: dict, input_file: str, model_file: str, *, encoding: str,
-                    progress: Progress, all_transitions: bool, refused: dict) -> None:
+def _train_crfsuite(given: dict, o: SimpleNamespace, progress: Progress, *,
+                    refused: dict) -> None:
     """train --format crfsuite: a CRFsuite data file, no patterns (crfkit.attributes.data_file).
     Features as CRFsuite's defaults make them: the (attribute, label) and label pairs seen
     in training, unless --all-labels / --all-features (possible states) or
@@ -361,13 +360,20 @@ def _train_crfsuite(given: dict, input_file: str, model_file: str, *, encoding: 
     all_states = bool(given.pop("all_features", None)) | bool(given.pop("all_labels", None))
     options = TrainOptions(**{k: v for k, v in given.items() if v is not None})
     options.validate()
-    settings = AttributeTraining(all_states=all_states, all_transitions=all_transitions,
+    settings = AttributeTraining(all_states=all_states, all_transitions=o.all_transitions,
                                  epsilon=1e-5 if options.algo == "l-bfgs" else 0.0)
-    check_writable(model_file)
-    model = train_file(input_file, options, settings, encoding=encoding, progress=progress)
-    save_trained(model, model_file)
+    if not o.cross_validate:
+        check_writable(o.model_file)
+    if o.split is None:
+        model = train_file(o.input_file, options, settings, encoding=o.encoding,
+                           progress=progress)
+    else:
+        model = train_crfsuite_groups(o, options, settings, progress)
+        if model is None:  # -x: the scores are the output
+            return
+    save_trained(model, o.model_file)
     if not progress.quiet:
-        click.echo(f"* model written to {model_file}", err=True)
+        click.echo(f"* model written to {o.model_file}", err=True)
 
 
 def _train(given: dict, pattern_file: str | None, input_file: str, devel_file: str | None,

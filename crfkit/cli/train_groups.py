@@ -76,7 +76,7 @@ def run_cross_validation(given: dict[str, Any], o: SimpleNamespace, progress: Pr
     scores go to standard output, no model is written (as CRFsuite)."""
     from crfkit.features.patterns import read_patterns
     from crfkit.io.reader import read_items
-    from crfkit.training.crossval import cross_validate, summary_lines
+    from crfkit.training.crossval import column_fold, cross_validate
     from crfkit.training.train import train_options_from
 
     options = train_options_from(given)
@@ -85,11 +85,18 @@ def run_cross_validation(given: dict[str, Any], o: SimpleNamespace, progress: Pr
     items = read_items(o.input_file, encoding=o.encoding, sep=o.sep, min_columns=2)
     seqs = sentences(progress.counted(items), progress)
     source = "<stdin>" if o.input_file == "-" else o.input_file
-    scores = cross_validate(patterns, seqs, options, o.split, progress=progress, source=source)
+    fold = column_fold(patterns, options, progress, source)
+    show_scores(cross_validate(fold, seqs, o.split, progress=progress), o.split)
+
+
+def show_scores(scores: list, n_groups: int) -> None:
+    """The per-fold and mean lines on standard output; Ctrl-C's folds left unscored said."""
+    from crfkit.training.crossval import summary_lines
+
     for line in summary_lines(scores):
         click.echo(line)
-    if len(scores) < o.split:
-        click.echo(f"crfkit: interrupted after {len(scores)} of {o.split} folds", err=True)
+    if len(scores) < n_groups:
+        click.echo(f"crfkit: interrupted after {len(scores)} of {n_groups} folds", err=True)
         click.get_current_context().exit(130)
 
 
@@ -102,3 +109,47 @@ def log_file_name(base: str, given: dict[str, Any]) -> str:
         if name != "algo" and value is not None and not isinstance(value, dict):
             parts.append(f"{name}={value}")
     return "_".join(parts)
+
+
+def train_crfsuite_groups(o: SimpleNamespace, options: Any, settings: Any,
+                          progress: Progress) -> Any:
+    """--format crfsuite with -g: the -x scores (None returned), or the model trained on
+    every group but --holdout's, that group scored after the training."""
+    from crfkit.attributes.data_file import (
+        labels_in_order,
+        predicted_labels,
+        read_sequences,
+        train_sequences,
+    )
+    from crfkit.training.crossval import (
+        crfsuite_groups,
+        cross_validate,
+        fold_line,
+        score,
+        split_group,
+    )
+
+    seqs = list(read_sequences(o.input_file, encoding=o.encoding))
+    labels = labels_in_order(seqs)  # CRFsuite's label set: from every group
+
+    def fold(rest: list, held: list) -> tuple[list, list, int, bool]:
+        model = train_sequences(rest, options, settings, progress=progress, path=o.input_file,
+                                labels=labels)
+        return ([s.labels for s in held], predicted_labels(model, held),
+                int(model.info.get("iterations", 0)),
+                model.info.get("stop_reason") == "interrupted")
+
+    if o.cross_validate:
+        show_scores(cross_validate(fold, seqs, o.split, progress=progress), o.split)
+        return None
+    rest, held = split_group(seqs, crfsuite_groups(len(seqs), o.split), o.holdout - 1)
+    progress.message(f"* group {o.holdout} of {o.split} held out for evaluation: "
+                     f"{len(held)} sequences; training on the other {len(rest)}")
+    model = train_sequences(rest, options, settings, progress=progress, path=o.input_file,
+                            labels=labels)
+    model.info["train_file"] = "<stdin>" if o.input_file == "-" else o.input_file
+    gold = [s.labels for s in held]
+    scored = score(gold, predicted_labels(model, held), o.holdout,
+                   int(model.info.get("iterations", 0)), 0.0)
+    progress.message("* held-out " + fold_line(scored).replace("fold", "group", 1))
+    return model

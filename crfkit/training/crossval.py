@@ -13,6 +13,7 @@ scored as ``crfkit eval`` scores (conlleval's accuracy and chunk F1).
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -21,7 +22,6 @@ from crfkit.errors import UsageError
 from crfkit.evaluation.scoring import evaluate
 from crfkit.features.patterns import Pattern
 from crfkit.io.reader import Sequence
-from crfkit.model.model import Model
 from crfkit.optim.crandom import crfsuite_orders
 from crfkit.progress import Progress
 from crfkit.training.train_options import TrainOptions
@@ -67,23 +67,37 @@ def check_holdout(holdout: int, n_groups: int) -> None:
                          f"got {holdout}")
 
 
-def score_heldout(model: Model, held: list[Sequence], group: int,
-                  seconds: float) -> FoldScore:
-    """Label the held-out sequences with ``model`` and score them against their gold column."""
+# Train on the first sequences, label the second: (their gold labels, the predicted ones,
+# the training's iterations, whether it was interrupted)
+FoldRun = Callable[[list, list], "tuple[list[list[str]], list[list[str]], int, bool]"]
+
+
+def score(gold: list[list[str]], pred: list[list[str]], group: int, iterations: int,
+          seconds: float) -> FoldScore:
+    """The held-out group's scores, as crfkit eval gives them."""
+    report = evaluate(gold, pred)
+    return FoldScore(group, len(gold), sum(len(g) for g in gold), report.accuracy, report.f1,
+                     iterations, seconds)
+
+
+def column_fold(patterns: list[Pattern] | None, options: TrainOptions, progress: Progress,
+                source: str = "<input>") -> FoldRun:
+    """A fold of a column file: ``crfkit train`` on the training groups, then label."""
     from crfkit.labelling.label import label_sequences
-
-    gold = [[row[-1] for row in s.rows] for s in held]
-    report = evaluate(gold, label_sequences(model, held))
-    return FoldScore(group, len(held), sum(len(g) for g in gold), report.accuracy, report.f1,
-                     int(model.info.get("iterations", 0)), seconds)
-
-
-def cross_validate(patterns: list[Pattern] | None, sequences: list[Sequence],
-                   options: TrainOptions, n_groups: int, *, progress: Progress,
-                   source: str = "<input>") -> list[FoldScore]:
-    """Train on all groups but one and score that one, for each group in turn (``-x``)."""
     from crfkit.training.train import train
 
+    def run(rest: list[Sequence], held: list[Sequence]):
+        model = train(patterns, rest, options, progress=progress, source=source)
+        gold = [[row[-1] for row in s.rows] for s in held]
+        return (gold, label_sequences(model, held), int(model.info.get("iterations", 0)),
+                model.info.get("stop_reason") == "interrupted")
+
+    return run
+
+
+def cross_validate(fold: FoldRun, sequences: list, n_groups: int, *,
+                   progress: Progress) -> list[FoldScore]:
+    """Train on all groups but one and score that one, for each group in turn (``-x``)."""
     groups = crfsuite_groups(len(sequences), n_groups)
     scores = []
     for group in range(n_groups):
@@ -91,11 +105,10 @@ def cross_validate(patterns: list[Pattern] | None, sequences: list[Sequence],
         progress.message(f"===== cross-validation: fold {group + 1} of {n_groups} "
                          f"(group {group + 1} held out: {len(held)} sequences) =====")
         began = time.perf_counter()
-        model = train(patterns, rest, options, progress=progress, source=source)
-        score = score_heldout(model, held, group + 1, time.perf_counter() - began)
-        progress.message(fold_line(score))
-        scores.append(score)
-        if model.info.get("stop_reason") == "interrupted":
+        gold, pred, iterations, interrupted = fold(rest, held)
+        scores.append(score(gold, pred, group + 1, iterations, time.perf_counter() - began))
+        progress.message(fold_line(scores[-1]))
+        if interrupted:
             break
     return scores
 

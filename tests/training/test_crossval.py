@@ -114,3 +114,41 @@ def test_group_options_are_refused_in_one_line(tmp_path, options, needle):
     (tmp_path / "all.txt").write_text("\n".join(_corpus()))
     one_error_line(run("train", "-p", tmp_path / "p.pat", *options, tmp_path / "all.txt",
                        tmp_path / "m"), needle)
+
+
+def _crfsuite_file(path, X, y) -> None:
+    with open(path, "w") as out:
+        for xseq, yseq in zip(X, y, strict=True):
+            for item, label in zip(xseq, yseq, strict=True):
+                fields = [f"{k}={v}" if isinstance(v, str) else f"{k}:{float(v)}"
+                          for k, v in item.items()]
+                out.write("\t".join([label, *fields]) + "\n")
+            out.write("\n")
+
+
+def test_crfsuite_data_holdout_scores_as_crfsuites_holdout_evaluation(tmp_path):
+    """--format crfsuite -g 3 --holdout 2 -a ap: the item accuracy CRFsuite's own holdout
+    evaluation reports (python-crfsuite, the same groups, holdout group 2)."""
+    pycrfsuite = pytest.importorskip("pycrfsuite")
+    from tests.optim.test_crfsuite_online import noisy_corpus
+
+    X, y = noisy_corpus()
+    groups = crfsuite_groups(len(X), 3)
+    import ctypes
+
+    ctypes.CDLL(None).srand(1)
+    trainer = pycrfsuite.Trainer(algorithm="ap", verbose=False)
+    trainer.set_params({"max_iterations": 10})
+    for xseq, yseq, group in zip(X, y, groups, strict=True):
+        trainer.append(xseq, yseq, int(group))
+    trainer.train(str(tmp_path / "m.crfsuite"), holdout=1)
+    theirs = trainer.logparser.iterations[-1]["item_accuracy_float"]
+    _crfsuite_file(tmp_path / "d.txt", X, y)
+    result = run("train", "--format", "crfsuite", "-a", "ap", "-i", 10, "-g", 3, "--holdout",
+                 2, tmp_path / "d.txt", tmp_path / "m.model")
+    assert result.exit_code == 0, result.stderr
+    ours = float(re.search(r"held-out group 2: accuracy\s+([\d.]+)%", result.stderr).group(1))
+    assert ours == pytest.approx(100 * theirs, abs=0.006)
+    cv = run("train", "--format", "crfsuite", "-a", "ap", "-i", 10, "-g", 3, "-x", "-q",
+             tmp_path / "d.txt")
+    assert _scores(cv.stdout)[1][0] == ours  # -x's fold 2 is --holdout 2
