@@ -77,8 +77,8 @@ from crfkit.structures import STRUCTURE
               help="Stop when the objective improves by less than this (relative) over the "
                    "window; sgd-l1: by less than this share of its fall since the first "
                    "epoch; ap, pa, arow: CRFsuite's epsilon (the epoch's loss per sequence "
-                   "below it; arow: at most it)  [default: 1e-5; sgd-l1: 0.02; ap, pa, "
-                   "arow: 0]")
+                   "below it; arow: at most it)  [default: 1e-5; sgd-l1: 0.02; l2sgd: "
+                   "1e-6; ap, pa, arow: 0]")
 @click.option("-o", "--stopwin", "--objwin", "stopwin", type=int, default=None,
               help="Window (iterations) of the stopping rule (Wapiti's -o/--objwin)  "
                    "[default: 10; sgd-l1: 3]")

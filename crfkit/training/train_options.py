@@ -32,7 +32,8 @@ DEFAULT_RHO2 = 1.0
 GENERAL_DEFAULTS = {"rho1": 0.0, "stopeps": 1e-5, "stopwin": 10}
 ALGORITHM_DEFAULTS = {"sgd-l1": {"rho1": sgd.DEFAULT_RHO1, "stopeps": sgd.DEFAULT_STOP_EPS,
                                  "stopwin": sgd.DEFAULT_STOP_WINDOW},
-                      **{name: {"stopeps": 0.0} for name in ("ap", "pa", "arow")}}
+                      **{name: {"stopeps": 0.0} for name in ("ap", "pa", "arow")},
+                      "l2sgd": {"stopeps": 1e-6}}  # CRFsuite's delta
 
 
 @dataclass(frozen=True)
