@@ -147,3 +147,22 @@ def test_linesearch_with_l1_is_refused(tmp_path):
     (tmp_path / "t.txt").write_text(CHUNK_TRAIN)
     one_error_line(run("train", "-p", tmp_path / "p.pat", "-1", "0.5", "--linesearch",
                        "MoreThuente", tmp_path / "t.txt", tmp_path / "m"), "OWL-QN")
+
+
+def _bump(a: float) -> tuple[float, float]:
+    """Steep at 0, then rising: from far out, trials land below f(0) but above the
+    sufficient-decrease line before any is acceptable."""
+    return -math.log(1 + a) + 0.5 * a * a / (1 + a * a), -1 / (1 + a) + a / (1 + a * a) ** 2
+
+
+@pytest.mark.parametrize("first", [10.0, 1000.0])
+def test_more_thuente_stage_one_finds_a_step_above_the_line(first):
+    """Moré and Thuente's first stage (the function minus the decrease line) is what
+    brings these trials back under the line: without it the search fails here."""
+    c = Conditions(ftol=0.3, gtol=0.9)
+    f0, g0 = _bump(0.0)
+    phi = _Counted(_bump)
+    found = search("MoreThuente", phi, first, f0, g0, 20, c)
+    assert found is not None and len(phi.steps) <= 6
+    fa, ga = _bump(found[0])
+    assert fa <= f0 + c.ftol * found[0] * g0 and abs(ga) <= c.gtol * abs(g0)
