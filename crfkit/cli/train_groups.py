@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
+from dataclasses import replace
 from types import SimpleNamespace
 from typing import Any
 
@@ -122,7 +123,7 @@ def train_crfsuite_groups(o: SimpleNamespace, options: Any, settings: Any,
         train_sequences,
     )
     from crfkit.training.crossval import (
-        crfsuite_groups,
+        crfsuite_deal,
         cross_validate,
         fold_line,
         score,
@@ -131,6 +132,11 @@ def train_crfsuite_groups(o: SimpleNamespace, options: Any, settings: Any,
 
     seqs = list(read_sequences(o.input_file, encoding=o.encoding))
     labels = labels_in_order(seqs)  # CRFsuite's label set: from every group
+    # as CRFsuite's front end: the groups in its shuffled order, the online trainers'
+    # shuffles continuing rand() after the deal's draws
+    order, groups = crfsuite_deal(len(seqs), o.split)
+    seqs, groups = [seqs[i] for i in order], groups[order]
+    options = replace(options, rand_drawn=len(seqs))
 
     def fold(rest: list, held: list) -> tuple[list, list, int, bool]:
         model = train_sequences(rest, options, settings, progress=progress, path=o.input_file,
@@ -140,9 +146,10 @@ def train_crfsuite_groups(o: SimpleNamespace, options: Any, settings: Any,
                 model.info.get("stop_reason") == "interrupted")
 
     if o.cross_validate:
-        show_scores(cross_validate(fold, seqs, o.split, progress=progress), o.split)
+        show_scores(cross_validate(fold, seqs, o.split, progress=progress, groups=groups),
+                    o.split)
         return None
-    rest, held = split_group(seqs, crfsuite_groups(len(seqs), o.split), o.holdout - 1)
+    rest, held = split_group(seqs, groups, o.holdout - 1)
     progress.message(f"* group {o.holdout} of {o.split} held out for evaluation: "
                      f"{len(held)} sequences; training on the other {len(rest)}")
     model = train_sequences(rest, options, settings, progress=progress, path=o.input_file,

@@ -95,13 +95,14 @@ def minimize(epoch: L2SgdEpoch, x0: np.ndarray, n_seqs: int, *, rho2: float,
              eta0: float | None = None, maxiter: int = 1000, seed: int = 0,
              stop_eps: float = 1e-6, stop_window: int = 10,
              on_iteration: IterationHook | None = None,
-             calibration: Calibration = Calibration()) -> Result:
+             calibration: Calibration = Calibration(), drawn: int = 0) -> Result:
     """Train weights by SGD-L2 from ``x0`` (not modified); ``maxiter`` counts epochs;
-    ``seed``: srand()'s (0 and 1: CRFsuite's own order)."""
+    ``seed``: srand()'s (0 and 1: CRFsuite's own order), ``drawn``: rand() values used
+    before (crfsuite_orders)."""
     if not rho2 > 0:
         raise ValueError("l2sgd needs an L2 strength rho2 > 0")
     lam = rho2 / max(n_seqs, 1)
-    orders = crfsuite_orders(n_seqs, seed)
+    orders = crfsuite_orders(n_seqs, seed, drawn)
     if eta0 is None:
         sample = orders()[:min(calibration.samples, n_seqs)]
         eta0 = calibrate(epoch, x0.size, sample, lam, calibration)

@@ -72,7 +72,8 @@ def _run_perceptron(problem: Problem, hook: IterationHook) -> Result:
     o, c = problem.options, problem.corpus
     epochs = problem.structure.epochs("online", c)
     return perceptron.minimize(epochs.ap, c.x0, c.data.n_seqs, maxiter=o.maxiter or 100,
-                               seed=o.seed, stop_eps=o.stopeps, on_iteration=hook)
+                               seed=o.seed, stop_eps=o.stopeps, on_iteration=hook,
+                               drawn=o.rand_drawn)
 
 
 def _run_l2sgd(problem: Problem, hook: IterationHook) -> Result:
@@ -81,7 +82,7 @@ def _run_l2sgd(problem: Problem, hook: IterationHook) -> Result:
     return l2sgd.minimize(epochs.l2sgd, c.x0, c.data.n_seqs, rho2=problem.rho2,
                           maxiter=o.maxiter or 1000, seed=o.seed, stop_eps=o.stopeps,
                           stop_window=o.stopwin, on_iteration=hook,
-                          calibration=calibration(o))
+                          calibration=calibration(o), drawn=o.rand_drawn)
 
 
 def _run_pa(problem: Problem, hook: IterationHook) -> Result:
@@ -93,7 +94,7 @@ def _run_pa(problem: Problem, hook: IterationHook) -> Result:
 
     return pa.minimize(epoch, c.x0, c.data.n_seqs, averaging=o.averaging,
                        maxiter=o.maxiter or 100, seed=o.seed, stop_eps=o.stopeps,
-                       on_iteration=hook)
+                       on_iteration=hook, drawn=o.rand_drawn)
 
 
 def _run_arow(problem: Problem, hook: IterationHook) -> Result:
@@ -105,7 +106,7 @@ def _run_arow(problem: Problem, hook: IterationHook) -> Result:
 
     return arow.minimize(epoch, c.x0, c.data.n_seqs, variance=o.variance,
                          maxiter=o.maxiter or 100, seed=o.seed, stop_eps=o.stopeps,
-                         on_iteration=hook)
+                         on_iteration=hook, drawn=o.rand_drawn)
 
 
 @dataclass(frozen=True)

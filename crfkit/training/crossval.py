@@ -42,15 +42,21 @@ class FoldScore:
 
 def crfsuite_groups(n_sequences: int, n_groups: int) -> np.ndarray:
     """The group (0-based) of each sequence, dealt as CRFsuite's ``-g N`` deals them."""
+    return crfsuite_deal(n_sequences, n_groups)[1]
+
+
+def crfsuite_deal(n_sequences: int, n_groups: int) -> tuple[np.ndarray, np.ndarray]:
+    """CRFsuite's order after its shuffle (position i holds sequence ``order[i]``: its
+    front end trains on the groups in that order) and the group of each sequence."""
     if n_groups < 2:
         raise UsageError(f"-g/--split must be >= 2, got {n_groups}")
     if n_sequences < n_groups:
         raise UsageError(f"-g/--split {n_groups}: the training data has only {n_sequences} "
                          f"sequence(s), fewer than the groups")
-    shuffled = crfsuite_orders(n_sequences, 1)()  # position i holds sequence shuffled[i]
+    shuffled = crfsuite_orders(n_sequences, 1)()
     groups = np.empty(n_sequences, dtype=np.int64)
     groups[shuffled] = np.arange(n_sequences) % n_groups
-    return groups
+    return shuffled, groups
 
 
 def split_group(sequences: list[Sequence], groups: np.ndarray,
@@ -95,10 +101,12 @@ def column_fold(patterns: list[Pattern] | None, options: TrainOptions, progress:
     return run
 
 
-def cross_validate(fold: FoldRun, sequences: list, n_groups: int, *,
-                   progress: Progress) -> list[FoldScore]:
-    """Train on all groups but one and score that one, for each group in turn (``-x``)."""
-    groups = crfsuite_groups(len(sequences), n_groups)
+def cross_validate(fold: FoldRun, sequences: list, n_groups: int, *, progress: Progress,
+                   groups: np.ndarray | None = None) -> list[FoldScore]:
+    """Train on all groups but one and score that one, for each group in turn (``-x``);
+    ``groups``: each sequence's, if not :func:`crfsuite_groups`'."""
+    if groups is None:
+        groups = crfsuite_groups(len(sequences), n_groups)
     scores = []
     for group in range(n_groups):
         rest, held = split_group(sequences, groups, group)

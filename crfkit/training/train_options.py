@@ -85,6 +85,9 @@ class TrainOptions:
     calibration_samples: int | None = None
     calibration_candidates: int | None = None
     calibration_max_trials: int | None = None
+    # rand() values CRFsuite's front end drew before training (its -g deal): where the
+    # online trainers' shuffles start; not a setting of the model (never recorded)
+    rand_drawn: int = 0
     cutoff: int = 1
     nthread: int = 0
     eta0: float | None = None  # sgd-l1; None: calibrated on a sample (optim.sgd.calibrate)
@@ -265,7 +268,7 @@ def recorded_options(options: TrainOptions, model_type: str, *, devel: bool,
     unused += tuple(name for name in CALIBRATION_NAMES if getattr(options, name) is None)
     # read by OWL-QN only (L2 and other algorithms' files stay what they were)
     unused += ("l1_gtol",) if options.rho1 == 0 or options.algo != "l-bfgs" else ()
-    for key in ("nthread", *unused):
+    for key in ("nthread", "rand_drawn", *unused):
         del recorded[key]
     for key, algorithms in _ALGORITHM_OPTIONS.items():
         if options.algo not in algorithms:
