@@ -266,8 +266,7 @@ def l2sgd_epoch(W, last, state, order, space, data, per_token, L, lam, t0_, froz
         if T == 0:
             continue
         n = touched_weights(space, tok_ptr, tok_obs, L, t0, T, touched)
-        eta = 1.0 / (lam * (t0_ + t))
-        # a first factor <= 0 (t0 < 1) multiplies weights that are all zero at t = 0
+        eta = 1.0 / (lam * (t0_ + t))  # a first factor <= 0 (t0 < 1) decays zero weights
         log_a += np.log(max(1.0 - eta * lam, SMALLEST_DECAY))
         _bring_up_to_date(W, last, log_a, touched, n, per_token, n_u, n_b, expw)
         trans_shift = load_transitions(W, space.trans_offset, space.has_trans, L, trans, exp_trans)
