@@ -162,10 +162,11 @@ def train_file(path: str, options, settings, *, encoding: str = "utf-8", progres
 
 
 def train_sequences(sequences: Iterable[Sequence], options, settings, *, progress=None,
-                    path: str = "-", labels: list[str] | None = None):
+                    path: str = "-", labels: list[str] | None = None, on_weights=None):
     """:func:`train_file` of sequences already read (CRFsuite's -g groups). ``labels``: the
     label set and its order to start from (CRFsuite's, read from every group: the order
-    decides Viterbi's ties, so the perceptrons' first updates)."""
+    decides Viterbi's ties, so the perceptrons' first updates); ``on_weights``: called
+    with the model of every iteration's weights."""
     from crfkit.attributes.attribute_model import train
 
     vocab: dict[str, int] = {}
@@ -175,7 +176,8 @@ def train_sequences(sequences: Iterable[Sequence], options, settings, *, progres
     for name, i in vocab.items():
         names[i] = name
     del vocab
-    return train(data, labels, names, options, settings, progress=progress)
+    return train(data, labels, names, options, settings, progress=progress,
+                 on_weights=on_weights, holdout=on_weights is not None)
 
 
 def labels_in_order(sequences: Iterable[Sequence]) -> list[str]:

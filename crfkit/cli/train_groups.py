@@ -125,7 +125,6 @@ def train_crfsuite_groups(o: SimpleNamespace, options: Any, settings: Any,
     from crfkit.training.crossval import (
         crfsuite_deal,
         cross_validate,
-        fold_line,
         score,
         split_group,
     )
@@ -152,11 +151,17 @@ def train_crfsuite_groups(o: SimpleNamespace, options: Any, settings: Any,
     rest, held = split_group(seqs, groups, o.holdout - 1)
     progress.message(f"* group {o.holdout} of {o.split} held out for evaluation: "
                      f"{len(held)} sequences; training on the other {len(rest)}")
-    model = train_sequences(rest, options, settings, progress=progress, path=o.input_file,
-                            labels=labels)
-    model.info["train_file"] = "<stdin>" if o.input_file == "-" else o.input_file
     gold = [s.labels for s in held]
-    scored = score(gold, predicted_labels(model, held), o.holdout,
-                   int(model.info.get("iterations", 0)), 0.0)
-    progress.message("* held-out " + fold_line(scored).replace("fold", "group", 1))
+
+    def scored(model: Any) -> str:
+        got = score(gold, predicted_labels(model, held), o.holdout, 0, 0.0)
+        return f"group {o.holdout}: accuracy {got.accuracy:6.2f}%  F1 {got.f1:6.2f}"
+
+    def each_iteration(model: Any) -> None:  # CRFsuite's holdout evaluation
+        progress.message(f"    held-out {scored(model)}")
+
+    model = train_sequences(rest, options, settings, progress=progress, path=o.input_file,
+                            labels=labels, on_weights=each_iteration)
+    model.info["train_file"] = "<stdin>" if o.input_file == "-" else o.input_file
+    progress.message(f"* held-out {scored(model)}")
     return model

@@ -176,11 +176,14 @@ def test_crfsuite_data_holdout_is_crfsuite_learns(tmp_path, algorithm):
     assert largest_difference(dict(info.transitions), ours.transition_features()) \
         < DUMP_PRECISION
     if "item_accuracy_float" in theirs:  # the perceptrons report it (l2sgd: not its epochs)
-        accuracy = re.search(r"held-out group 2: accuracy\s+([\d.]+)%", result.stderr)
-        assert float(accuracy.group(1)) == pytest.approx(100 * theirs["item_accuracy_float"],
-                                                         abs=0.006)
+        per_iteration = re.findall(r"^    held-out group 2: accuracy\s+([\d.]+)%",
+                                   result.stderr, re.M)
+        assert len(per_iteration) == 10  # scored after every iteration, as CRFsuite
+        theirs_each = [100 * i["item_accuracy_float"] for i in trainer.logparser.iterations]
+        assert [float(a) for a in per_iteration] == pytest.approx(theirs_each, abs=0.006)
     cv = run("train", "--format", "crfsuite", "-a", algorithm, "-i", 10, *c2, "-g", 3, "-x",
              "-q", tmp_path / "d.txt")
     assert cv.exit_code == 0, cv.stderr
-    held = re.search(r"held-out group 2: accuracy\s+([\d.]+)%", result.stderr).group(1)
+    held = re.search(r"^\* held-out group 2: accuracy\s+([\d.]+)%", result.stderr,
+                     re.M).group(1)
     assert _scores(cv.stdout)[1][0] == float(held)  # -x's fold 2 is --holdout 2
