@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import io
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
 import numpy as np
@@ -127,12 +127,19 @@ def encode_file(path: str, vocab: dict[str, int], labels: list[str], *, grow: bo
     """A CRFsuite data file as a Dataset with gold label ids; ``labels`` grows in first-seen
     order (in labelling, gold labels the model lacks get ids past its own), ``vocab`` only
     with ``grow`` (otherwise unknown attributes are dropped)."""
+    return encode_sequences(read_sequences(path, encoding=encoding), vocab, labels, grow=grow,
+                            path=path)
+
+
+def encode_sequences(sequences: Iterable[Sequence], vocab: dict[str, int], labels: list[str],
+                     *, grow: bool, path: str = "-"):
+    """:func:`encode_file` of sequences already read (``path``: where they come from)."""
     from crfkit.attributes.encoder import AttributeEncoder
 
     encoder = AttributeEncoder(vocab, grow=grow)
     index = {label: i for i, label in enumerate(labels)}
     gold = []
-    for seq in read_sequences(path, encoding=encoding):
+    for seq in sequences:
         encoder.end(encoder.add_pairs(seq.tokens))
         for label in seq.labels:
             i = index.get(label)
@@ -148,18 +155,45 @@ def encode_file(path: str, vocab: dict[str, int], labels: list[str], *, grow: bo
 def train_file(path: str, options, settings, *, encoding: str = "utf-8", progress=None):
     """Train an attribute model on a CRFsuite data file
     (:func:`crfkit.attributes.attribute_model.train`)."""
+    model = train_sequences(read_sequences(path, encoding=encoding), options, settings,
+                            progress=progress, path=path)
+    model.info["train_file"] = "<stdin>" if path == "-" else path
+    return model
+
+
+def train_sequences(sequences: Iterable[Sequence], options, settings, *, progress=None,
+                    path: str = "-", labels: list[str] | None = None, on_weights=None):
+    """:func:`train_file` of sequences already read (CRFsuite's -g groups). ``labels``: the
+    label set and its order to start from (CRFsuite's, read from every group: the order
+    decides Viterbi's ties, so the perceptrons' first updates); ``on_weights``: called
+    with the model of every iteration's weights."""
     from crfkit.attributes.attribute_model import train
 
     vocab: dict[str, int] = {}
-    labels: list[str] = []
-    data = encode_file(path, vocab, labels, grow=True, encoding=encoding)
+    labels = list(labels or [])
+    data = encode_sequences(sequences, vocab, labels, grow=True, path=path)
     names = [""] * len(vocab)
     for name, i in vocab.items():
         names[i] = name
     del vocab
-    model = train(data, labels, names, options, settings, progress=progress)
-    model.info["train_file"] = "<stdin>" if path == "-" else path
-    return model
+    return train(data, labels, names, options, settings, progress=progress,
+                 on_weights=on_weights, holdout=on_weights is not None)
+
+
+def labels_in_order(sequences: Iterable[Sequence]) -> list[str]:
+    """Every label of the sequences, in first-seen order."""
+    return list(dict.fromkeys(label for seq in sequences for label in seq.labels))
+
+
+def predicted_labels(model, sequences: list[Sequence]) -> list[list[str]]:
+    """The model's best labels of each sequence (its gold labels only sized the data)."""
+    from crfkit.kernels.decoder import decode
+
+    labels = list(model.labels)
+    data = encode_sequences(sequences, model.vocab(), labels, grow=False)
+    pred = np.array(labels, dtype=object)[decode(model, data).paths[:, 0]].tolist()
+    ptr = data.seq_ptr.tolist()
+    return [pred[ptr[s]:ptr[s + 1]] for s in range(len(ptr) - 1)]
 
 
 def label_file(model, path: str, out, *, labels_only: bool = False,

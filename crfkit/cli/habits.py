@@ -72,7 +72,11 @@ CRFSUITE_PARAMETERS = {
     "c1": "-1", "c2": "-2", "max_iterations": "-i", "epsilon": "-e", "delta": "-e",
     "period": "-o", "num_memories": "--history", "feature.minfreq": "-f",
     "feature.possible_states": "--all-labels", "type": "--pa-type", "c": "--pa-c",
-    "variance": "--variance", "gamma": "--gamma",
+    "variance": "--variance", "gamma": "--gamma", "linesearch": "--linesearch",
+    "max_linesearch": "--max-linesearch", "calibration.eta": "--calibration-eta",
+    "calibration.rate": "--calibration-rate", "calibration.samples": "--calibration-samples",
+    "calibration.candidates": "--calibration-candidates",
+    "calibration.max_trials": "--calibration-max-trials",
 }
 """CRFsuite's ``-p NAME=VALUE`` training parameters and crfkit's option of the same role."""
 
@@ -152,15 +156,11 @@ HABITS: tuple[Habit, ...] = (
     Habit("CRFsuite", ("train",), ("-m",), "-m names a model to start from here; the model "
           "to write is the last argument (crfkit train -p PATTERNS INPUT MODEL)",
           _missing_file),
-    Habit("CRFsuite", TRAINING, ("-e", "--holdout"), "CRFsuite's -e N (holdout group): give "
-          "a labelled development file with -d FILE; crfkit's -e is the stopping epsilon",
-          _group_number),
-    Habit("CRFsuite", TRAINING, ("-x", "--cross-validate"), "cross-validation is 'crfkit "
-          "tune --folds K' here"),
-    Habit("CRFsuite", TRAINING, ("-g", "--split"), "CRFsuite's -g N (groups) is 'crfkit "
-          "tune --folds N' here"),
-    Habit("CRFsuite", TRAINING, ("-l", "--log-to-file", "-L", "--logbase"), "the training "
-          "log goes to stderr; --report DIR also writes it as CSV and JSON"),
+    Habit("CRFsuite", TRAINING, ("-e",), "CRFsuite's -e N (holdout group) is --holdout N "
+          "here (with -g GROUPS); crfkit's -e is the stopping epsilon", _group_number),
+    Habit("CRFsuite", ("tune",), ("-x", "--cross-validate", "-g", "--split"), "cross-"
+          "validation is 'crfkit train -g N -x' (or 'crfkit tune --folds K' to choose the "
+          "regularisation)"),
     Habit("CRFsuite", TRAINING, ("--type",), "CRFsuite's --type 1d is crfkit's default "
           "model type (-T/--type crf)", _values("1d", "crf1d")),
     Habit("CRF++", TRAINING, ("--algorithm",), "--algorithm is -a/--algo here ('-a list' "

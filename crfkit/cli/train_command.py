@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from types import SimpleNamespace
-from typing import Any
+from typing import Any, TextIO
 
 import click
 
@@ -19,9 +21,24 @@ from crfkit.cli.common import (
     structure_values,
 )
 from crfkit.cli.helpgroups import TRAIN_GROUPS, GroupedCommand
+from crfkit.cli.train_groups import (
+    check_group_options,
+    holdout_split,
+    log_file_name,
+    run_cross_validation,
+    train_crfsuite_groups,
+)
 from crfkit.errors import CrfkitError, UsageError
 from crfkit.io import shipped
-from crfkit.optim.options import HISTORY, L1_GTOL, ONLINE_OPTIONS, SGD_OPTIONS
+from crfkit.optim.options import (
+    CALIBRATION_NAMES,
+    CALIBRATION_OPTIONS,
+    L1_GTOL,
+    LBFGS_OPTIONS,
+    ONLINE_OPTIONS,
+    SGD_OPTIONS,
+)
+from crfkit.progress import Progress
 from crfkit.structures import STRUCTURE, declared_train_options
 
 
@@ -57,8 +74,8 @@ from crfkit.structures import STRUCTURE, declared_train_options
               help="Stop when the objective improves by less than this (relative) over the "
                    "window; sgd-l1: by less than this share of its fall since the first "
                    "epoch; ap, pa, arow: CRFsuite's epsilon (the epoch's loss per sequence "
-                   "below it; arow: at most it)  [default: 1e-5; sgd-l1: 0.02; ap, pa, "
-                   "arow: 0]")
+                   "below it; arow: at most it)  [default: 1e-5; sgd-l1: 0.02; l2sgd: "
+                   "1e-6; ap, pa, arow: 0]")
 @click.option("-o", "--stopwin", "--objwin", "stopwin", type=int, default=None,
               help="Window (iterations) of the stopping rule (Wapiti's -o/--objwin)  "
                    "[default: 10; sgd-l1: 3]")
@@ -73,6 +90,15 @@ from crfkit.structures import STRUCTURE, declared_train_options
 @click.option("--devel-patience", type=int, default=None, metavar="N",
               help="With -d, stop after N iterations without a better development F1 and "
                    "keep the best weights; 0 never stops on it  [default: 0]")
+@click.option("-g", "--split", type=int, default=None, metavar="N",
+              help="Deal the sequences into N groups as CRFsuite's -g does (its shuffle, "
+                   "then round-robin), for --holdout or -x.")
+@click.option("--holdout", type=int, default=None, metavar="K",
+              help="With -g: train on every group but K and score group K after every "
+                   "iteration (CRFsuite's -e K); the model is written.")
+@click.option("-x", "--cross-validate", "cross_validate", is_flag=True,
+              help="With -g N: N-fold cross-validation, each group held out in turn; prints "
+                   "each fold's accuracy and F1 and their mean. No model is written.")
 @click.option("-f", "--cutoff", "--freq", type=int, default=None,
               help="Ignore observations seen fewer than N times (CRF++'s --freq)  "
                    "[default: 1]")
@@ -85,7 +111,7 @@ from crfkit.structures import STRUCTURE, declared_train_options
 @click_options(SGD_OPTIONS)
 @click.option("-t", "--nthread", type=int, default=None,
               help="Worker threads, 0 for all cores  [default: 0]")
-@click_options([HISTORY])
+@click_options(LBFGS_OPTIONS)
 @click.option("--all-features", is_flag=True,
               help="Weights for every observation x label (pair), as Wapiti and CRF++, "
                    "not only the combinations seen in training.")
@@ -112,7 +138,12 @@ from crfkit.structures import STRUCTURE, declared_train_options
               default="columns", show_default=True,
               help="INPUT is a column file read through patterns (-p), or a CRFsuite data "
                    "file (LABEL<TAB>ATTR[:VALUE]...; no pattern file).")
-@click_options(ONLINE_OPTIONS)
+@click_options(ONLINE_OPTIONS + CALIBRATION_OPTIONS)
+@click.option("-l", "--log-to-file", "log_to_file", is_flag=True,
+              help="Write the training log to a file named after the run (CRFsuite's -l): "
+                   "BASE_ALGORITHM_NAME=VALUE... of the options given.")
+@click.option("-L", "--logbase", default="log.crfkit", show_default=True, metavar="BASE",
+              help="With -l: the start of the log file's name.")
 @click.option("-q", "--quiet", is_flag=True,
               help="No progress or summary lines; warnings and errors are still shown.")
 @click.option("--regex", type=click.Choice(["crfkit", "wapiti"]), default="crfkit",
@@ -133,10 +164,6 @@ def train_command(**params: Any) -> None:
     MODEL to ./crfkit.model. Ctrl-C stops training after the last finished
     iteration, writes the model trained so far and exits with status 130.
     """
-    from crfkit.cli.failures import save_trained
-    from crfkit.io.atomic import check_writable
-    from crfkit.training.memory import return_large_frees_to_the_os
-
     o = SimpleNamespace(**params)
     if "list" in (o.algo, o.model_type, o.structure):
         from crfkit.training.train import algorithm_list, structure_list, type_list
@@ -149,19 +176,51 @@ def train_command(**params: Any) -> None:
     _check_train_inputs(o.pattern_file, o.init_file, o.devel_file, o.input_file,
                         o.dask_address)
     given = _given(o)
+    check_group_options(o)
+    with _training_log(o, given) as stream:
+        _run(given, o, Progress(stream, quiet=o.quiet))
+
+
+@contextmanager
+def _training_log(o: SimpleNamespace, given: dict[str, Any]) -> Iterator[TextIO | None]:
+    """-l: the stream the training log goes to, a file named after the run (written as
+    the training goes, to be followed while it runs, as CRFsuite's); else stderr (None)."""
+    if not o.log_to_file:
+        yield None
+        return
+    if o.dask_address is not None:
+        raise UsageError("-l/--log-to-file is not available with --dask")
+    name = log_file_name(o.logbase, given)
+    try:
+        stream = open(name, "w", encoding="utf-8", buffering=1)  # noqa: SIM115
+    except OSError as err:
+        raise CrfkitError(f"-l/--log-to-file: cannot write {name}: {err.strerror}") from None
+    with stream:
+        if not o.quiet:
+            click.echo(f"* training log written to {name}", err=True)
+        yield stream
+
+
+def _run(given: dict[str, Any], o: SimpleNamespace, progress: Progress) -> None:
+    from crfkit.cli.failures import save_trained
+    from crfkit.io.atomic import check_writable
+    from crfkit.training.memory import return_large_frees_to_the_os
+
     if o.data_format == "crfsuite":
         refuse_dask_crfsuite(o.dask_address)
-        _train_crfsuite(given, o.input_file, o.model_file, encoding=o.encoding, quiet=o.quiet,
-                        all_transitions=o.all_transitions,
+        _train_crfsuite(given, o, progress,
                         refused={"-p/--pattern": o.pattern_file, "-m/--model": o.init_file,
                                  "-d/--devel": o.devel_file, "--report": o.report_dir,
                                  "-f/--cutoff": o.cutoff, "-c/--compact": o.compact or None})
         return
     _refuse_for_columns(o)
+    if o.cross_validate:
+        run_cross_validation(given, o, progress)
+        return
     check_writable(o.model_file)  # before an hour of training, not after it
     log = report_log(o.report_dir)
     return_large_frees_to_the_os()
-    model, cluster_error = _train_here_or_on_dask(given, o, log)
+    model, cluster_error = _train_here_or_on_dask(given, o, log, progress)
     save_trained(model, o.model_file)
     if cluster_error is not None:
         raise CrfkitError(f"{cluster_error}: the model of the last finished iteration "
@@ -184,7 +243,9 @@ def _given(o: SimpleNamespace) -> dict[str, Any]:
              "likely_after": o.likely_after, "rho1": o.rho1, "rho2": o.rho2,
              "maxiter": o.maxiter, "stopeps": o.stopeps, "stopwin": o.stopwin,
              "l1_gtol": o.l1_gtol, "cutoff": o.cutoff,
-             "nthread": o.nthread, "history": o.history, "eta0": o.eta0, "alpha": o.alpha,
+             "nthread": o.nthread, "history": o.history, "linesearch": o.linesearch,
+             "max_linesearch": o.max_linesearch, "eta0": o.eta0, "alpha": o.alpha,
+             **{name: getattr(o, name) for name in CALIBRATION_NAMES},
              "seed": o.seed, "devel_patience": o.devel_patience,
              "keep_best_devel": o.keep_best_devel or None, "compact": o.compact or None,
              "all_features": o.all_features or None, "all_labels": o.all_labels or None,
@@ -217,12 +278,14 @@ def _refuse_for_columns(o: SimpleNamespace) -> None:
 
 
 def _train_here_or_on_dask(given: dict[str, Any], o: SimpleNamespace,
-                           log: list[dict] | None) -> tuple[Any, str | None]:
+                           log: list[dict] | None,
+                           progress: Progress) -> tuple[Any, str | None]:
     """The trained model, and the cluster's error if a Dask run ended early."""
     if o.dask_address is None:
+        holdout = None if o.holdout is None else (o.split, o.holdout)
         return _train(given, o.pattern_file, o.input_file, o.devel_file, o.init_file,
-                      sep=o.sep, encoding=o.encoding, quiet=o.quiet, log=log,
-                      regex=o.regex), None
+                      sep=o.sep, encoding=o.encoding, progress=progress, log=log,
+                      regex=o.regex, holdout=holdout), None
     from crfkit.dask.command import train_on_dask
 
     return train_on_dask(o.dask_address, given, o.pattern_file, o.input_file, o.devel_file,
@@ -258,8 +321,8 @@ def _write_training_report(report_dir: str, log: list, model, model_file: str) -
         click.echo(line, err=True)
 
 
-def _train_crfsuite(given: dict, input_file: str, model_file: str, *, encoding: str,
-                    quiet: bool, all_transitions: bool, refused: dict) -> None:
+def _train_crfsuite(given: dict, o: SimpleNamespace, progress: Progress, *,
+                    refused: dict) -> None:
     """train --format crfsuite: a CRFsuite data file, no patterns (crfkit.attributes.data_file).
     Features as CRFsuite's defaults make them: the (attribute, label) and label pairs seen
     in training, unless --all-labels / --all-features (possible states) or
@@ -268,7 +331,6 @@ def _train_crfsuite(given: dict, input_file: str, model_file: str, *, encoding: 
     from crfkit.attributes.data_file import train_file
     from crfkit.cli.failures import save_trained
     from crfkit.io.atomic import check_writable
-    from crfkit.progress import Progress
     from crfkit.training.train import TrainOptions
 
     for option, value in refused.items():
@@ -279,24 +341,30 @@ def _train_crfsuite(given: dict, input_file: str, model_file: str, *, encoding: 
     all_states = bool(given.pop("all_features", None)) | bool(given.pop("all_labels", None))
     options = TrainOptions(**{k: v for k, v in given.items() if v is not None})
     options.validate()
-    settings = AttributeTraining(all_states=all_states, all_transitions=all_transitions,
+    settings = AttributeTraining(all_states=all_states, all_transitions=o.all_transitions,
                                  epsilon=1e-5 if options.algo == "l-bfgs" else 0.0)
-    check_writable(model_file)
-    model = train_file(input_file, options, settings, encoding=encoding,
-                       progress=Progress(quiet=quiet))
-    save_trained(model, model_file)
-    if not quiet:
-        click.echo(f"* model written to {model_file}", err=True)
+    if not o.cross_validate:
+        check_writable(o.model_file)
+    if o.split is None:
+        model = train_file(o.input_file, options, settings, encoding=o.encoding,
+                           progress=progress)
+    else:
+        model = train_crfsuite_groups(o, options, settings, progress)
+        if model is None:  # -x: the scores are the output
+            return
+    save_trained(model, o.model_file)
+    if not progress.quiet:
+        click.echo(f"* model written to {o.model_file}", err=True)
 
 
 def _train(given: dict, pattern_file: str | None, input_file: str, devel_file: str | None,
-           init_file: str | None, *, sep: str, encoding: str, quiet: bool,
-           log: list[dict] | None = None, regex: str = "crfkit"):
+           init_file: str | None, *, sep: str, encoding: str, progress: Progress,
+           log: list[dict] | None = None, regex: str = "crfkit",
+           holdout: tuple[int, int] | None = None):
     """Read everything the train command names and train: the library call behind it."""
     from crfkit.features.patterns import read_patterns
     from crfkit.io.reader import canonical_encoding, read_items, read_sequences
     from crfkit.model.model import Model
-    from crfkit.progress import Progress
     from crfkit.training.train import TrainOptions, train
 
     options = TrainOptions(**{k: v for k, v in given.items() if v is not None})
@@ -304,7 +372,6 @@ def _train(given: dict, pattern_file: str | None, input_file: str, devel_file: s
     init = Model.load(init_file) if init_file else None
     patterns = (read_patterns(pattern_file, encoding=encoding, regex_mode=regex)
                 if pattern_file else None)
-    progress = Progress(quiet=quiet)
     source = "<stdin>" if input_file == "-" else input_file
     # with the -DOCSTART- markers: a skip-chain model's documents
     sequences = read_items(input_file, encoding=encoding, sep=sep, min_columns=2,
@@ -312,7 +379,11 @@ def _train(given: dict, pattern_file: str | None, input_file: str, devel_file: s
     devel = None
     if devel_file is not None:
         devel = read_sequences(devel_file, encoding=encoding, sep=sep, min_columns=2)
-    model = train(patterns, progress.counted(sequences), options, progress=progress,
+    sequences = progress.counted(sequences)
+    if holdout is not None:  # -g N --holdout K: group K is the development set
+        sequences, devel = holdout_split(sequences, *holdout, progress)
+        devel_file = f"group {holdout[1]} of {source}"
+    model = train(patterns, sequences, options, progress=progress,
                   source=source, devel=devel, devel_source=devel_file or "<devel>", init=init,
                   log=log)
     model.info["pattern_file"] = pattern_file or init_file

@@ -13,12 +13,13 @@ training, CRFsuite's ``feature.possible_transitions=0``).
   counts(predicted)``; the loss CRFsuite reports (and stops on) is each wrong
   sequence's ratio of wrong labels. Frozen label pairs stay out of both paths'
   counts, as CRFsuite has no feature for them.
-* **l2sgd** (Shalev-Shwartz et al.'s Pegasos schedule, as CRFsuite): minimise
-  ``sum_s loss_s(w) + lam N / 2 |w|^2`` with, per sequence, the step
-  ``w <- (1 - eta lam) w - eta grad loss_s`` and ``eta = 1 / (lam (t0 + t))``
-  (t: sequences seen). The decay applies to every weight; it is applied
-  lazily: ``last[k]`` is the log of the cumulative decay when weight k was
-  last brought up to date, ``state[0]`` the current one.
+* **l2sgd** (Shalev-Shwartz et al.'s Pegasos schedule, as CRFsuite's train_l2sgd.c):
+  minimise ``sum_s loss_s(w) + lam N / 2 |w|^2`` with, per sequence, the decay
+  ``v = (1 - eta lam) w`` first, then the step ``w <- v - eta grad loss_s(v)``
+  (the loss and gradient at the decayed weights, as CRFsuite scores them) and
+  ``eta = 1 / (lam (t0 + t))`` (t: sequences seen). The decay applies to every
+  weight; it is applied lazily: ``last[k]`` is the log of the cumulative decay
+  when weight k was last brought up to date, ``state[0]`` the current one.
 * **pa** (Crammer et al., 2006): decode with Viterbi; if the path is wrong,
   ``d = counts(gold) - counts(predicted)``, ``loss = score(pred) - score(gold)
   + cost`` (``cost`` = sqrt(errors) if error-sensitive, else 1) and the step
@@ -51,6 +52,8 @@ from crfkit.kernels.lattice import (
     transition_buffer,
     viterbi,
 )
+
+SMALLEST_DECAY = 1e-300  # l2sgd's first decay factor, where 1 - eta lam <= 0
 
 
 @njit(**JIT)
@@ -263,6 +266,8 @@ def l2sgd_epoch(W, last, state, order, space, data, per_token, L, lam, t0_, froz
         if T == 0:
             continue
         n = touched_weights(space, tok_ptr, tok_obs, L, t0, T, touched)
+        eta = 1.0 / (lam * (t0_ + t))  # a first factor <= 0 (t0 < 1) decays zero weights
+        log_a += np.log(max(1.0 - eta * lam, SMALLEST_DECAY))
         _bring_up_to_date(W, last, log_a, touched, n, per_token, n_u, n_b, expw)
         trans_shift = load_transitions(W, space.trans_offset, space.has_trans, L, trans, exp_trans)
         shift, logz = gradient.sequence_gradient(W, space, tok_ptr, tok_obs, tok_val, t0, T, L,
@@ -284,7 +289,7 @@ def l2sgd_epoch(W, last, state, order, space, data, per_token, L, lam, t0_, froz
         tok_err += wrong
         if wrong:
             seq_err += 1
-        log_a = _l2_step(W, last, G, frozen, touched, n, log_a, lam, t0_ + t)
+        _l2_step(W, G, frozen, touched, n, eta)
         t += 1.0
     state[0] = log_a
     state[1] = t
@@ -307,20 +312,14 @@ def _bring_up_to_date(W, last, log_a, touched, n, per_token, n_u, n_b, expw):
 
 
 @njit(**JIT)
-def _l2_step(W, last, G, frozen, touched, n, log_a, lam, steps):
-    """One SGD-L2 step with rate 1 / (lam * steps) on the touched weights (their gradient
-    in G, cleared); the decay of every other weight is only recorded. Returns the new log
-    of the cumulative decay."""
-    eta = 1.0 / (lam * steps)
-    decay = 1.0 - eta * lam
-    new_a = log_a + np.log(decay)
+def _l2_step(W, G, frozen, touched, n, eta):
+    """The gradient step ``-eta G`` on the touched weights (already decayed), G cleared: a
+    weight touched twice gets its step once."""
     for q in range(n):
         k = touched[q]
-        if last[k] == log_a:  # first visit of k in this sequence
-            W[k] = W[k] * decay - (0.0 if frozen[k] else eta * G[k])
-            last[k] = new_a
+        if not frozen[k]:
+            W[k] -= eta * G[k]
         G[k] = 0.0
-    return new_a
 
 
 @njit(**JIT)

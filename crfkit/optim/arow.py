@@ -38,7 +38,7 @@ def at_most(eps: float, n_seqs: int) -> Callable[[float], str | None]:
 
 def minimize(epoch: ArowEpoch, x0: np.ndarray, n_seqs: int, *, variance: float = 1.0,
              maxiter: int = 100, seed: int = 0, stop_eps: float = 0.0,
-             on_iteration: IterationHook | None = None) -> Result:
+             on_iteration: IterationHook | None = None, drawn: int = 0) -> Result:
     """Train weights by AROW from ``x0`` (not modified); ``maxiter`` counts epochs."""
     if not variance > 0:
         raise ValueError("AROW needs an initial variance > 0")
@@ -49,4 +49,5 @@ def minimize(epoch: ArowEpoch, x0: np.ndarray, n_seqs: int, *, variance: float =
         return epoch(W, S, order)
 
     return run_epochs(one_epoch, W, n_seqs, at_most(stop_eps, n_seqs), maxiter=maxiter,
-                      seed=seed, on_iteration=on_iteration, orders=crfsuite_orders(n_seqs, seed))
+                      seed=seed, on_iteration=on_iteration,
+                      orders=crfsuite_orders(n_seqs, seed, drawn))

@@ -58,9 +58,13 @@ def _int32(value: int) -> int:
     return value - (1 << 32) if value >= 1 << 31 else value
 
 
-def crfsuite_orders(n_seqs: int, seed: int = 1) -> Callable[[], np.ndarray]:
-    """The order of each successive epoch, as CRFsuite shuffles (module docstring)."""
+def crfsuite_orders(n_seqs: int, seed: int = 1, drawn: int = 0) -> Callable[[], np.ndarray]:
+    """The order of each successive epoch, as CRFsuite shuffles (module docstring);
+    ``drawn``: values of ``rand()`` used before the first shuffle (``crfsuite learn -g``'s
+    deal of the groups)."""
     rand = CRand(seed)
+    for _ in range(drawn):
+        rand()
     perm = list(range(n_seqs))
 
     def next_order() -> np.ndarray:

@@ -56,6 +56,7 @@ from numba import njit
 
 from crfkit.config import JIT
 from crfkit.optim import INTERRUPTED, Iteration, IterationHook, Result, Stop, StopRule
+from crfkit.optim.linesearch import along, wolfe_search
 from crfkit.optim.optimality import OptimalityRule
 from crfkit.vectors import dot, l1_norm
 
@@ -76,17 +77,16 @@ Function = Callable[[np.ndarray, np.ndarray], float]  # the smooth part: f = fun
 def minimize(fun: Function, x0: np.ndarray, *, l1: float = 0.0, history: int = 6,
              maxiter: int = 0, stop_eps: float = 1e-5, stop_window: int = 10,
              l1_gtol: float = 0.0, on_iteration: IterationHook | None = None,
-             max_linesearch: int = MAX_LINESEARCH) -> Result:
+             max_linesearch: int = MAX_LINESEARCH, linesearch: str | None = None) -> Result:
     """Minimise ``fun(x) + l1*|x|_1`` from ``x0`` (not modified); ``maxiter=0``: no limit.
 
     ``on_iteration`` is called after every accepted step and may return a
     reason to stop. The returned ``f`` includes the L1 term. With ``l1 > 0``
     and ``l1_gtol > 0`` the run also stops on the pseudo-gradient's norm
     (:mod:`crfkit.optim.optimality`); without L1, ``l1_gtol`` is not read.
-    ``max_linesearch``: trial steps per line search before the run stops.
+    ``max_linesearch`` (trials before the run stops) and ``linesearch``: :func:`_search`.
     """
-    if l1 < 0:
-        raise ValueError(f"l1 must be >= 0, got {l1}")
+    _check(l1, linesearch)
     n = x0.size
     pairs = _History(history, n)
     x, g = pairs.x, pairs.g  # views of the history's spare rows: see _History
@@ -110,7 +110,8 @@ def minimize(fun: Function, x0: np.ndarray, *, l1: float = 0.0, history: int = 6
                 break
             gd, step = _descent(d, pg, x, l1, settling, pairs, step, gnorm)
             x_new, g_new = pairs.next_rows()
-            found = _line_search(fun, x, f, d, step, gd, pg, l1, x_new, g_new, max_linesearch)
+            found = _search(linesearch, fun, x, f, d, step, gd, pg, l1, x_new, g_new,
+                            max_linesearch)
             if found is None:
                 reason = "line search failed (the objective cannot be decreased further)"
                 break
@@ -133,6 +134,24 @@ def minimize(fun: Function, x0: np.ndarray, *, l1: float = 0.0, history: int = 6
     except Stop as stopped:
         reason = str(stopped)
     return Result(x=x.copy(), f=f, iterations=it, reason=reason)  # frees the history
+
+
+def _check(l1: float, linesearch: str | None) -> None:
+    if l1 < 0:
+        raise ValueError(f"l1 must be >= 0, got {l1}")
+    if linesearch is not None and l1 > 0:
+        raise ValueError("OWL-QN (l1 > 0) backtracks along the orthant: no other line search")
+
+
+def _search(linesearch: str | None, fun: Function, x: np.ndarray, f: float, d: np.ndarray,
+            step: float, gd: float, pg: np.ndarray, l1: float, x_new: np.ndarray,
+            g_new: np.ndarray, max_trials: int) -> float | None:
+    """The accepted point's objective by crfkit's line search (``linesearch`` None) or one
+    of CRFsuite's (:mod:`crfkit.optim.linesearch`, without L1), its point and gradient in
+    ``x_new``, ``g_new``; None if the search failed."""
+    if linesearch is None:
+        return _line_search(fun, x, f, d, step, gd, pg, l1, x_new, g_new, max_trials)
+    return wolfe_search(linesearch, along(fun, x, d, x_new, g_new), step, f, gd, max_trials)
 
 
 def _descent(d: np.ndarray, pg: np.ndarray, x: np.ndarray, l1: float, settling: bool,

@@ -24,7 +24,7 @@ ALPHA = Option("alpha", ("--alpha",), None,
                "sgd-l1: learning-rate decay per epoch, in (0, 1]  [default: 0.8]", kind=float,
                reads=("sgd-l1",))
 SEED = Option("seed", ("--seed",), None,
-              "sgd-l1, l2sgd: seed of the sequence order; ap, pa, arow: srand()'s seed "
+              "sgd-l1: seed of the sequence order; ap, pa, arow, l2sgd: srand()'s seed "
               "of CRFsuite's shuffle (0 and 1: CRFsuite's own order)  [default: 0]", kind=int,
               reads=("sgd-l1", "ap", "l2sgd", "pa", "arow"))
 PA_TYPE = Option("pa_type", ("--pa-type",), None, "-a pa: 0 PA, 1 PA-I, 2 PA-II  [default: 1]",
@@ -39,5 +39,33 @@ GAMMA = Option("gamma", ("--gamma",), None,
                "-a arow: trade-off between loss and change  [default: 1]", kind=float,
                reads=("arow",))
 
+LINESEARCH = Option("linesearch", ("--linesearch",), None,
+                    "l-bfgs without -1: CRFsuite's line search, MoreThuente, Backtracking "
+                    "(Wolfe conditions) or StrongBacktracking  [default: crfkit's own "
+                    "backtracking]", kind=click.Choice(("MoreThuente", "Backtracking",
+                                                        "StrongBacktracking"),
+                                                       case_sensitive=False),
+                    metavar="NAME", reads=("l-bfgs",))
+MAX_LINESEARCH = Option("max_linesearch", ("--max-linesearch",), None,
+                        "l-bfgs: trial steps of one line search before the run stops  "
+                        "[default: 30; with --linesearch: 20, as CRFsuite]", kind=int,
+                        metavar="N", reads=("l-bfgs",))
+
+# l2sgd's calibration of eta0: CRFsuite's calibration.* parameters (name, kind, its help)
+_CALIBRATION = (
+    ("eta", float, "first learning rate the calibration tries  [default: 0.1]"),
+    ("rate", float, "factor between two rates the calibration tries  [default: 2]"),
+    ("samples", int, "sequences the calibration trains on  [default: 1000]"),
+    ("candidates", int, "rates that lower the loss tried each way  [default: 10]"),
+    ("max_trials", int, "rates tried at most  [default: 20]"),
+)
+CALIBRATION_OPTIONS = tuple(
+    Option(f"calibration_{name}", (f"--calibration-{name.replace('_', '-')}",), None,
+           f"l2sgd: {text.replace('  [', f' (calibration.{name})  [')}", kind=kind,
+           metavar="X" if kind is float else "N", reads=("l2sgd",))
+    for name, kind, text in _CALIBRATION)
+CALIBRATION_NAMES = tuple(o.name for o in CALIBRATION_OPTIONS)
+
 SGD_OPTIONS = (ETA0, ALPHA, SEED)
+LBFGS_OPTIONS = (HISTORY, LINESEARCH, MAX_LINESEARCH)
 ONLINE_OPTIONS = (PA_TYPE, PA_C, VARIANCE, GAMMA)

@@ -29,7 +29,7 @@ PaEpoch = Callable[[np.ndarray, np.ndarray, np.ndarray, int], "tuple[float, int,
 
 def minimize(epoch: PaEpoch, x0: np.ndarray, n_seqs: int, *, averaging: bool = True,
              maxiter: int = 100, seed: int = 0, stop_eps: float = 0.0,
-             on_iteration: IterationHook | None = None) -> Result:
+             on_iteration: IterationHook | None = None, drawn: int = 0) -> Result:
     """Train weights by PA from ``x0`` (not modified); ``maxiter`` counts epochs."""
     W = x0.astype(np.float64, copy=True)
     U = np.zeros_like(W)
@@ -43,4 +43,4 @@ def minimize(epoch: PaEpoch, x0: np.ndarray, n_seqs: int, *, averaging: bool = T
 
     return run_epochs(one_epoch, out, n_seqs, below(stop_eps, n_seqs, "mean loss"),
                       maxiter=maxiter, seed=seed, on_iteration=on_iteration,
-                      orders=crfsuite_orders(n_seqs, seed))
+                      orders=crfsuite_orders(n_seqs, seed, drawn))

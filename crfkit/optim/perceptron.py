@@ -55,7 +55,7 @@ def below(eps: float, n_seqs: int, what: str) -> Callable[[float], str | None]:
 
 def minimize(epoch: PerceptronEpoch, x0: np.ndarray, n_seqs: int, *, maxiter: int = 100,
              seed: int = 0, stop_eps: float = 0.0,
-             on_iteration: IterationHook | None = None) -> Result:
+             on_iteration: IterationHook | None = None, drawn: int = 0) -> Result:
     """Train weights by the averaged perceptron from ``x0`` over ``n_seqs`` sequences;
     ``maxiter`` counts epochs (0: until stopped)."""
     W = x0.astype(np.float64, copy=True)
@@ -69,4 +69,4 @@ def minimize(epoch: PerceptronEpoch, x0: np.ndarray, n_seqs: int, *, maxiter: in
 
     return run_epochs(one_epoch, avg, n_seqs, below(stop_eps, n_seqs, "error ratio"),
                       maxiter=maxiter, seed=seed, on_iteration=on_iteration,
-                      orders=crfsuite_orders(n_seqs, seed))
+                      orders=crfsuite_orders(n_seqs, seed, drawn))

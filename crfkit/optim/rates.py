@@ -1,4 +1,4 @@
-"""Calibrating an SGD learning rate on a sample, as CRFsuite does (sgd-l1 and l2sgd).
+"""Calibrating sgd-l1's learning rate on a sample (a doubling/halving walk after CRFsuite's).
 
 Candidates start at ``ETA`` and are multiplied by ``RATE`` while the sample
 objective after one epoch improves; if the first doubling does not help,

@@ -55,7 +55,7 @@ DEFAULT_STOP_WINDOW = 3
 
 # The initial rate where there is no sample epoch to calibrate it on (crfkit.dask)
 UNCALIBRATED_ETA0 = 0.3
-# eta0's calibration grid (when none is given): CRFsuite's search, shared with l2sgd
+# eta0's calibration grid (when none is given), after CRFsuite's search
 CALIBRATION_ETA, CALIBRATION_TRIALS = ETA, TRIALS
 
 

@@ -63,8 +63,7 @@ class CRF(EstimatorParams):
     CRFsuite's default for the algorithm) plus ``n_jobs`` (training and
     labelling threads; None or -1: every core) and ``model_type``. crfkit's
     L-BFGS line search is its own backtracking one, so ``linesearch`` accepts
-    only its default, and ``l2sgd``'s learning rate is calibrated by crfkit's
-    own rule, so the ``calibration_*`` parameters are refused;
+    only its default; ``l2sgd``'s ``calibration_*`` parameters are CRFsuite's;
     ``keep_tempfiles`` has no effect (no temporary files are made) and
     ``trainer_cls`` must stay None.
 
@@ -161,8 +160,7 @@ class CRF(EstimatorParams):
                 raise ValueError(f"{name} does not apply to algorithm {algorithm!r} (it "
                                  f"applies to {', '.join(applies)})")
         check_parameters(self)
-        for name in ("calibration_eta", "calibration_rate", "calibration_samples",
-                     "calibration_candidates", "calibration_max_trials", "trainer_cls"):
+        for name in ("trainer_cls",):
             if getattr(self, name) is not None:
                 raise ValueError(f"{name} is not supported by crfkit.sklearn.CRF")
         options = TrainOptions(algo=ALGORITHMS[algorithm], model_type=self.model_type,
@@ -295,6 +293,12 @@ def _algorithm_options(crf: CRF, algorithm: str, options) -> None:
             options.stopeps = float(crf.delta)
     if algorithm == "l2sgd":
         options.rho2 = 2.0 * float(1.0 if crf.c2 is None else crf.c2)
+        for name in ("calibration_eta", "calibration_rate"):
+            if getattr(crf, name) is not None:
+                setattr(options, name, float(getattr(crf, name)))
+        for name in ("calibration_samples", "calibration_candidates", "calibration_max_trials"):
+            if getattr(crf, name) is not None:
+                setattr(options, name, int(getattr(crf, name)))
         if crf.delta is None:
             options.stopeps = 1e-6
     elif algorithm in ("ap", "pa", "arow"):

@@ -13,8 +13,19 @@ from dataclasses import dataclass
 import numpy as np
 
 from crfkit.model.types import MODEL_TYPES
-from crfkit.optim import Iteration, IterationHook, Result, arow, l2sgd, lbfgs, pa, perceptron, sgd
-from crfkit.training.train_options import ALGORITHM_TERMS, Problem
+from crfkit.optim import (
+    Iteration,
+    IterationHook,
+    Result,
+    arow,
+    l2sgd,
+    lbfgs,
+    linesearch,
+    pa,
+    perceptron,
+    sgd,
+)
+from crfkit.training.train_options import ALGORITHM_TERMS, Problem, calibration
 
 
 def make_objective(problem: Problem) -> Callable[[np.ndarray, np.ndarray], float]:
@@ -39,7 +50,10 @@ def _run_lbfgs(problem: Problem, hook: IterationHook) -> Result:
     result = lbfgs.minimize(objective, problem.corpus.x0, l1=o.rho1, history=o.history,
                             maxiter=o.maxiter, stop_eps=o.stopeps, stop_window=o.stopwin,
                             l1_gtol=o.l1_gtol, on_iteration=with_errors,
-                            max_linesearch=o.max_linesearch or lbfgs.MAX_LINESEARCH)
+                            max_linesearch=o.max_linesearch or (
+                                lbfgs.MAX_LINESEARCH if o.linesearch is None
+                                else linesearch.DEFAULT_MAX_TRIALS),
+                            linesearch=o.linesearch and linesearch.canonical(o.linesearch))
     problem.notes.extend(problem.structure.notes(objective))
     return result
 
@@ -58,7 +72,8 @@ def _run_perceptron(problem: Problem, hook: IterationHook) -> Result:
     o, c = problem.options, problem.corpus
     epochs = problem.structure.epochs("online", c)
     return perceptron.minimize(epochs.ap, c.x0, c.data.n_seqs, maxiter=o.maxiter or 100,
-                               seed=o.seed, stop_eps=o.stopeps, on_iteration=hook)
+                               seed=o.seed, stop_eps=o.stopeps, on_iteration=hook,
+                               drawn=o.rand_drawn)
 
 
 def _run_l2sgd(problem: Problem, hook: IterationHook) -> Result:
@@ -66,7 +81,8 @@ def _run_l2sgd(problem: Problem, hook: IterationHook) -> Result:
     epochs = problem.structure.epochs("online", c)
     return l2sgd.minimize(epochs.l2sgd, c.x0, c.data.n_seqs, rho2=problem.rho2,
                           maxiter=o.maxiter or 1000, seed=o.seed, stop_eps=o.stopeps,
-                          stop_window=o.stopwin, on_iteration=hook)
+                          stop_window=o.stopwin, on_iteration=hook,
+                          calibration=calibration(o), drawn=o.rand_drawn)
 
 
 def _run_pa(problem: Problem, hook: IterationHook) -> Result:
@@ -78,7 +94,7 @@ def _run_pa(problem: Problem, hook: IterationHook) -> Result:
 
     return pa.minimize(epoch, c.x0, c.data.n_seqs, averaging=o.averaging,
                        maxiter=o.maxiter or 100, seed=o.seed, stop_eps=o.stopeps,
-                       on_iteration=hook)
+                       on_iteration=hook, drawn=o.rand_drawn)
 
 
 def _run_arow(problem: Problem, hook: IterationHook) -> Result:
@@ -90,7 +106,7 @@ def _run_arow(problem: Problem, hook: IterationHook) -> Result:
 
     return arow.minimize(epoch, c.x0, c.data.n_seqs, variance=o.variance,
                          maxiter=o.maxiter or 100, seed=o.seed, stop_eps=o.stopeps,
-                         on_iteration=hook)
+                         on_iteration=hook, drawn=o.rand_drawn)
 
 
 @dataclass(frozen=True)

@@ -19,6 +19,7 @@ from crfkit.model.types import MODEL_TYPES
 from crfkit.model.types import model_type as model_type_row
 from crfkit.optim import sgd
 from crfkit.optim.optimality import L1_GTOL
+from crfkit.optim.options import CALIBRATION_NAMES
 from crfkit.structures import named
 from crfkit.structures import train_options as structure_options
 from crfkit.structures.base import Corpus, Structure
@@ -31,7 +32,8 @@ DEFAULT_RHO2 = 1.0
 GENERAL_DEFAULTS = {"rho1": 0.0, "stopeps": 1e-5, "stopwin": 10}
 ALGORITHM_DEFAULTS = {"sgd-l1": {"rho1": sgd.DEFAULT_RHO1, "stopeps": sgd.DEFAULT_STOP_EPS,
                                  "stopwin": sgd.DEFAULT_STOP_WINDOW},
-                      **{name: {"stopeps": 0.0} for name in ("ap", "pa", "arow")}}
+                      **{name: {"stopeps": 0.0} for name in ("ap", "pa", "arow")},
+                      "l2sgd": {"stopeps": 1e-6}}  # CRFsuite's delta
 
 
 @dataclass(frozen=True)
@@ -77,6 +79,15 @@ class TrainOptions:
     l1_gtol: float = L1_GTOL  # with -1: also stop on the pseudo-gradient (optim/optimality.py)
     history: int = 6
     max_linesearch: int | None = None  # l-bfgs: trial steps per line search; None: its own
+    linesearch: str | None = None  # l-bfgs: CRFsuite's line search; None: crfkit's own
+    calibration_eta: float | None = None  # l2sgd's calibration.*; None: CRFsuite's default
+    calibration_rate: float | None = None
+    calibration_samples: int | None = None
+    calibration_candidates: int | None = None
+    calibration_max_trials: int | None = None
+    # rand() values CRFsuite's front end drew before training (its -g deal): where the
+    # online trainers' shuffles start; not a setting of the model (never recorded)
+    rand_drawn: int = 0
     cutoff: int = 1
     nthread: int = 0
     eta0: float | None = None  # sgd-l1; None: calibrated on a sample (optim.sgd.calibrate)
@@ -143,6 +154,9 @@ _RULES: tuple[Callable[[TrainOptions], str | None], ...] = (
     lambda o: None if o.history >= 1 else f"--history must be >= 1, got {o.history}",
     lambda o: None if o.max_linesearch is None or o.max_linesearch >= 1 else
     f"max_linesearch must be >= 1, got {o.max_linesearch}",
+    lambda o: None if o.linesearch is None or (o.algo == "l-bfgs" and o.rho1 == 0) else
+    "--linesearch applies to -a l-bfgs without -1 (OWL-QN backtracks, as CRFsuite's)",
+    lambda o: _calibration_refusal(o),
     lambda o: None if o.eta0 is None else _positive("--eta0", o.eta0),
     lambda o: None if 0 < o.alpha <= 1 else f"--alpha must be in (0, 1], got {o.alpha}",
     lambda o: None if o.pa_type in (0, 1, 2) else
@@ -153,6 +167,23 @@ _RULES: tuple[Callable[[TrainOptions], str | None], ...] = (
     lambda o: "-a l2sgd needs -2/--rho2 > 0"
     if o.algo == "l2sgd" and o.rho2 is not None and not o.rho2 > 0 else None,
 )
+
+
+def calibration(o: TrainOptions):
+    """l2sgd's calibration settings: those given, CRFsuite's defaults for the others."""
+    from crfkit.optim.l2sgd import Calibration
+
+    given = {name[len("calibration_"):]: getattr(o, name) for name in CALIBRATION_NAMES}
+    return Calibration(**{k: v for k, v in given.items() if v is not None})
+
+
+def _calibration_refusal(o: TrainOptions) -> str | None:
+    given = [name for name in CALIBRATION_NAMES if getattr(o, name) is not None]
+    if not given:
+        return None
+    if o.algo != "l2sgd":
+        return f"--{given[0].replace('_', '-')} applies to -a l2sgd only"
+    return calibration(o).refusal()
 
 
 def _likely_refusal(o: TrainOptions) -> str | None:
@@ -233,9 +264,11 @@ def recorded_options(options: TrainOptions, model_type: str, *, devel: bool,
     unused += ("likely", "likely_after") if options.likely is None else ()
     unused += ("all_labels",) if not options.all_labels else ()
     unused += ("max_linesearch",) if options.max_linesearch is None else ()
+    unused += ("linesearch",) if options.linesearch is None else ()
+    unused += tuple(name for name in CALIBRATION_NAMES if getattr(options, name) is None)
     # read by OWL-QN only (L2 and other algorithms' files stay what they were)
     unused += ("l1_gtol",) if options.rho1 == 0 or options.algo != "l-bfgs" else ()
-    for key in ("nthread", *unused):
+    for key in ("nthread", "rand_drawn", *unused):
         del recorded[key]
     for key, algorithms in _ALGORITHM_OPTIONS.items():
         if options.algo not in algorithms:

@@ -125,3 +125,24 @@ def test_feature_sets_are_crfsuites(features):
     crf = CRF(algorithm="ap", max_iterations=10, **features).fit(X, y)
     assert largest_difference(states, crf.state_features_) < DUMP_PRECISION
     assert largest_difference(transitions, crf.transition_features_) < DUMP_PRECISION
+
+
+@pytest.mark.parametrize("params", [
+    {"max_iterations": 30},
+    {"max_iterations": 30, "calibration.eta": 0.02, "calibration.samples": 10},
+    {"calibration.rate": 3.0, "calibration.candidates": 3, "calibration.max_trials": 6},
+    {},  # to CRFsuite's own stop (delta over period), epoch for epoch
+], ids=["30-epochs", "calibration-eta-samples", "calibration-rate-candidates", "converged"])
+def test_l2sgd_weights_are_crfsuites(params):
+    """l2sgd as train_l2sgd.c: its calibration (every calibration.* parameter), its
+    schedule and decay, its order, its stop and its best epoch's weights."""
+    pytest.importorskip("sklearn")
+    from crfkit.sklearn import CRF
+
+    X, y = noisy_corpus()
+    states, transitions, epochs = crfsuite_model(X, y, "l2sgd", params)
+    crf = CRF(algorithm="l2sgd", **{k.replace(".", "_"): v for k, v in params.items()}).fit(X, y)
+    assert len(crf.training_log_.iterations) == epochs
+    assert largest_difference(states, crf.state_features_) < DUMP_PRECISION
+    assert largest_difference(transitions, crf.transition_features_) < DUMP_PRECISION
+    assert max(map(abs, states.values())) > 0.1

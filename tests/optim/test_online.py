@@ -64,14 +64,17 @@ def test_arow_step_from_zero_and_frozen_weights():
 
 
 def test_l2sgd_step_decays_every_weight_and_follows_the_gradient():
+    """CRFsuite's step (train_l2sgd.c): decay first, then the gradient at the decayed
+    weights, which are the ones it scores the sequence with."""
     space, data, W0 = one_sequence(8)
-    g = np.zeros_like(W0)
-    Objective(space, data, totals(space, data, data.labels), rho2=0.0)(W0, g)
     lam, t0 = 0.05, 10.0
     eta = 1.0 / (lam * t0)
+    decayed = (1 - eta * lam) * W0
+    g = np.zeros_like(W0)
+    Objective(space, data, totals(space, data, data.labels), rho2=0.0)(decayed, g)
     W, last, state = W0.copy(), np.zeros_like(W0), np.zeros(2)
     OnlineEpochs(space, data).l2sgd(W, last, state, np.zeros(1, dtype=np.int64), lam, t0)
-    np.testing.assert_allclose(W, (1 - eta * lam) * W0 - eta * g, atol=1e-12)
+    np.testing.assert_allclose(W, decayed - eta * g, atol=1e-12)
     assert state[1] == 1.0
 
 
