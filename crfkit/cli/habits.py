@@ -91,11 +91,8 @@ HABITS: tuple[Habit, ...] = (
     Habit("CRF++", TRAINING, ("--eta",), "CRF++'s --eta X (stopping tolerance) is "
           "-e/--stopeps X here (--eta0 is sgd-l1's learning rate)"),
     Habit("CRF++", TRAINING, ("-a", "--algo", "--algorithm"), "CRF++'s -a CRF/CRF-L2 is "
-          "crfkit's default (l-bfgs with -2 1/C); CRF-L1 is -1 1/C (OWL-QN); for MIRA use "
-          "-a pa (passive-aggressive) or -a ap", _values("CRF", "CRF-L1", "CRF-L2", "MIRA")),
-    Habit("CRF++", TRAINING, ("-H", "--shrinking-size"), "CRF++'s -H/--shrinking-size (MIRA "
-          "only) has no counterpart here: leave it out; CRFsuite's -H (parameters) is "
-          "'crfkit train --help' and '-a list'"),
+          "crfkit's default (l-bfgs with -2 1/C); CRF-L1 is -1 1/C (OWL-QN); -a MIRA is "
+          "taken as it is", _values("CRF", "CRF-L1", "CRF-L2")),
     Habit("CRF++", TRAINING, ("-C", "--convert"), "CRF++'s -C (text model to binary) is "
           "'crfkit convert IN OUT' here"),
     Habit("CRF++", TRAINING, ("--textmodel",), "CRF++'s -t/--textmodel: 'crfkit dump MODEL' "
@@ -138,11 +135,6 @@ HABITS: tuple[Habit, ...] = (
           "leave it out"),
     Habit("Wapiti", TRAINING, ("-j", "--jobsize"), "Wapiti's -j/--jobsize has no "
           "counterpart here: -t sets the threads, work is shared out automatically"),
-    # Wapiti dump
-    Habit("Wapiti", DUMP, ("-p", "--prec"), "weights are written at full precision here: "
-          "leave -p/--prec out (--top K, --threshold X select them)"),
-    Habit("Wapiti", DUMP, ("--all",), "zero weights are never stored here: leave --all out "
-          "(--threshold 0 shows every stored weight)"),
     # CRFsuite learn
     Habit("CRFsuite", TRAINING, ("-a", "--algo", "--algorithm"), "CRFsuite's lbfgs is "
           "-a l-bfgs here", _values("lbfgs")),

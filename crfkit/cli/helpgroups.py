@@ -40,7 +40,7 @@ TRAIN_GROUPS: OptionGroups = (
     (FEATURES, ("cutoff", "all_features", "all_labels", "all_transitions", "likely",
                 "likely_after", "regex")),
     (ALGORITHM, ("history", "eta0", "alpha", "seed", "pa_type", "pa_c", "variance",
-                 "gamma")),
+                 "gamma", "mira_c", "shrinking_size")),
     (SKIP_CHAIN, ("skip_mode", "skip_cap", "bp_maxiter", "bp_tol", "bp_damping",
                   "bp_label_damping", "doc_sep")),
     (PERFORMANCE, ("nthread", "max_memory")),

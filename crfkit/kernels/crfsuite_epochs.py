@@ -87,8 +87,9 @@ def _difference(G, space, tok_ptr, tok_obs, tok_val, L, t0, T, labels, path, fro
 
 
 # The margin a wrong path must be beaten by, from its number of wrong labels d:
-# 1 (PA, not error-sensitive), sqrt(d) (PA), d (AROW, as CRFsuite's train_arow.c).
-MARGIN_ONE, MARGIN_SQRT, MARGIN_ERRORS = 0, 1, 2
+# 1 (PA, not error-sensitive), sqrt(d) (PA), d (AROW, as CRFsuite's train_arow.c);
+# none: the bare score difference (CRF++'s MIRA adds its own term, crfkit.kernels.mira).
+MARGIN_ONE, MARGIN_SQRT, MARGIN_ERRORS, MARGIN_NONE = 0, 1, 2, 3
 
 
 @njit(**JIT)
@@ -114,6 +115,8 @@ def _margin_loss(W, space, data, per_token, L, s, margin, bufs, tok_val, G, froz
         cost = np.sqrt(errors)
     elif margin == MARGIN_ERRORS:
         cost = float(errors)
+    elif margin == MARGIN_NONE:
+        cost = 0.0
     else:
         cost = 1.0
     m = _difference(G, space, tok_ptr, tok_obs, tok_val, L, t0, T, labels, path, frozen,
