@@ -171,8 +171,6 @@ HABITS: tuple[Habit, ...] = (
 COMMAND_HABITS = {
     "learn": "CRFsuite's 'learn' is 'crfkit train' (--format crfsuite reads its data files)",
     "tag": "CRFsuite's 'tag' is 'crfkit label' (--format crfsuite reads its data files)",
-    "update": "Wapiti's 'update' has no counterpart: 'crfkit train -m MODEL' continues "
-              "training from a model",
 }
 
 

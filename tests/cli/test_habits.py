@@ -60,7 +60,6 @@ ROWS = [
     (["train", "--sstate", "s", "-p", PAT, "x"], "-m MODEL"),
     (["train", "-s", "-p", PAT, "x"], "--sparse"),
     (["train", "-j", "64", "-p", PAT, "x"], "--jobsize"),
-    (["update", "-m", "m", "patch", "out"], "train -m MODEL"),
     # CRFsuite learn and tag
     (["learn", "-m", "m", "data"], "crfkit train"),
     (["tag", "-m", "m", "data"], "crfkit label"),
