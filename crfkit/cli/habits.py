@@ -107,8 +107,9 @@ HABITS: tuple[Habit, ...] = (
           "label probabilities); -v2 is --marginals -s (every label's probability)", _number),
     Habit("CRF++", LABEL, ("-o", "--output"), "OUTPUT is the second argument here: crfkit "
           "label -m MODEL INPUT OUTPUT (crf_test's -o FILE)"),
-    Habit("CRF++", LABEL, ("-c", "--cost-factor"), "crf_test's -c/--cost-factor has no "
-          "counterpart here; crfkit's -c is --check (INPUT has gold labels)", _number),
+    Habit("CRF++", LABEL, ("-c", "--cost-factor"), "crf_test's -c/--cost-factor scales "
+          "every score, which changes no label: leave it out; crfkit's -c is --check (INPUT "
+          "has gold labels)", _number),
     # Wapiti train
     Habit("Wapiti", TRAINING + LABEL, ("--me",), "Wapiti's --me is -T maxent at training; "
           "labelling reads the type from the model"),
@@ -133,8 +134,9 @@ HABITS: tuple[Habit, ...] = (
           "here: continue a training from its model with -m MODEL"),
     Habit("Wapiti", TRAINING, ("-s", "--sparse"), "Wapiti's -s/--sparse is not needed here: "
           "leave it out"),
-    Habit("Wapiti", TRAINING, ("-j", "--jobsize"), "Wapiti's -j/--jobsize has no "
-          "counterpart here: -t sets the threads, work is shared out automatically"),
+    Habit("Wapiti", TRAINING, ("-j", "--jobsize"), "Wapiti's -j/--jobsize is not needed "
+          "here: -t sets the threads, which take fixed blocks of sequences as they come free "
+          "(smaller jobs only add work)"),
     # CRFsuite learn
     Habit("CRFsuite", TRAINING, ("-a", "--algo", "--algorithm"), "CRFsuite's lbfgs is "
           "-a l-bfgs here", _values("lbfgs")),
