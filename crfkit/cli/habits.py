@@ -107,9 +107,8 @@ HABITS: tuple[Habit, ...] = (
           "label probabilities); -v2 is --marginals -s (every label's probability)", _number),
     Habit("CRF++", LABEL, ("-o", "--output"), "OUTPUT is the second argument here: crfkit "
           "label -m MODEL INPUT OUTPUT (crf_test's -o FILE)"),
-    Habit("CRF++", LABEL, ("-c", "--cost-factor"), "crf_test's -c/--cost-factor scales "
-          "every score, which changes no label: leave it out; crfkit's -c is --check (INPUT "
-          "has gold labels)", _number),
+    Habit("CRF++", LABEL, ("-c",), "crf_test's -c X (cost factor) is --cost-factor X "
+          "here; crfkit's -c is --check (INPUT has gold labels)", _number),
     # Wapiti train
     Habit("Wapiti", TRAINING + LABEL, ("--me",), "Wapiti's --me is -T maxent at training; "
           "labelling reads the type from the model"),

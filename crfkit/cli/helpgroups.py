@@ -63,7 +63,7 @@ TUNE_GROUPS: OptionGroups = (
 
 LABEL_GROUPS: OptionGroups = (
     (MODEL, ("model_file", "patterns_file")),
-    (DECODING, ("post", "nbest", "constraints", "force")),
+    (DECODING, ("post", "nbest", "constraints", "force", "cost_factor")),
     (INPUT_OUTPUT, ("data_format", "sep", "encoding", "labels_only", "check", "nbest_columns",
                     "score", "marginals", "quiet")),
     (SKIP_CHAIN, ("bp_damping", "bp_maxiter", "doc_sep")),

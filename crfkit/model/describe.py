@@ -33,7 +33,7 @@ from crfkit.model.types import MODEL_TYPES
 from crfkit.structures.base import DumpParts
 
 ARROW = "->"
-MAX_PRECISION = 17  # decimal places beyond a double's are noise
+MAX_PRECISION = 1074  # a double has no binary digit below 2**-1074: more decimals are zeros
 
 
 @dataclass
