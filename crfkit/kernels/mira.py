@@ -23,7 +23,7 @@ import numpy as np
 from numba import njit
 
 from crfkit.config import JIT
-from crfkit.kernels.crfsuite_epochs import MARGIN_NONE, OnlineEpochs, _buffers, _margin_loss
+from crfkit.kernels.crfsuite_epochs import MARGIN_NONE, OnlineEpochs, margin_loss, online_buffers
 
 STEP_FLOOR = 1e-10  # smaller steps are skipped, as CRF++ skips them
 
@@ -46,7 +46,7 @@ def mira_epoch(W, bound, shrink, order, space, data, per_token, L, C, shrinking_
     """One MIRA pass over ``order`` (module docstring); W, bound and shrink updated in
     place. out = [token errors, sequence errors, sequences visited, capped steps, largest
     KKT violation]."""
-    bufs = _buffers(data[0], L, per_token)
+    bufs = online_buffers(data[0], L, per_token)
     tok_err = 0
     seq_err = 0
     active = 0
@@ -57,7 +57,7 @@ def mira_epoch(W, bound, shrink, order, space, data, per_token, L, C, shrinking_
         if shrink[s] >= shrinking_size:
             continue
         active += 1
-        errors, score_gap, m = _margin_loss(W, space, data, per_token, L, s, MARGIN_NONE, bufs,
+        errors, score_gap, m = margin_loss(W, space, data, per_token, L, s, MARGIN_NONE, bufs,
                                             tok_val, G, frozen, touched, idx, val)
         if errors == 0:
             shrink[s] += 1
