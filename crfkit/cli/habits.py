@@ -154,6 +154,9 @@ HABITS: tuple[Habit, ...] = (
           "tune --folds N' here"),
     Habit("CRFsuite", TRAINING, ("-l", "--log-to-file", "-L", "--logbase"), "the training "
           "log goes to stderr; --report DIR also writes it as CSV and JSON"),
+    Habit("CRFsuite", TRAINING, ("-H",), "CRFsuite's -H (parameters) "
+          "is 'crfkit train --help' and '-a list' here; crfkit's -H N is CRF++'s shrinking "
+          "size (-a mira)", _not_int),
     Habit("CRFsuite", TRAINING, ("--type",), "CRFsuite's --type 1d is crfkit's default "
           "model type (-T/--type crf)", _values("1d", "crf1d")),
     Habit("CRF++", TRAINING, ("--algorithm",), "--algorithm is -a/--algo here ('-a list' "

@@ -74,6 +74,7 @@ ROWS = [
     (["train", "--format", "crfsuite", "-x", "x"], "--folds K"),
     (["train", "--format", "crfsuite", "-l", "x"], "--report DIR"),
     (["train", "--format", "crfsuite", "--type", "1d", "x"], "-T/--type crf"),
+    (["train", "--format", "crfsuite", "-H", "x"], "'crfkit train --help'"),
     (["train", "--format", "crfsuite", "-t", "1d", "x"], "-T crf"),
     (["label", "-m", "m", "-t", "x"], "-c/--check"),
     (["label", "-m", "m", "-r", "x"], "gold column"),
