@@ -22,6 +22,7 @@ from crfkit.cli.model_commands import convert_command, dump_command, info_comman
 from crfkit.cli.patterns_command import patterns_command
 from crfkit.cli.train_command import train_command
 from crfkit.cli.tune_command import tune_command
+from crfkit.cli.update_command import update_command
 from crfkit.errors import CrfkitError
 
 __all__ = ["ALGORITHM_NAMES", "MODEL_TYPE_NAMES", "cli", "main"]
@@ -85,7 +86,7 @@ def cli() -> None:
 
 
 for command in (train_command, tune_command, label_command, convert_command, dump_command,
-                info_command, eval_command, patterns_command, help_command):
+                info_command, update_command, eval_command, patterns_command, help_command):
     cli.add_command(command)
 
 

@@ -95,11 +95,8 @@ HABITS: tuple[Habit, ...] = (
     Habit("CRF++", TRAINING, ("--eta",), "CRF++'s --eta X (stopping tolerance) is "
           "-e/--stopeps X here (--eta0 is sgd-l1's learning rate)"),
     Habit("CRF++", TRAINING, ("-a", "--algo", "--algorithm"), "CRF++'s -a CRF/CRF-L2 is "
-          "crfkit's default (l-bfgs with -2 1/C); CRF-L1 is -1 1/C (OWL-QN); for MIRA use "
-          "-a pa (passive-aggressive) or -a ap", _values("CRF", "CRF-L1", "CRF-L2", "MIRA")),
-    Habit("CRF++", TRAINING, ("-H", "--shrinking-size"), "CRF++'s -H/--shrinking-size (MIRA "
-          "only) has no counterpart here: leave it out; CRFsuite's -H (parameters) is "
-          "'crfkit train --help' and '-a list'"),
+          "crfkit's default (l-bfgs with -2 1/C); CRF-L1 is -1 1/C (OWL-QN); -a MIRA is "
+          "taken as it is", _values("CRF", "CRF-L1", "CRF-L2")),
     Habit("CRF++", TRAINING, ("-C", "--convert"), "CRF++'s -C (text model to binary) is "
           "'crfkit convert IN OUT' here"),
     Habit("CRF++", TRAINING, ("--textmodel",), "CRF++'s -t/--textmodel: 'crfkit dump MODEL' "
@@ -114,8 +111,8 @@ HABITS: tuple[Habit, ...] = (
           "label probabilities); -v2 is --marginals -s (every label's probability)", _number),
     Habit("CRF++", LABEL, ("-o", "--output"), "OUTPUT is the second argument here: crfkit "
           "label -m MODEL INPUT OUTPUT (crf_test's -o FILE)"),
-    Habit("CRF++", LABEL, ("-c", "--cost-factor"), "crf_test's -c/--cost-factor has no "
-          "counterpart here; crfkit's -c is --check (INPUT has gold labels)", _number),
+    Habit("CRF++", LABEL, ("-c",), "crf_test's -c X (cost factor) is --cost-factor X "
+          "here; crfkit's -c is --check (INPUT has gold labels)", _number),
     # Wapiti train
     Habit("Wapiti", TRAINING + LABEL, ("--me",), "Wapiti's --me is -T maxent at training; "
           "labelling reads the type from the model"),
@@ -140,13 +137,9 @@ HABITS: tuple[Habit, ...] = (
           "here: continue a training from its model with -m MODEL"),
     Habit("Wapiti", TRAINING, ("-s", "--sparse"), "Wapiti's -s/--sparse is not needed here: "
           "leave it out"),
-    Habit("Wapiti", TRAINING, ("-j", "--jobsize"), "Wapiti's -j/--jobsize has no "
-          "counterpart here: -t sets the threads, work is shared out automatically"),
-    # Wapiti dump
-    Habit("Wapiti", DUMP, ("-p", "--prec"), "weights are written at full precision here: "
-          "leave -p/--prec out (--top K, --threshold X select them)"),
-    Habit("Wapiti", DUMP, ("--all",), "zero weights are never stored here: leave --all out "
-          "(--threshold 0 shows every stored weight)"),
+    Habit("Wapiti", TRAINING, ("-j", "--jobsize"), "Wapiti's -j/--jobsize is not needed "
+          "here: -t sets the threads, which take fixed blocks of sequences as they come free "
+          "(smaller jobs only add work)"),
     # CRFsuite learn
     Habit("CRFsuite", TRAINING, ("-a", "--algo", "--algorithm"), "CRFsuite's lbfgs is "
           "-a l-bfgs here", _values("lbfgs")),
@@ -161,6 +154,9 @@ HABITS: tuple[Habit, ...] = (
     Habit("CRFsuite", ("tune",), ("-x", "--cross-validate", "-g", "--split"), "cross-"
           "validation is 'crfkit train -g N -x' (or 'crfkit tune --folds K' to choose the "
           "regularisation)"),
+    Habit("CRFsuite", TRAINING, ("-H",), "CRFsuite's -H (parameters) "
+          "is 'crfkit train --help' and '-a list' here; crfkit's -H N is CRF++'s shrinking "
+          "size (-a mira)", _not_int),
     Habit("CRFsuite", TRAINING, ("--type",), "CRFsuite's --type 1d is crfkit's default "
           "model type (-T/--type crf)", _values("1d", "crf1d")),
     Habit("CRF++", TRAINING, ("--algorithm",), "--algorithm is -a/--algo here ('-a list' "
@@ -179,8 +175,6 @@ HABITS: tuple[Habit, ...] = (
 COMMAND_HABITS = {
     "learn": "CRFsuite's 'learn' is 'crfkit train' (--format crfsuite reads its data files)",
     "tag": "CRFsuite's 'tag' is 'crfkit label' (--format crfsuite reads its data files)",
-    "update": "Wapiti's 'update' has no counterpart: 'crfkit train -m MODEL' continues "
-              "training from a model",
 }
 
 

@@ -42,7 +42,8 @@ TRAIN_GROUPS: OptionGroups = (
                 "likely_after", "regex")),
     (ALGORITHM, ("history", "eta0", "alpha", "seed", "pa_type", "pa_c", "variance",
                  "gamma", "linesearch", "max_linesearch", "calibration_eta", "calibration_rate",
-                 "calibration_samples", "calibration_candidates", "calibration_max_trials")),
+                 "calibration_samples", "calibration_candidates", "calibration_max_trials",
+                 "mira_c", "shrinking_size")),
     (SKIP_CHAIN, ("skip_mode", "skip_cap", "bp_maxiter", "bp_tol", "bp_damping",
                   "bp_label_damping", "doc_sep")),
     (PERFORMANCE, ("nthread", "max_memory")),
@@ -66,7 +67,7 @@ TUNE_GROUPS: OptionGroups = (
 
 LABEL_GROUPS: OptionGroups = (
     (MODEL, ("model_file", "patterns_file")),
-    (DECODING, ("post", "nbest", "constraints", "force")),
+    (DECODING, ("post", "nbest", "constraints", "force", "cost_factor")),
     (INPUT_OUTPUT, ("data_format", "sep", "encoding", "labels_only", "check", "nbest_columns",
                     "score", "marginals", "quiet")),
     (SKIP_CHAIN, ("bp_damping", "bp_maxiter", "doc_sep")),

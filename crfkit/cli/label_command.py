@@ -4,6 +4,7 @@ two processes, or a stream here)."""
 from __future__ import annotations
 
 import gc
+import math
 import os
 import sys
 from collections.abc import Iterator
@@ -52,6 +53,10 @@ if TYPE_CHECKING:
               help="Print '# LOGPROB' before each sequence and LABEL/PROB (token marginal).")
 @click.option("--marginals", is_flag=True,
               help="Append LABEL/PROB for every label (model order) to each token line.")
+@click.option("--cost-factor", type=float, default=None, metavar="X",
+              help="Multiply every score by X > 0 before normalising (crf_test's -c): the "
+                   "labels and the n-best order stay, the probabilities of -s and "
+                   "--marginals sharpen (X > 1) or flatten (X < 1)  [default: 1]")
 @click.option("-p", "--post", is_flag=True,
               help="Posterior decoding: the most probable label of each token.")
 @click.option("--force", is_flag=True,
@@ -131,6 +136,8 @@ def _model_and_options(o: SimpleNamespace) -> tuple[Any, Any]:
                            structure=structure_values(vars(o), label_options()))
     options.validate()
     model = read_model(o.model_file, patterns=o.patterns_file, encoding=o.encoding or "utf-8")
+    if o.cost_factor is not None:
+        model.weights = model.weights * _cost_factor(o.cost_factor)
     if o.dask_address is not None and model.structure.documents:  # shards would cut them
         raise UsageError("--dask cannot label with a skip-chain model (its documents must "
                          "stay whole)")
@@ -146,6 +153,13 @@ def _model_and_options(o: SimpleNamespace) -> tuple[Any, Any]:
 
         announce_label_compile(lambda line: click.echo(line, err=True), model.structure)
     return model, options
+
+
+def _cost_factor(value: float) -> float:
+    """crf_test's cost factor scales the scores; it must keep their order."""
+    if not (value > 0 and math.isfinite(value)):
+        raise UsageError(f"--cost-factor must be > 0, got {value}")
+    return value
 
 
 def _output_encoding(model: Any, encoding: str | None) -> str:
@@ -219,7 +233,7 @@ def _label_crfsuite_file(o: SimpleNamespace) -> None:
                              "-p/--post": o.post or None, "--constraints": o.constraints,
                              "--patterns": o.patterns_file, "--force": o.force or None,
                              "--bp-damping": o.bp_damping, "--bp-maxiter": o.bp_maxiter,
-                             "--doc-sep": o.doc_sep})
+                             "--doc-sep": o.doc_sep, "--cost-factor": o.cost_factor})
 
 
 def _documents_of(model, doc_sep: str | None = None) -> tuple[bool, str | None]:

@@ -76,18 +76,24 @@ def _convert_attribute_model(input_file: str, output_file: str, encoding: str, q
               help="Only the K strongest features (largest |weight|) of each label.")
 @click.option("--threshold", type=float, default=0.0, show_default=True,
               help="Hide features with |weight| below this.")
+@click.option("-p", "--prec", "precision", type=int, default=None, metavar="N",
+              help="Write weights with N decimal places (Wapiti's --prec)  [default: six "
+                   "significant digits]")
+@click.option("--all", "zeros", is_flag=True,
+              help="Also write the features whose weight is zero (Wapiti's --all).")
 @click.option("--encoding", default=None,
               help="Text encoding of OUTPUT  [default: the model's training encoding]")
-def dump_command(model_file, output_file, top, threshold, encoding) -> None:
+def dump_command(model_file, output_file, top, threshold, precision, zeros, encoding) -> None:
     """Write a model as text: patterns, labels, then one line per non-zero weight
-    (observation TAB label-or-prev->label TAB weight). OUTPUT defaults to stdout."""
+    (observation TAB label-or-prev->label TAB weight; --all: every weight). OUTPUT
+    defaults to stdout."""
     from crfkit.io.atomic import atomic_output
     from crfkit.model.describe import dump
     from crfkit.model.model import Model
 
     model = Model.load(model_file)
     with atomic_output(output_file, encoding=encoding or model.encoding) as out:
-        dump(model, out, top=top, threshold=threshold)
+        dump(model, out, top=top, threshold=threshold, precision=precision, zeros=zeros)
 
 
 @click.command("info", short_help="Describe a model and how it was trained.")

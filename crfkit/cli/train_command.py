@@ -35,6 +35,7 @@ from crfkit.optim.options import (
     CALIBRATION_OPTIONS,
     L1_GTOL,
     LBFGS_OPTIONS,
+    MIRA_OPTIONS,
     ONLINE_OPTIONS,
     SGD_OPTIONS,
 )
@@ -66,7 +67,8 @@ from crfkit.structures import STRUCTURE, declared_train_options
 @click.option("-2", "--rho2", type=float, default=None,
               help="L2 regularisation strength (l-bfgs only)  [default: 1.0]")
 @click.option("--cost", type=float, default=None, metavar="C",
-              help="CRF++'s -c/--cost: the same as -2 1/C.")
+              help="CRF++'s -c/--cost: the same as -2 1/C; with -a mira, MIRA's C "
+                   "(--mira-c).")
 @click.option("-i", "--maxiter", type=int, default=None,
               help="Maximum number of iterations (epochs for the online algorithms), 0 for "
                    "no limit  [default: 0; ap, pa, arow: 100; l2sgd: 1000]")
@@ -144,6 +146,7 @@ from crfkit.structures import STRUCTURE, declared_train_options
                    "BASE_ALGORITHM_NAME=VALUE... of the options given.")
 @click.option("-L", "--logbase", default="log.crfkit", show_default=True, metavar="BASE",
               help="With -l: the start of the log file's name.")
+@click_options(MIRA_OPTIONS)
 @click.option("-q", "--quiet", is_flag=True,
               help="No progress or summary lines; warnings and errors are still shown.")
 @click.option("--regex", type=click.Choice(["crfkit", "wapiti"]), default="crfkit",
@@ -171,7 +174,11 @@ def train_command(**params: Any) -> None:
         click.echo(algorithm_list() if o.algo == "list" else type_list()
                    if o.model_type == "list" else structure_list())
         return
-    o.rho2 = _rho2_of(o.rho2, o.cost)
+    o.algo = _algorithm_name(o.algo)
+    if o.algo == "mira":
+        o.mira_c = _mira_c_of(o.mira_c, o.cost)
+    else:
+        o.rho2 = _rho2_of(o.rho2, o.cost)
     o.pattern_file = shipped.pattern_file(o.pattern_file)
     _check_train_inputs(o.pattern_file, o.init_file, o.devel_file, o.input_file,
                         o.dask_address)
@@ -251,7 +258,8 @@ def _given(o: SimpleNamespace) -> dict[str, Any]:
              "all_features": o.all_features or None, "all_labels": o.all_labels or None,
              "max_memory": None if o.max_memory is None else parse_size(o.max_memory),
              "structure": structure_values(vars(o), train_options()),
-             "pa_type": o.pa_type, "pa_c": o.pa_c, "variance": o.variance, "gamma": o.gamma}
+             "pa_type": o.pa_type, "pa_c": o.pa_c, "variance": o.variance, "gamma": o.gamma,
+             "mira_c": o.mira_c, "shrinking_size": o.shrinking_size}
     return given
 
 
@@ -264,6 +272,21 @@ def _rho2_of(rho2: float | None, cost: float | None) -> float | None:
     if not cost > 0:
         raise UsageError(f"--cost must be > 0, got {cost}")
     return 1.0 / cost
+
+
+def _algorithm_name(algo: str | None) -> str | None:
+    """CRF++ spells its algorithm in capitals (-a MIRA) and reads it in any case."""
+    return "mira" if algo is not None and algo.lower() == "mira" else algo
+
+
+def _mira_c_of(mira_c: float | None, cost: float | None) -> float | None:
+    """With -a mira, CRF++'s --cost C is MIRA's C."""
+    if cost is None:
+        return mira_c
+    if mira_c is not None:
+        raise UsageError("--cost C is CRF++'s spelling of --mira-c C with -a mira: give one "
+                         "of them")
+    return cost
 
 
 def _refuse_for_columns(o: SimpleNamespace) -> None:

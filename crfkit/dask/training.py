@@ -245,12 +245,18 @@ def distribute(client: Any, patterns: list[Pattern], sources: list, *, model_typ
                        progress)
 
 
+DASK_ALGORITHMS = ("l-bfgs", "sgd-l1", "ap")  # what a cluster trains (crfkit.dask.online)
+
+
 def refuse_unavailable(patterns: list[Pattern] | None, options: TrainOptions
                        ) -> tuple[Structure, str]:
     """What the workers cannot train, refused before a cluster is used: dense feature sets,
     and whatever the structure refuses on a cluster (the workers encode first-order
     chains only); the structure and model type of the training otherwise."""
     options.validate()
+    if options.algo not in DASK_ALGORITHMS:  # the workers' epochs are sgd-l1's and ap's
+        raise UsageError(f"-a {options.algo} is not available with --dask (-a "
+                         f"{', '.join(DASK_ALGORITHMS)} are)")
     if options.all_features or options.all_labels:
         raise UsageError("--all-features and --all-labels are not available with --dask")
     structure, model_type = resolve(options, None, patterns or None, command="dask")

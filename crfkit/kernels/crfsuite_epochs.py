@@ -90,12 +90,13 @@ def _difference(G, space, tok_ptr, tok_obs, tok_val, L, t0, T, labels, path, fro
 
 
 # The margin a wrong path must be beaten by, from its number of wrong labels d:
-# 1 (PA, not error-sensitive), sqrt(d) (PA), d (AROW, as CRFsuite's train_arow.c).
-MARGIN_ONE, MARGIN_SQRT, MARGIN_ERRORS = 0, 1, 2
+# 1 (PA, not error-sensitive), sqrt(d) (PA), d (AROW, as CRFsuite's train_arow.c);
+# none: the bare score difference (CRF++'s MIRA adds its own term, crfkit.kernels.mira).
+MARGIN_ONE, MARGIN_SQRT, MARGIN_ERRORS, MARGIN_NONE = 0, 1, 2, 3
 
 
 @njit(**JIT)
-def _margin_loss(W, space, data, per_token, L, s, margin, bufs, tok_val, G, frozen, touched,
+def margin_loss(W, space, data, per_token, L, s, margin, bufs, tok_val, G, frozen, touched,
                  idx, val):
     """Decode sequence s; returns (errors, loss, length of d) -- d in (idx, val)."""
     seq_ptr, tok_ptr, tok_obs, labels = data
@@ -117,6 +118,8 @@ def _margin_loss(W, space, data, per_token, L, s, margin, bufs, tok_val, G, froz
         cost = np.sqrt(errors)
     elif margin == MARGIN_ERRORS:
         cost = float(errors)
+    elif margin == MARGIN_NONE:
+        cost = 0.0
     else:
         cost = 1.0
     m = _difference(G, space, tok_ptr, tok_obs, tok_val, L, t0, T, labels, path, frozen,
@@ -125,7 +128,7 @@ def _margin_loss(W, space, data, per_token, L, s, margin, bufs, tok_val, G, froz
 
 
 @njit(**JIT)
-def _buffers(seq_ptr, L, per_token):
+def online_buffers(seq_ptr, L, per_token):
     Tmax = longest_sequence(seq_ptr, 0, len(seq_ptr) - 1)
     TP = Tmax if per_token else 1
     return (np.empty((L, L)), np.empty((1, L, L)), np.empty((Tmax, L)), np.empty((TP, L, L)),
@@ -141,7 +144,7 @@ def ap_epoch(W, U, seen, order, space, data, per_token, L, frozen, G, touched, i
     minus predicted counts) and U by ``(seen + i) d`` (Daume's sums). out = [sum over the
     wrong sequences of their ratio of wrong labels (CRFsuite's loss), token errors,
     sequence errors]."""
-    bufs = _buffers(data[0], L, per_token)
+    bufs = online_buffers(data[0], L, per_token)
     seq_ptr = data[0]
     loss_sum = 0.0
     tok_err = 0
@@ -149,7 +152,7 @@ def ap_epoch(W, U, seen, order, space, data, per_token, L, frozen, G, touched, i
     for i in range(len(order)):
         c = float(seen + i)
         s = order[i]
-        errors, _, m = _margin_loss(W, space, data, per_token, L, s, MARGIN_ONE, bufs, tok_val,
+        errors, _, m = margin_loss(W, space, data, per_token, L, s, MARGIN_ONE, bufs, tok_val,
                                     G, frozen, touched, idx, val)
         if errors == 0:
             continue
@@ -170,14 +173,14 @@ def pa_epoch(W, U, seen, order, space, data, per_token, L, pa_type, C, error_sen
              frozen, G, touched, idx, val, out, tok_val=None):
     """One PA pass over ``order`` (module docstring); W and U updated in place.
     out = [sum of losses, token errors, sequence errors]."""
-    bufs = _buffers(data[0], L, per_token)
+    bufs = online_buffers(data[0], L, per_token)
     margin = MARGIN_SQRT if error_sensitive else MARGIN_ONE
     loss_sum = 0.0
     tok_err = 0
     seq_err = 0
     for i in range(len(order)):
         c = float(seen + i)
-        errors, loss, m = _margin_loss(W, space, data, per_token, L, order[i], margin, bufs,
+        errors, loss, m = margin_loss(W, space, data, per_token, L, order[i], margin, bufs,
                                        tok_val, G, frozen, touched, idx, val)
         if errors == 0:
             continue
@@ -209,12 +212,12 @@ def arow_epoch(W, S, order, space, data, per_token, L, gamma, frozen, G, touched
                tok_val=None):
     """One AROW pass over ``order`` (module docstring); W (means) and S (variances) updated
     in place. out = [sum of losses, token errors, sequence errors]."""
-    bufs = _buffers(data[0], L, per_token)
+    bufs = online_buffers(data[0], L, per_token)
     loss_sum = 0.0
     tok_err = 0
     seq_err = 0
     for i in range(len(order)):
-        errors, loss, m = _margin_loss(W, space, data, per_token, L, order[i], MARGIN_ERRORS,
+        errors, loss, m = margin_loss(W, space, data, per_token, L, order[i], MARGIN_ERRORS,
                                        bufs, tok_val, G, frozen, touched, idx, val)
         if errors == 0:
             continue

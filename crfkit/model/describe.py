@@ -14,8 +14,10 @@ the layout back into (observation, label or transition, weight) triples:
 The arrow is ASCII, so the dump is the same in every output encoding and greps
 the same in every terminal.
 Observations are in id order (most frequent in training first), then the
-transitions. Weights print with six significant digits. Zero weights (a
-feature the optimiser never moved) are left out.
+transitions. Weights print with six significant digits, or a fixed number of
+decimal places (Wapiti's ``dump --prec``). Zero weights (a feature the
+optimiser never moved) are left out unless asked for (Wapiti's ``--all``):
+the features of the model's space, every one, whatever its weight.
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ from crfkit.model.types import MODEL_TYPES
 from crfkit.structures.base import DumpParts
 
 ARROW = "->"
+MAX_PRECISION = 1074  # a double has no binary digit below 2**-1074: more decimals are zeros
 
 
 @dataclass
@@ -64,19 +67,27 @@ def features(model: Model) -> Features:
                     weight=model.weights.copy(), prev2=prev2)
 
 
-def dump(model: Model, out: TextIO, *, top: int | None = None, threshold: float = 0.0) -> None:
-    """Write patterns, labels, then the features with ``|weight| >= threshold`` (and non-zero).
+def dump(model: Model, out: TextIO, *, top: int | None = None, threshold: float = 0.0,
+         precision: int | None = None, zeros: bool = False) -> None:
+    """Write patterns, labels, then the features with ``|weight| >= threshold`` (and non-zero
+    unless ``zeros``).
 
     With ``top`` only the ``top`` strongest features (largest ``|weight|``)
     of each label are written, label by label in model order, each group
     headed ``# LABEL``; a transition belongs to the label it leads to.
+    ``precision``: decimal places of the weights (None: six significant digits).
     """
     if top is not None and top < 1:
         raise UsageError(f"--top must be >= 1, got {top}")
     if threshold < 0:
         raise UsageError(f"--threshold must be >= 0, got {threshold}")
+    if precision is not None and not 0 <= precision <= MAX_PRECISION:
+        raise UsageError(f"--prec must be in 0..{MAX_PRECISION}, got {precision}")
+    number = ".6g" if precision is None else f".{precision}f"
     f = features(model)
-    keep = (f.weight != 0.0) & (np.abs(f.weight) >= threshold)
+    keep = np.abs(f.weight) >= threshold
+    if not zeros:
+        keep &= f.weight != 0.0
     out.write("# patterns\n")
     out.write("".join(p.text + "\n" for p in model.patterns))
     out.write("# labels\n")
@@ -84,24 +95,24 @@ def dump(model: Model, out: TextIO, *, top: int | None = None, threshold: float 
     out.write(f"# features: observation<TAB>label or previous{ARROW}label<TAB>weight\n")
     names = np.array(model.labels, dtype=object)
     if top is None:
-        out.write(_lines(f, np.flatnonzero(keep), names))
+        out.write(_lines(f, np.flatnonzero(keep), names, number))
         return
     for y, name in enumerate(model.labels):
         mine = np.flatnonzero(keep & (f.label == y))
         # stable sort: equal strengths keep the dump order
         best = mine[np.argsort(-np.abs(f.weight[mine]), kind="stable")[:top]]
         out.write(f"# {name}\n")
-        out.write(_lines(f, best, names))
+        out.write(_lines(f, best, names, number))
 
 
-def _lines(f: Features, rows: np.ndarray, names: np.ndarray) -> str:
+def _lines(f: Features, rows: np.ndarray, names: np.ndarray, number: str = ".6g") -> str:
     prev = f.prev[rows]
     label = names[f.label[rows]]
     target = np.where(prev >= 0, names[np.maximum(prev, 0)] + ARROW + label, label)
     if f.prev2 is not None:
         prev2 = f.prev2[rows]
         target = np.where(prev2 >= 0, names[np.maximum(prev2, 0)] + ARROW + target, target)
-    return "".join(f"{o}\t{t}\t{w:.6g}\n" for o, t, w in zip(
+    return "".join(f"{o}\t{t}\t{w:{number}}\n" for o, t, w in zip(
         f.observation[rows].tolist(), target.tolist(), f.weight[rows].tolist(), strict=True))
 
 

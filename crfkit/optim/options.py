@@ -65,7 +65,16 @@ CALIBRATION_OPTIONS = tuple(
            metavar="X" if kind is float else "N", reads=("l2sgd",))
     for name, kind, text in _CALIBRATION)
 CALIBRATION_NAMES = tuple(o.name for o in CALIBRATION_OPTIONS)
+MIRA_C = Option("mira_c", ("--mira-c",), None,
+                "-a mira: the cap C on each sequence's sum of steps (CRF++'s -c; --cost C "
+                "sets it too with -a mira)  [default: 1]", kind=float, metavar="C",
+                reads=("mira",))
+SHRINKING_SIZE = Option("shrinking_size", ("-H", "--shrinking-size"), None,
+                        "-a mira: skip a sequence decoded right N epochs running, until an "
+                        "epoch without KKT violation (CRF++'s -H)  [default: 20]", kind=int,
+                        metavar="N", reads=("mira",))
 
 SGD_OPTIONS = (ETA0, ALPHA, SEED)
 LBFGS_OPTIONS = (HISTORY, LINESEARCH, MAX_LINESEARCH)
 ONLINE_OPTIONS = (PA_TYPE, PA_C, VARIANCE, GAMMA)
+MIRA_OPTIONS = (MIRA_C, SHRINKING_SIZE)

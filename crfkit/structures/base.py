@@ -219,7 +219,8 @@ class Structure(ABC):
 
     @abstractmethod
     def epochs(self, kind: str, corpus: Corpus) -> object:
-        """The epochs of an online algorithm: kind "sgd", "perceptron" or "online"."""
+        """The epochs of an online algorithm: kind "sgd", "perceptron", "online" or
+        "mira"."""
 
     def notes(self, objective: object) -> list[str]:
         """Warnings after L-BFGS (a skip chain: BP that did not converge)."""

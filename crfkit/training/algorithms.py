@@ -21,6 +21,7 @@ from crfkit.optim import (
     l2sgd,
     lbfgs,
     linesearch,
+    mira,
     pa,
     perceptron,
     sgd,
@@ -109,6 +110,13 @@ def _run_arow(problem: Problem, hook: IterationHook) -> Result:
                          on_iteration=hook, drawn=o.rand_drawn)
 
 
+def _run_mira(problem: Problem, hook: IterationHook) -> Result:
+    o, c = problem.options, problem.corpus
+    epochs = problem.structure.epochs("mira", c)
+    return mira.minimize(epochs.epoch, c.x0, c.data.n_seqs, C=o.mira_c,
+                         shrinking_size=o.shrinking_size, maxiter=o.maxiter, on_iteration=hook)
+
+
 @dataclass(frozen=True)
 class Algorithm:
     run: Callable[[Problem, IterationHook], Result]
@@ -146,6 +154,10 @@ ALGORITHMS: dict[str, Algorithm] = _algorithms({
     "arow": (_run_arow, "adaptive regularisation of weight vectors (CRFsuite's arow): a variance "
              "per weight; --variance, --gamma; -i counts epochs (default 100), -e stops when "
              "the mean loss is at most it (default 0: an epoch without error)"),
+    "mira": (_run_mira, "single-best MIRA (CRF++'s -a MIRA): Viterbi in file order, then the "
+             "smallest step that scores the gold path above by its errors, each sequence's "
+             "steps capped by --cost/--mira-c C; -H shrinking; stops after two epochs without "
+             "KKT violation (-i: at most that many epochs, default no limit)"),
 })
 
 

@@ -52,7 +52,8 @@ ALGORITHM_TERMS = {"l-bfgs": Terms(tuple(MODEL_TYPES), True, True),
                    "ap": Terms(_ONLINE_TYPES, False, False),
                    "l2sgd": Terms(_ONLINE_TYPES, False, True),
                    "pa": Terms(_ONLINE_TYPES, False, False),
-                   "arow": Terms(_ONLINE_TYPES, False, False)}
+                   "arow": Terms(_ONLINE_TYPES, False, False),
+                   "mira": Terms(_ONLINE_TYPES, False, False)}
 
 
 @dataclass
@@ -106,6 +107,8 @@ class TrainOptions:
     averaging: bool = True  # pa: average the weights
     variance: float = 1.0  # arow: initial variance of every weight
     gamma: float = 1.0  # arow: loss / change trade-off
+    mira_c: float = 1.0  # mira: cap on each sequence's sum of steps (CRF++'s -c)
+    shrinking_size: int = 20  # mira: epochs decoded right before a sequence is skipped
 
     def __post_init__(self) -> None:
         defaults = {**GENERAL_DEFAULTS, **ALGORITHM_DEFAULTS.get(self.algo, {})}
@@ -164,6 +167,9 @@ _RULES: tuple[Callable[[TrainOptions], str | None], ...] = (
     lambda o: _positive("--pa-c", o.pa_c),
     lambda o: _positive("--variance", o.variance),
     lambda o: _positive("--gamma", o.gamma),
+    lambda o: _positive("--mira-c/--cost", o.mira_c),
+    lambda o: None if o.shrinking_size >= 1 else
+    f"-H/--shrinking-size must be >= 1, got {o.shrinking_size}",
     lambda o: "-a l2sgd needs -2/--rho2 > 0"
     if o.algo == "l2sgd" and o.rho2 is not None and not o.rho2 > 0 else None,
 )
@@ -245,7 +251,8 @@ _ALGORITHM_OPTIONS = {"rho1": ("l-bfgs", "sgd-l1"), "rho2": ("l-bfgs", "l2sgd"),
                       "history": ("l-bfgs",), "eta0": ("sgd-l1",), "alpha": ("sgd-l1",),
                       "seed": ("sgd-l1", "ap", "l2sgd", "pa", "arow"),
                       "pa_type": ("pa",), "pa_c": ("pa",), "error_sensitive": ("pa",),
-                      "averaging": ("pa",), "variance": ("arow",), "gamma": ("arow",)}
+                      "averaging": ("pa",), "variance": ("arow",), "gamma": ("arow",),
+                      "mira_c": ("mira",), "shrinking_size": ("mira",)}
 
 
 def recorded_options(options: TrainOptions, model_type: str, *, devel: bool,

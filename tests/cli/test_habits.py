@@ -25,10 +25,8 @@ ROWS = [
     (["train", "--thread=2", "-p", PAT, "train.txt"], "-t/--nthread"),
     (["train", "--eta", "0.001", "-p", PAT, "x"], "-e/--stopeps"),
     (["train", "-a", "CRF-L1", "-p", PAT, "x"], "CRF-L1 is -1"),
-    (["train", "-a", "MIRA", "-p", PAT, "x"], "-a pa"),
     (["train", "--algorithm=CRF", "-p", PAT, "x"], "crfkit's default"),
     (["train", "--algorithm", "l-bfgs", "-p", PAT, "x"], "-a/--algo"),
-    (["train", "-H", "20", "-a", "pa", "-p", PAT, "x"], "-H/--shrinking-size"),
     (["train", "-C", "text.model", "m"], "crfkit convert"),
     (["train", "-t", "-p", PAT, "x"], "crfkit dump"),
     (["train", "--textmodel", "-p", PAT, "x"], "crfkit dump"),
@@ -62,9 +60,6 @@ ROWS = [
     (["train", "--sstate", "s", "-p", PAT, "x"], "-m MODEL"),
     (["train", "-s", "-p", PAT, "x"], "--sparse"),
     (["train", "-j", "64", "-p", PAT, "x"], "--jobsize"),
-    (["dump", "-p", "5", "m"], "full precision"),
-    (["dump", "m", "--all"], "zero weights"),
-    (["update", "-m", "m", "patch", "out"], "train -m MODEL"),
     # CRFsuite learn and tag
     (["learn", "-m", "m", "data"], "crfkit train"),
     (["tag", "-m", "m", "data"], "crfkit label"),
@@ -79,6 +74,7 @@ ROWS = [
     (["tune", "-g", "5", "x"], "crfkit train -g N -x"),
     (["tune", "-x", "x"], "crfkit train -g N -x"),
     (["train", "--format", "crfsuite", "--type", "1d", "x"], "-T/--type crf"),
+    (["train", "--format", "crfsuite", "-H", "x"], "'crfkit train --help'"),
     (["train", "--format", "crfsuite", "-t", "1d", "x"], "-T crf"),
     (["label", "-m", "m", "-t", "x"], "-c/--check"),
     (["label", "-m", "m", "-r", "x"], "gold column"),
@@ -111,10 +107,12 @@ def test_every_habit_has_a_row(tmp_path, monkeypatch):
     ["train", "-p", PAT, "-c", "-1", "0.5", "-2", "1", "-i", "3", "-o", "4", "in", "m"],
     ["train", "-p", PAT, "-e", "1e-3", "-t", "2", "-a", "sgd-l1", "in", "m"],
     ["train", "-p", PAT, "--cutoff", "2", "--cost", "4", "--freq", "2", "in"],
+    ["train", "-a", "MIRA", "-H", "20", "--cost", "4", "-p", PAT, "in", "m"],
     ["train", "-m", PAT, "-d", PAT, "in", "m"],  # existing files: crfkit's -m and -d
     ["label", "-m", "m", "-t", "2", "-p", "-s", "-n", "3", "-c", "-l", "in", "out"],
     ["label", "-m", "m", "--", "-o", "out"],
     ["dump", "m", "out"],
+    ["dump", "-p", "5", "--all", "m", "out"],
     ["tune", "-p", PAT, "-o", "3", "in"],
 ])
 def test_crfkit_own_spellings_are_no_habits(argv, tmp_path, monkeypatch):

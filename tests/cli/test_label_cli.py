@@ -308,3 +308,31 @@ def test_labelling_streams_with_bounded_lookahead(setup, monkeypatch, threads):
     batch = 10 // per_sequence
     assert len(out.ahead) == n_sequences // batch  # one write per batch, as they come
     assert max(out.ahead) <= (threads + 2) * batch
+
+
+def test_cost_factor_scales_the_scores(setup):
+    """crf_test's -c: labelling with --cost-factor 2 is labelling a model whose weights are
+    doubled (made by dump --all and update, not by the option's code); the labels and the
+    n-best order stay, the probabilities sharpen."""
+    tmp, model, _ = setup
+    text = run("dump", "--all", "--prec", "17", model).stdout.split("# features")[1]
+    rows = [line.split("\t") for line in text.splitlines()[1:]]
+    (tmp / "double.txt").write_text("".join(f"{o}\t{t}\t{2 * float(w)!r}\n" for o, t, w in rows))
+    doubled = tmp / "double.model"
+    assert run("update", "-q", "-m", model, tmp / "double.txt", doubled).exit_code == 0
+    for options in (["-s", "--marginals"], ["-n", "3", "-s"]):
+        scaled = label_cli(setup, "--cost-factor", "2", *options)
+        assert scaled == run("label", "-m", doubled, *options, input=TEST).stdout
+        assert scaled != label_cli(setup, *options)
+    assert label_cli(setup, "--cost-factor", "0.25") == label_cli(setup)
+    plain = [split_prob(c)[1] for c in label_cli(setup, "-s").split() if "/" in c]
+    sharp = [split_prob(c)[1] for c in label_cli(setup, "-s", "--cost-factor", "3").split()
+             if "/" in c]
+    assert all(s >= p - 1e-12 for s, p in zip(sharp, plain, strict=True)) and sharp != plain
+
+
+@pytest.mark.parametrize("value", ["0", "-1", "inf"])
+def test_bad_cost_factor(setup, value):
+    _, model, _ = setup
+    one_error_line(run("label", "-m", model, "--cost-factor", value, input=TEST),
+                   "--cost-factor")

@@ -232,6 +232,17 @@ def test_dense_feature_sets_are_refused_before_the_cluster_is_used(dense):
         dask_train(None, [], [], options)
 
 
+@pytest.mark.parametrize("algo", ["mira", "pa", "arow", "l2sgd"])
+def test_algorithms_without_cluster_epochs_are_refused(algo):
+    """The workers run sgd-l1's and ap's epochs only: another online algorithm is refused
+    rather than trained as ap."""
+    from crfkit.dask.training import train as dask_train
+    from crfkit.errors import UsageError
+
+    with pytest.raises(UsageError, match=f"-a {algo} is not available with --dask"):
+        dask_train(None, [], [], TrainOptions(algo=algo))
+
+
 def test_no_worker_left_keeps_the_last_finished_iteration(address_sample, monkeypatch):
     from crfkit.dask import cluster, training
     from crfkit.progress import Progress

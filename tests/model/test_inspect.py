@@ -104,9 +104,35 @@ def test_dump_threshold_and_top(trained):
         assert all(t.split(ARROW)[-1] == name for _, t, _ in got)
 
 
+def test_dump_prec_writes_n_decimal_places(trained):
+    """Wapiti's dump --prec: a fixed number of decimals, the value rounded to them."""
+    _, path = trained
+    model = Model.load(path)
+    _, full = parse_dump(run("dump", "--prec", "17", str(path)).stdout)
+    assert sorted(w for *_, w in full) == sorted(model.weights[model.weights != 0].tolist())
+    text = run("dump", "-p", "2", str(path)).stdout.split("# features")[1]
+    two = [line.split("\t")[2] for line in text.splitlines()[1:]]
+    assert all(len(w.split(".")[1]) == 2 for w in two)
+    assert [float(w) for w in two] == [round(w, 2) for *_, w in full]
+
+
+def test_dump_all_adds_the_zero_weights(trained):
+    """Wapiti's dump --all: every feature of the model, zero weights too."""
+    tmp, _ = trained
+    (tmp / "l1").mkdir()
+    path = trained_model(tmp / "l1", PATTERNS, TRAIN, "-1", "0.5", "-2", "0.01")
+    model = Model.load(path)
+    _, nonzero = parse_dump(run("dump", str(path)).stdout)
+    _, every = parse_dump(run("dump", "--all", str(path)).stdout)
+    assert len(every) == model.space.n_weights > len(nonzero) == np.count_nonzero(model.weights)
+    assert [f for f in every if f[2] != 0] == nonzero
+    _, strong = parse_dump(run("dump", "--all", "--threshold", "0.1", str(path)).stdout)
+    assert strong == [f for f in nonzero if abs(f[2]) >= 0.1]
+
+
 def test_dump_bad_options(trained):
     _, path = trained
-    for option in (["--top", "0"], ["--threshold", "-1"]):
+    for option in (["--top", "0"], ["--threshold", "-1"], ["--prec", "-1"]):
         result = run("dump", *option, str(path))
         assert result.exit_code == 1
         lines = result.stderr.strip().splitlines()

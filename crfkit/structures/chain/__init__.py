@@ -17,7 +17,7 @@ from crfkit.space import Dataset, merge_spaces
 from crfkit.structures.base import Corpus, DecodeRequest, Kernels, Structure
 
 # compile seconds of each kernel group (README's 2-core machine; first run, empty cache)
-CRF, LOCAL, SGD, PERCEPTRON, DEVEL, ONLINE, DECODE = 7, 4, 9, 5, 4, 6, 11
+CRF, LOCAL, SGD, PERCEPTRON, DEVEL, ONLINE, DECODE, MIRA = 7, 4, 9, 5, 4, 6, 11, 5
 
 
 class Chain(Structure):
@@ -59,6 +59,10 @@ class Chain(Structure):
             from crfkit.kernels.epochs import PerceptronEpochs
 
             return PerceptronEpochs(corpus.space, corpus.data)
+        if kind == "mira":
+            from crfkit.kernels.mira import MiraEpochs
+
+            return MiraEpochs(corpus.space, corpus.data, corpus.frozen)
         from crfkit.kernels.crfsuite_epochs import OnlineEpochs
 
         return OnlineEpochs(corpus.space, corpus.data, corpus.frozen)
@@ -99,6 +103,8 @@ class Chain(Structure):
             yield PERCEPTRON, _perceptron
         elif algo in ("l2sgd", "pa", "arow"):
             yield ONLINE, lambda: _online(algo)
+        elif algo == "mira":
+            yield MIRA, _mira
         if devel:
             yield DEVEL, _devel
 
@@ -141,6 +147,12 @@ def _online(algo: str) -> list[tuple[object, ...]]:
     from crfkit.kernels import crfsuite_epochs
 
     return [(getattr(crfsuite_epochs, f"{algo}_epoch"),)]
+
+
+def _mira() -> list[tuple[object, ...]]:
+    from crfkit.kernels import mira
+
+    return [(mira.mira_epoch,)]
 
 
 def _devel() -> list[tuple[object, ...]]:
