@@ -13,10 +13,12 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
+from crfkit.cli.click_options import click_options
 from crfkit.cli.common import SEPARATORS, refuse_dask_crfsuite, structure_values
 from crfkit.cli.helpgroups import LABEL_GROUPS, GroupedCommand
 from crfkit.config import cores
 from crfkit.errors import UsageError
+from crfkit.structures import LATENT_LABEL_OPTIONS
 
 if TYPE_CHECKING:
     from crfkit.labelling.label import TokenMeter
@@ -81,6 +83,7 @@ if TYPE_CHECKING:
 @click.option("--doc-sep", "doc_sep", default=None, metavar="REGEX",
               help="Skip-chain models: lines matching REGEX separate documents, as "
                    "-DOCSTART- lines do  [default: the --doc-sep the model was trained with]")
+@click_options(LATENT_LABEL_OPTIONS)
 def label_command(**params: Any) -> None:
     """Label a column file with a trained model; the prediction becomes the last column.
 

@@ -22,7 +22,7 @@ from crfkit.cli.helpgroups import TRAIN_GROUPS, GroupedCommand
 from crfkit.errors import CrfkitError, UsageError
 from crfkit.io import shipped
 from crfkit.optim.options import HISTORY, L1_GTOL, ONLINE_OPTIONS, SGD_OPTIONS
-from crfkit.structures import STRUCTURE
+from crfkit.structures import LATENT_TRAIN_OPTIONS, STRUCTURE
 
 
 @click.command("train", cls=GroupedCommand, option_groups=TRAIN_GROUPS,
@@ -146,6 +146,7 @@ from crfkit.structures import STRUCTURE
                    "weights between epochs: not the sequential algorithm. "
                    "Needs pip install 'crfkit[dask]'.")
 @click_options([STRUCTURE])
+@click_options(LATENT_TRAIN_OPTIONS)
 def train_command(**params: Any) -> None:
     """Train a model on a labelled column file (the last column is the label).
 

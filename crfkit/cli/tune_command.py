@@ -9,7 +9,7 @@ from crfkit.cli.common import MODEL_TYPE_NAMES, SEPARATORS, existing_file, repor
 from crfkit.cli.helpgroups import TUNE_GROUPS, GroupedCommand
 from crfkit.io import shipped
 from crfkit.optim.options import HISTORY
-from crfkit.structures import STRUCTURE
+from crfkit.structures import LATENT_TRAIN_OPTIONS, STRUCTURE
 
 
 @click.command("tune", cls=GroupedCommand, option_groups=TUNE_GROUPS,
@@ -71,6 +71,7 @@ from crfkit.structures import STRUCTURE
 @click.option("-q", "--quiet", is_flag=True,
               help="No table, progress or summary lines; warnings and errors are still shown.")
 @click_options([STRUCTURE])
+@click_options(LATENT_TRAIN_OPTIONS)
 def tune_command(pattern_file, input_file, model_file, devel_file, folds, seed, rho1_list,
                  rho2_list, model_type, order, maxiter, stopeps, path_stopeps, stopwin, history,
                  cutoff, all_features, all_labels, likely_list, no_warm_start, jobs, nthread,

@@ -82,11 +82,12 @@ def dump(model: Model, out: TextIO, *, top: int | None = None, threshold: float 
     out.write("# labels\n")
     out.write("".join(name + "\n" for name in model.labels))
     out.write(f"# features: observation<TAB>label or previous{ARROW}label<TAB>weight\n")
-    names = np.array(model.labels, dtype=object)
+    states = model.structure.state_names(model)
+    names = np.array(states, dtype=object)
     if top is None:
         out.write(_lines(f, np.flatnonzero(keep), names))
         return
-    for y, name in enumerate(model.labels):
+    for y, name in enumerate(states):
         mine = np.flatnonzero(keep & (f.label == y))
         # stable sort: equal strengths keep the dump order
         best = mine[np.argsort(-np.abs(f.weight[mine]), kind="stable")[:top]]

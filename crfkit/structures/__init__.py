@@ -12,6 +12,8 @@ from typing import TYPE_CHECKING, Any
 
 from crfkit.errors import UsageError
 from crfkit.options import Option
+from crfkit.structures.latent.options import LABEL_OPTIONS as LATENT_LABEL_OPTIONS
+from crfkit.structures.latent.options import TRAIN_OPTIONS as LATENT_TRAIN_OPTIONS
 
 if TYPE_CHECKING:  # the interface is loaded with the structures, not by `crfkit --help`
     from crfkit.structures.base import Choice, Structure
@@ -19,14 +21,17 @@ if TYPE_CHECKING:  # the interface is loaded with the structures, not by `crfkit
 STRUCTURE = Option("structure", ("--structure",), None, "the model structure (list: "
                    "those known); s: patterns choose skipchain, --order 2 order2", str, "NAME")
 _EXTRA: list[type[Structure]] = []
+__all__ = ["LATENT_LABEL_OPTIONS", "LATENT_TRAIN_OPTIONS", "STRUCTURE", "choose", "named",
+           "of_model", "register", "structures", "train_options", "label_options"]
 
 
 def _builtin() -> list[type[Structure]]:
     from crfkit.structures.chain import Chain
+    from crfkit.structures.latent.structure import Latent
     from crfkit.structures.order2 import Order2
     from crfkit.structures.skipchain import SkipChain
 
-    return [Chain, Order2, SkipChain]
+    return [Chain, Order2, SkipChain, Latent]
 
 
 def register(cls: type[Structure]) -> type[Structure]:

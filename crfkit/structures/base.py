@@ -262,6 +262,11 @@ class Structure(ABC):
         """Append its feature rows to ``parts``; return prev2 per row if it has one."""
         return None
 
+    def state_names(self, model: ModelView) -> list[str]:
+        """The names ``dump`` gives the space's label ids (a structure with several states
+        per label names each state)."""
+        return list(model.labels)
+
     def memory(self, corpus: Corpus, vectors: int, gradient_rows: int) -> MemoryPart:
         return MemoryPart()
 
