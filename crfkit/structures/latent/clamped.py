@@ -69,6 +69,10 @@ def clamped_forward(U, E, T, n_st, st, alpha, scale):
         alpha[0, i] = U[0, i]
         total += U[0, i]
     scale[0] = total
+    if not (total > 0.0 and total < np.inf):
+        return False
+    for i in range(n_st[0]):
+        alpha[0, i] /= total
     for t in range(1, T):
         total = 0.0
         for i in range(n_st[t]):
@@ -83,10 +87,6 @@ def clamped_forward(U, E, T, n_st, st, alpha, scale):
             return False
         for i in range(n_st[t]):
             alpha[t, i] /= total
-    if not (scale[0] > 0.0 and scale[0] < np.inf):
-        return False
-    for i in range(n_st[0]):
-        alpha[0, i] /= scale[0]
     return True
 
 

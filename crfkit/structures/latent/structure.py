@@ -27,7 +27,7 @@ from crfkit.structures.base import (
     ModelView,
     Setting,
 )
-from crfkit.structures.chain import CRF, DECODE, Chain, _crf, _devel
+from crfkit.structures.chain import Chain
 from crfkit.structures.latent.options import LABEL_OPTIONS, TRAIN_OPTIONS
 from crfkit.structures.latent.states import (
     LatentSpace,
@@ -195,13 +195,12 @@ class Latent(Chain):
         return state_names(model.labels, model.space.K)
 
     def kernels(self, algo: str, model_type: str, devel: bool) -> Iterable[tuple[int, Kernels]]:
-        yield CRF, _crf
+        """The chain's (its free pass and decoder) and the clamped pass."""
+        yield from super().kernels(algo, model_type, devel)
         yield CLAMPED, _clamped
-        if devel:
-            yield DECODE, _devel
 
     def label_kernels(self, numpy_will_do: bool) -> Iterable[tuple[int, Kernels]]:
-        return ((DECODE, _devel),)
+        return super().label_kernels(False)  # no numpy decoder over states
 
     def heading(self, model_type: str) -> str:
         return f"{model_type} order 1, {self.K} state(s) per label"
