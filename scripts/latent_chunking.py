@@ -26,11 +26,20 @@ PATTERNS = Path(__file__).resolve().parents[1] / "patterns"
 ITERATION = re.compile(r"^\s*\[\s*(\d+)\].*time=\s*([\d.]+)s", re.M)
 
 
-def crfkit(*args: str) -> str:
-    run = subprocess.run(["crfkit", *args], capture_output=True, text=True)
-    if run.returncode:
-        sys.exit(run.stderr.strip())
-    return run.stdout + run.stderr
+def crfkit(*args: str, log: Path | None = None) -> str:
+    """Run a crfkit command; its output (also written to ``log`` as it comes, to follow a
+    long training)."""
+    run = subprocess.Popen(["crfkit", *args], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                           text=True)
+    lines = []
+    with open(log or "/dev/null", "w") as follow:
+        for line in run.stdout:
+            lines.append(line)
+            follow.write(line)
+            follow.flush()
+    if run.wait():
+        sys.exit("".join(lines[-3:]).strip())
+    return "".join(lines)
 
 
 def per_iteration(log: str) -> float:
@@ -65,7 +74,7 @@ def accuracy(args: argparse.Namespace, work: Path) -> None:
     log = crfkit("train", "-p", str(PATTERNS / args.patterns), "--latent", str(args.latent),
                  "--latent-seed", str(args.seed), "-2", str(args.rho2), "-i",
                  str(args.maxiter), "-d", str(devel), "--keep-best-devel", str(train),
-                 str(model))
+                 str(model), log=work / f"latent{args.latent}.log")
     print("\n".join(line for line in log.splitlines() if line.startswith("*")))
     out = work / "test.out"
     crfkit("label", "-m", str(model), "--latent-decode", args.decode, str(DATA / "test.txt"),

@@ -53,6 +53,7 @@ class Latent(Chain):
     label_options = LABEL_OPTIONS
     record_after: ClassVar[str] = "model_type"
     needs_rows: ClassVar[bool] = True  # the rows' line numbers name a sequence with no path
+    label_sets: ClassVar[bool] = True
 
     def __init__(self) -> None:
         self.K = 1
@@ -61,7 +62,9 @@ class Latent(Chain):
     # -- choosing and refusing -------------------------------------------------------------
     @classmethod
     def claims(cls, choice: Choice) -> bool:
-        return choice.values.get("latent") not in (None, 1) or super().claims(choice)
+        """``--latent K``, 1 too: a plain crf that may train from label sets (with none, it
+        is the chain's training, model and file, bit for bit)."""
+        return choice.values.get("latent") is not None or super().claims(choice)
 
     def continue_from(self, values: Mapping[str, Any]) -> None:
         self._take(values)
@@ -77,7 +80,7 @@ class Latent(Chain):
         if setting.model_type != "crf":
             raise UsageError(f"a {setting.model_type} model has no hidden states: --latent "
                              f"trains a crf (drop -T/--type)")
-        if setting.algo != "l-bfgs":
+        if setting.algo != "l-bfgs" and self.K > 1:
             raise UsageError(f"-a {setting.algo} cannot train a latent-dynamic model; use "
                              f"-a l-bfgs (with -1 for L1)")
         if setting.likely:
@@ -94,12 +97,15 @@ class Latent(Chain):
 
     def encode_space(self, space, empirical, enc):
         """Every (observation, label) feature as K (observation, state) features; the gold
-        counts come from the clamped pass at each evaluation, not from here."""
+        counts come from the clamped pass at each evaluation, not from here. K = 1 without
+        label sets: the chain's space and counts."""
+        if self.K == 1 and enc.labels.min(initial=0) >= 0:
+            return space, empirical
         states = state_space(space, self.K)
         return states, np.zeros(states.n_weights)
 
     def merge_init(self, space, empirical, init_space, init_weights):
-        K = init_space.K
+        K = getattr(init_space, "K", 1)
         if self.K_given and K != self.K:
             raise UsageError(f"the initial model has {K} states per label: it cannot "
                              f"continue with --latent {self.K}")
@@ -114,9 +120,12 @@ class Latent(Chain):
         """The labels each token allows, the sequences' lines, the seeded start."""
         from crfkit.structures.latent.objective import LatentPart
 
-        L = len(corpus.labels)
-        allowed = np.zeros((corpus.data.n_tokens, L), dtype=bool)
-        allowed[np.arange(corpus.data.n_tokens), corpus.data.labels] = True
+        if not isinstance(corpus.space, LatentSpace):
+            return  # K = 1 without label sets: the chain's training
+        allowed = corpus.allowed
+        if allowed is None:
+            allowed = np.zeros((corpus.data.n_tokens, len(corpus.labels)), dtype=bool)
+            allowed[np.arange(corpus.data.n_tokens), corpus.data.labels] = True
         lines = [seq.lines[0] for seq in sequences]
         corpus.part = LatentPart(allowed, self.K, lines)
         if init is None and self.K > 1:
@@ -127,12 +136,18 @@ class Latent(Chain):
     def objective(self, corpus: Corpus, rho2: float, normalisation: int, values):
         from crfkit.structures.latent.objective import LatentObjective
 
+        if corpus.part is None:
+            return super().objective(corpus, rho2, normalisation, values)
         return LatentObjective(corpus.space, corpus.data, corpus.part, rho2, corpus.frozen)
 
     def epochs(self, kind: str, corpus: Corpus) -> object:
-        raise ValueError(f"a latent-dynamic model has no {kind} epochs")  # refuse() said so
+        if corpus.part is None:
+            return super().epochs(kind, corpus)
+        raise UsageError("label sets (? and A|B) train with -a l-bfgs (with -1 for L1)")
 
     def recorded(self, values: Mapping[str, Any]) -> dict[str, Any]:
+        if self.K == 1:
+            return {}  # a plain crf: its model is a chain's
         return {"latent": self.K, "latent_seed": int(values.get("latent_seed") or 0)}
 
     # -- decoding ------------------------------------------------------------------------------
@@ -141,6 +156,8 @@ class Latent(Chain):
         marginals mapped back to labels (``--latent-decode labels``: the label search)."""
         from crfkit.kernels.decoder import decode
 
+        if not isinstance(model.space, LatentSpace) or model.space.K == 1:
+            return super().decode(model, data, request)
         K, r = model.space.K, request
         if r.values.get("latent_decode") == "labels":
             from crfkit.structures.latent.label_search import decode_labels
@@ -162,7 +179,9 @@ class Latent(Chain):
     # -- the model file ------------------------------------------------------------------------
     def save(self, space, meta: dict, arrays: dict) -> None:
         """Label ids in ``u_lab`` (as a chain's file) and each feature's state in ``u_state``;
-        the transitions are the state pairs'."""
+        the transitions are the state pairs'. K = 1: a chain's file (it is a plain crf)."""
+        if getattr(space, "K", 1) == 1:
+            return
         super().save(space, meta, arrays)
         arrays.update(u_lab=(space.u_lab // space.K).astype(np.int32),
                       u_state=(space.u_lab % space.K).astype(np.int32))
@@ -203,7 +222,9 @@ class Latent(Chain):
         return super().label_kernels(False)  # no numpy decoder over states
 
     def heading(self, model_type: str) -> str:
-        return f"{model_type} order 1, {self.K} state(s) per label"
+        if self.K == 1:
+            return super().heading(model_type)
+        return f"{model_type} order 1, {self.K} states per label"
 
 
 def _clamped() -> list[tuple[object, ...]]:

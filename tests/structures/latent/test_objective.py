@@ -11,6 +11,7 @@ import pytest
 from crfkit.errors import InputError
 from crfkit.features.patterns import parse_patterns
 from crfkit.structures.latent.objective import LatentObjective, LatentPart
+from crfkit.structures.latent.states import state_space
 from crfkit.structures.latent.structure import Latent
 from crfkit.training.corpus import encode_training
 from tests.helpers import random_corpus
@@ -24,6 +25,11 @@ def latent_corpus(K: int, seed: int = 0):
     seqs = random_corpus(seed, n_seqs=4, max_len=3)
     corpus = encode_training(PATTERNS, seqs, structure=structure)
     structure.attach(corpus, seqs, list(range(len(seqs))), {"latent_seed": 0}, None, None)
+    if corpus.part is None:  # K = 1 with full labels trains as the chain: made latent here
+        corpus.space = state_space(corpus.space, 1)
+        allowed = np.zeros((corpus.data.n_tokens, len(corpus.labels)), dtype=bool)
+        allowed[np.arange(corpus.data.n_tokens), corpus.data.labels] = True
+        corpus.part = LatentPart(allowed, 1, [1] * corpus.data.n_seqs)
     return corpus
 
 
