@@ -77,8 +77,8 @@ def accuracy(args: argparse.Namespace, work: Path) -> None:
                  str(model), log=work / f"latent{args.latent}.log")
     print("\n".join(line for line in log.splitlines() if line.startswith("*")))
     out = work / "test.out"
-    crfkit("label", "-m", str(model), "--latent-decode", args.decode, str(DATA / "test.txt"),
-           str(out))
+    decode = ["--latent-decode", args.decode] if args.latent > 1 else []
+    crfkit("label", "-m", str(model), *decode, str(DATA / "test.txt"), str(out))
     print(crfkit("eval", str(out)).splitlines()[1])
 
 

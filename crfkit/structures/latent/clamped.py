@@ -105,9 +105,9 @@ def clamped_backward(U, E, T, n_st, st, scale, beta):
 
 
 @njit(**JIT)
-def clamped_counts(G, u_ptr, u_lab, trans_offset, has_trans, S, tok_ptr, tok_obs, t0, T,
+def clamped_counts(G, coef, u_ptr, u_lab, trans_offset, has_trans, S, tok_ptr, tok_obs, t0, T,
                    n_st, st, pos, U, E, alpha, beta, scale):
-    """G += the expected counts of the allowed paths: state marginals alpha*beta per
+    """G += coef x the expected counts of the allowed paths: state marginals alpha*beta per
     feature, pair marginals per transition."""
     for t in range(T):
         for i in range(n_st[t]):
@@ -117,16 +117,44 @@ def clamped_counts(G, u_ptr, u_lab, trans_offset, has_trans, S, tok_ptr, tok_obs
             for k in range(u_ptr[o], u_ptr[o + 1]):
                 p = pos[u_lab[k]]
                 if p >= 0:
-                    G[k] += alpha[t, p] * beta[t, p]
+                    G[k] += coef * alpha[t, p] * beta[t, p]
         for i in range(n_st[t]):
             pos[st[t, i]] = -1
         if has_trans and t > 0:
             for i in range(n_st[t]):
                 b = st[t, i]
-                right = U[t, i] * beta[t, i] / scale[t]
+                right = coef * U[t, i] * beta[t, i] / scale[t]
                 for j in range(n_st[t - 1]):
                     a = st[t - 1, j]
                     G[trans_offset + a * S + b] += alpha[t - 1, j] * E[a, b] * right
+
+
+@njit(**JIT)
+def clamped_buffers(Tmax, S):
+    """(n_st, st, pos, U, alpha, beta, scale) for sequences of up to Tmax tokens."""
+    return (np.empty(Tmax, dtype=np.int32), np.empty((Tmax, S), dtype=np.int32),
+            np.full(S, -1, dtype=np.int32), np.empty((Tmax, S)), np.empty((Tmax, S)),
+            np.empty((Tmax, S)), np.empty(Tmax))
+
+
+@njit(**JIT)
+def clamped_sequence(W, u_ptr, u_lab, trans_offset, has_trans, S, K, tok_ptr, tok_obs,
+                     allowed, E, trans_shift, t0, T, counts, coef, G, buf):
+    """log Z(x, y) of the sequence of tokens t0..t0+T-1 (NaN: no allowed path); with
+    ``counts``, G += coef x its expected counts."""
+    n_st, st, pos, U, alpha, beta, scale = buf
+    allowed_states(allowed, t0, T, K, n_st, st)
+    shift = clamped_scores(W, u_ptr, u_lab, tok_ptr, tok_obs, t0, T, n_st, st, pos, U)
+    if not clamped_forward(U, E, T, n_st, st, alpha, scale):
+        return np.nan
+    if counts:
+        clamped_backward(U, E, T, n_st, st, scale, beta)
+        clamped_counts(G, coef, u_ptr, u_lab, trans_offset, has_trans, S, tok_ptr, tok_obs,
+                       t0, T, n_st, st, pos, U, E, alpha, beta, scale)
+    log_z = shift + trans_shift * (T - 1)
+    for t in range(T):
+        log_z += np.log(scale[t])
+    return log_z
 
 
 @njit(**JIT)
@@ -138,13 +166,7 @@ def clamped_block(W, u_ptr, u_lab, trans_offset, has_trans, S, K, seq_ptr, tok_p
     Tmax = 1
     for s in range(s0, s1):
         Tmax = max(Tmax, seq_ptr[s + 1] - seq_ptr[s])
-    st = np.empty((Tmax, S), dtype=np.int32)
-    n_st = np.empty(Tmax, dtype=np.int32)
-    pos = np.full(S, -1, dtype=np.int32)
-    U = np.empty((Tmax, S))
-    alpha = np.empty((Tmax, S))
-    beta = np.empty((Tmax, S))
-    scale = np.empty(Tmax)
+    buf = clamped_buffers(Tmax, S)
     G[:] = 0.0
     out[0] = 0.0
     out[1] = -1.0
@@ -153,16 +175,9 @@ def clamped_block(W, u_ptr, u_lab, trans_offset, has_trans, S, K, seq_ptr, tok_p
         T = seq_ptr[s + 1] - t0
         if T == 0:
             continue
-        allowed_states(allowed, t0, T, K, n_st, st)
-        shift = clamped_scores(W, u_ptr, u_lab, tok_ptr, tok_obs, t0, T, n_st, st, pos, U)
-        if not clamped_forward(U, E, T, n_st, st, alpha, scale):
+        log_z = clamped_sequence(W, u_ptr, u_lab, trans_offset, has_trans, S, K, tok_ptr,
+                                 tok_obs, allowed, E, trans_shift, t0, T, counts, 1.0, G, buf)
+        if log_z != log_z:
             out[1] = s
             return
-        if counts:
-            clamped_backward(U, E, T, n_st, st, scale, beta)
-            clamped_counts(G, u_ptr, u_lab, trans_offset, has_trans, S, tok_ptr, tok_obs, t0,
-                           T, n_st, st, pos, U, E, alpha, beta, scale)
-        log_z = shift + trans_shift * (T - 1)
-        for t in range(T):
-            log_z += np.log(scale[t])
         out[0] += log_z

@@ -80,9 +80,9 @@ class Latent(Chain):
         if setting.model_type != "crf":
             raise UsageError(f"a {setting.model_type} model has no hidden states: --latent "
                              f"trains a crf (drop -T/--type)")
-        if setting.algo != "l-bfgs" and self.K > 1:
+        if setting.algo not in ("l-bfgs", "sgd-l1") and self.K > 1:
             raise UsageError(f"-a {setting.algo} cannot train a latent-dynamic model; use "
-                             f"-a l-bfgs (with -1 for L1)")
+                             f"-a l-bfgs (with -1 for L1) or -a sgd-l1")
         if setting.likely:
             raise UsageError("--likely-features trains a first-order crf: not with --latent")
 
@@ -141,9 +141,14 @@ class Latent(Chain):
         return LatentObjective(corpus.space, corpus.data, corpus.part, rho2, corpus.frozen)
 
     def epochs(self, kind: str, corpus: Corpus) -> object:
-        if corpus.part is None:
+        part = corpus.part
+        if part is None:
             return super().epochs(kind, corpus)
-        raise UsageError("label sets (? and A|B) train with -a l-bfgs (with -1 for L1)")
+        if kind != "sgd":
+            raise UsageError("label sets (? and A|B) train with -a l-bfgs or -a sgd-l1")
+        from crfkit.structures.latent.epochs import LatentSgdEpochs
+
+        return LatentSgdEpochs(corpus.space, corpus.data, part.allowed, part.K, part.lines)
 
     def recorded(self, values: Mapping[str, Any]) -> dict[str, Any]:
         if self.K == 1:
@@ -216,7 +221,7 @@ class Latent(Chain):
     def kernels(self, algo: str, model_type: str, devel: bool) -> Iterable[tuple[int, Kernels]]:
         """The chain's (its free pass and decoder) and the clamped pass."""
         yield from super().kernels(algo, model_type, devel)
-        yield CLAMPED, _clamped
+        yield CLAMPED, _sgd if algo == "sgd-l1" else _clamped
 
     def label_kernels(self, numpy_will_do: bool) -> Iterable[tuple[int, Kernels]]:
         return super().label_kernels(False)  # no numpy decoder over states
@@ -225,6 +230,12 @@ class Latent(Chain):
         if self.K == 1:
             return super().heading(model_type)
         return f"{model_type} order 1, {self.K} states per label"
+
+
+def _sgd() -> list[tuple[object, ...]]:
+    from crfkit.structures.latent import epochs
+
+    return [(epochs.latent_sgd_epoch,)]
 
 
 def _clamped() -> list[tuple[object, ...]]:

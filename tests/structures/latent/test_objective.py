@@ -118,3 +118,25 @@ def test_no_allowed_path_names_the_sequence():
 def test_the_start_is_seeded_and_separates_states():
     a, b = latent_corpus(2), latent_corpus(2)
     assert np.array_equal(a.x0, b.x0) and np.any(a.x0 != 0)
+
+
+def test_an_sgd_step_follows_the_objectives_gradient():
+    """One SGD-L1 step on one sequence (rho1 = 0) is W - eta x the gradient of its loss."""
+    from crfkit.space import Dataset
+    from crfkit.structures.latent.epochs import LatentSgdEpochs
+
+    corpus = latent_corpus(2, seed=3)
+    d, s = corpus.data, 1
+    t0, t1 = int(d.seq_ptr[s]), int(d.seq_ptr[s + 1])
+    lo, hi = int(d.tok_ptr[t0]), int(d.tok_ptr[t1])
+    one = Dataset(np.array([0, t1 - t0]), d.tok_ptr[t0:t1 + 1] - lo, d.tok_obs[lo:hi],
+                  d.labels[t0:t1])
+    allowed = partial_mask(corpus, 5)[t0:t1]
+    w = np.random.default_rng(4).normal(0, 0.5, corpus.space.n_weights)
+    g = np.empty_like(w)
+    f = LatentObjective(corpus.space, one, LatentPart(allowed, 2, [1]), 0.0)(w, g)
+    W = w.copy()
+    epochs = LatentSgdEpochs(corpus.space, one, allowed, 2, [1])
+    loss, *_ = epochs(W, np.array([0]), 0, 0.1, 1.0, 0.0, np.zeros_like(w), np.zeros(1))
+    assert loss == pytest.approx(f, rel=1e-12)
+    assert np.allclose(W, w - 0.1 * g, rtol=0, atol=1e-12)
