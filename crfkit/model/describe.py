@@ -115,7 +115,7 @@ def info(model: Model) -> list[tuple[str, str]]:
               f"{s.n_labels ** 2 if s.has_trans else 0} transition", *described.feature_counts]
     lines = [
         ("type", MODEL_TYPES[model.model_type].title),
-        ("labels", f"{s.n_labels}: {' '.join(model.labels)}"),
+        ("labels", f"{len(model.labels)}: {' '.join(model.labels)}"),
         ("token columns", str(model.n_token_columns)),
         ("observations", str(s.n_obs)),
         *described.lines,

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 
@@ -53,7 +55,8 @@ def test_a_latent_model_labels_in_every_mode(tmp_path):
         1.0, abs=1e-3)
     assert best == run("label", "-m", model, "--latent-decode", "states", data).stdout
     info = run("info", model).stdout
-    assert "states:" in info and "2 per label" in info
+    assert "states:" in info and "2 per label, 8 in all" in info
+    assert re.search(r"^labels:\s+4: ", info, re.M)
     assert "B-NP#1" in run("dump", model).stdout
 
 
