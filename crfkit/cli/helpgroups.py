@@ -24,6 +24,7 @@ DEVEL = "Devel set"
 FEATURES = "Features"
 ALGORITHM = "Algorithm-specific"
 SKIP_CHAIN = "Skip chain"
+LATENT = "Hidden states"
 PERFORMANCE = "Performance and memory"
 INPUT_OUTPUT = "Input/output"
 DASK = "Dask"
@@ -46,6 +47,7 @@ TRAIN_GROUPS: OptionGroups = (
                  "mira_c", "shrinking_size")),
     (SKIP_CHAIN, ("skip_mode", "skip_cap", "bp_maxiter", "bp_tol", "bp_damping",
                   "bp_label_damping", "doc_sep")),
+    (LATENT, ("latent", "latent_seed")),
     (PERFORMANCE, ("nthread", "max_memory")),
     (INPUT_OUTPUT, ("data_format", "sep", "encoding", "report_dir", "log_to_file", "logbase",
                     "quiet")),
@@ -54,7 +56,7 @@ TRAIN_GROUPS: OptionGroups = (
 )
 
 TUNE_GROUPS: OptionGroups = (
-    (MODEL, ("pattern_file", "model_type", "order", "structure")),
+    (MODEL, ("pattern_file", "model_type", "order", "structure", "latent", "latent_seed")),
     (SEARCH, ("rho1_list", "rho2_list", "likely_list", "no_warm_start")),
     (DEVEL, ("devel_file", "folds", "seed")),
     (STOPPING, ("maxiter", "stopeps", "path_stopeps", "stopwin")),
@@ -71,6 +73,7 @@ LABEL_GROUPS: OptionGroups = (
     (INPUT_OUTPUT, ("data_format", "sep", "encoding", "labels_only", "check", "nbest_columns",
                     "score", "marginals", "quiet")),
     (SKIP_CHAIN, ("bp_damping", "bp_maxiter", "doc_sep")),
+    (LATENT, ("latent_decode",)),
     (PERFORMANCE, ("nthread",)),
     (DASK, ("dask_address",)),
     (HELP, ("help",)),

@@ -70,10 +70,12 @@ from crfkit.structures import STRUCTURE, declared_train_options
 @click.option("-q", "--quiet", is_flag=True,
               help="No table, progress or summary lines; warnings and errors are still shown.")
 @click_options([STRUCTURE])
+@click_options(declared_train_options(("latent", "latent_seed")))
 def tune_command(pattern_file, input_file, model_file, devel_file, folds, seed, rho1_list,
                  rho2_list, model_type, order, maxiter, stopeps, path_stopeps, stopwin, history,
                  cutoff, all_features, all_labels, likely_list, no_warm_start, jobs, nthread,
-                 report_dir, as_json, sep, encoding, quiet, structure) -> None:
+                 report_dir, as_json, sep, encoding, quiet, structure,
+                 **declared: object) -> None:
     """Train over a path of regularisation strengths and keep the best model.
 
     Each strength is scored by the chunk F1 (conlleval) of the -d file or,
@@ -82,6 +84,7 @@ def tune_command(pattern_file, input_file, model_file, devel_file, folds, seed, 
     row per strength goes to stderr as it is scored. MODEL is the best
     strength's model: with -d the one scored, with folds one more training
     on all of TRAIN. Ctrl-C stops the search and keeps the best strength so far.
+    (``declared``: the structures' own options, read through the click context.)
     """
     from crfkit.cli.common import structure_values
     from crfkit.io.atomic import check_writable

@@ -93,11 +93,12 @@ def dump(model: Model, out: TextIO, *, top: int | None = None, threshold: float 
     out.write("# labels\n")
     out.write("".join(name + "\n" for name in model.labels))
     out.write(f"# features: observation<TAB>label or previous{ARROW}label<TAB>weight\n")
-    names = np.array(model.labels, dtype=object)
+    states = model.structure.state_names(model)
+    names = np.array(states, dtype=object)
     if top is None:
         out.write(_lines(f, np.flatnonzero(keep), names, number))
         return
-    for y, name in enumerate(model.labels):
+    for y, name in enumerate(states):
         mine = np.flatnonzero(keep & (f.label == y))
         # stable sort: equal strengths keep the dump order
         best = mine[np.argsort(-np.abs(f.weight[mine]), kind="stable")[:top]]
@@ -125,7 +126,7 @@ def info(model: Model) -> list[tuple[str, str]]:
               f"{s.n_labels ** 2 if s.has_trans else 0} transition", *described.feature_counts]
     lines = [
         ("type", MODEL_TYPES[model.model_type].title),
-        ("labels", f"{s.n_labels}: {' '.join(model.labels)}"),
+        ("labels", f"{len(model.labels)}: {' '.join(model.labels)}"),
         ("token columns", str(model.n_token_columns)),
         ("observations", str(s.n_obs)),
         *described.lines,

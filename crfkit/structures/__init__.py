@@ -21,15 +21,17 @@ STRUCTURE = Option("structure", ("--structure",), None, "the model structure (li
 _EXTRA: list[type[Structure]] = []
 # where the built-ins declare their options: light modules (no numpy, no Numba), read to
 # build the command line without loading the structures
-_OPTION_MODULES = ("crfkit.structures.order2.options", "crfkit.structures.skipchain.options")
+_OPTION_MODULES = ("crfkit.structures.order2.options", "crfkit.structures.skipchain.options",
+                   "crfkit.structures.latent.options")
 
 
 def _builtin() -> list[type[Structure]]:
     from crfkit.structures.chain import Chain
+    from crfkit.structures.latent.structure import Latent
     from crfkit.structures.order2.structure import Order2
     from crfkit.structures.skipchain.structure import SkipChain
 
-    return [Chain, Order2, SkipChain]
+    return [Chain, Order2, SkipChain, Latent]
 
 
 def register(cls: type[Structure]) -> type[Structure]:

@@ -35,7 +35,9 @@ class Corpus:
     """A labelled training corpus encoded for the kernels (was crfkit.corpus.Corpus).
 
     ``x0``: the starting weights; ``frozen``: weights L-BFGS keeps at their start;
-    ``part``: what the structure adds to the chain's encoding (a skip chain's graph)."""
+    ``part``: what the structure adds to the chain's encoding (a skip chain's graph);
+    ``allowed``: the labels each token allows (n_tokens, L) where the annotation has label
+    sets (``?``, ``A|B``), None when every token has its one gold label."""
 
     featurizer: Featurizer
     space: FeatureSpace
@@ -46,6 +48,7 @@ class Corpus:
     x0: np.ndarray
     part: object = None
     frozen: np.ndarray | None = None
+    allowed: np.ndarray | None = None
 
 
 @dataclass(frozen=True)
@@ -101,7 +104,7 @@ class Encoding:
     featurizer: Featurizer
     obs: np.ndarray           # int32 (n_tokens, n_listed): observation ids, -1 none
     index: np.ndarray         # each token's position in its sequence
-    labels: np.ndarray        # gold label ids
+    labels: np.ndarray        # gold label ids (-1: a label set, Corpus.allowed)
     all_features: bool
 
 
@@ -157,6 +160,7 @@ class Structure(ABC):
     label_options: ClassVar[tuple[Option, ...]] = ()
     record_after: ClassVar[str] = ""   # recorded options: its entries after this key
     documents: ClassVar[bool] = False  # labels whole documents (one thread, never cut)
+    label_sets: ClassVar[bool] = False  # trains from partial labels (? and A|B)
     needs_rows: ClassVar[bool] = False  # training keeps the rows and -DOCSTART- marks
 
     # -- choosing and refusing (one UsageError line each) --------------------------------
@@ -262,6 +266,11 @@ class Structure(ABC):
                   parts: DumpParts) -> np.ndarray | None:
         """Append its feature rows to ``parts``; return prev2 per row if it has one."""
         return None
+
+    def state_names(self, model: ModelView) -> list[str]:
+        """The names ``dump`` gives the space's label ids (a structure with several states
+        per label names each state)."""
+        return list(model.labels)
 
     def memory(self, corpus: Corpus, vectors: int, gradient_rows: int) -> MemoryPart:
         return MemoryPart()

@@ -35,6 +35,7 @@ from crfkit.model.types import MODEL_TYPES
 from crfkit.space import Dataset, FeatureSpace
 from crfkit.structures import named
 from crfkit.structures.base import Corpus, Encoding, MemoryPart, Structure
+from crfkit.training.gold import feature_tokens, partial_gold
 from crfkit.training.memory import (
     INDEX_BYTES,
     MemoryBudget,
@@ -81,7 +82,11 @@ def encode_training(patterns: list[Pattern], sequences: list[Sequence] | TokenCo
     structure = structure or named("chain")
     columns, rows = _training_columns(patterns, sequences, source, init)
     n_token_columns = columns.n_columns - 1
-    labels, y = _gold(columns, n_token_columns, init)
+    sets = partial_gold(columns.distinct[n_token_columns], columns.ids[n_token_columns],
+                        [] if init is None else list(init.labels), lengths=columns.lengths,
+                        rows=rows, source=source, label_sets=structure.label_sets)
+    labels, y, allowed = sets if sets is not None else (*_gold(columns, n_token_columns,
+                                                               init), None)
     tables = None
     if init is not None:  # copies: training must not change the initial model
         tables = [StringTable(t.strings) for t in init.featurizer.tables]
@@ -92,8 +97,8 @@ def encode_training(patterns: list[Pattern], sequences: list[Sequence] | TokenCo
     del components
     if init is not None:
         obs = _merge_vocab(featurizer, init.featurizer.vocab, obs)
-    space, empirical = _first_order_space(featurizer, obs, pos.index == 0, y, len(labels),
-                                          model_type, structure, budget,
+    space, empirical = _first_order_space(featurizer, *feature_tokens(
+        obs, pos.index == 0, y, allowed), len(labels), model_type, structure, budget,
                                           all_features=all_features, all_labels=all_labels)
     space, empirical = structure.encode_space(space, empirical, Encoding(
         featurizer, obs, pos.index, y, all_features))
@@ -107,7 +112,8 @@ def encode_training(patterns: list[Pattern], sequences: list[Sequence] | TokenCo
                    tok_val=tok_val)
     if tok_val is not None:  # %v patterns: the gold totals are sums of values
         empirical = valued_totals(space, data)
-    return Corpus(featurizer, space, data, empirical, labels, n_token_columns, x0)
+    return Corpus(featurizer, space, data, empirical, labels, n_token_columns, x0,
+                  allowed=allowed)
 
 
 def _first_order_space(featurizer: Featurizer, obs: np.ndarray, first: np.ndarray,

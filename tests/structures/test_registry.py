@@ -145,5 +145,5 @@ def test_structure_list_names_every_registered_structure(toy):
     listed = run("train", "--structure", "list")
     assert listed.exit_code == 0, listed.stderr
     names = [line.split()[0] for line in listed.stdout.splitlines()]
-    assert names == ["chain", "order2", "skipchain", "toy"]
+    assert names == ["chain", "order2", "skipchain", "latent", "toy"]
     assert Toy.title in listed.stdout

@@ -1,0 +1,244 @@
+"""Latent-dynamic CRFs: K hidden states per label (Morency et al. 2007; Sun et al. 2008).
+
+The chain runs over states (:mod:`.states`); a state path determines the label path.
+Training maximises the probability of the gold labels summed over their states
+(:mod:`.objective`: the chain's free pass over every state minus a clamped pass over the
+states the annotation allows, :mod:`.clamped`). Labelling takes the best state path by
+default, or the best label path summing over states (:mod:`.label_search`). A model file is
+a chain's with ``structure: latent``, ``latent: K`` and each feature's state index.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import TYPE_CHECKING, Any, ClassVar
+
+import numpy as np
+
+from crfkit.errors import UsageError
+from crfkit.kernels.decoded import Decoded, Weighted
+from crfkit.space import Dataset, merge_spaces
+from crfkit.structures.base import (
+    Choice,
+    Corpus,
+    DecodeRequest,
+    Description,
+    Kernels,
+    ModelView,
+    Setting,
+)
+from crfkit.structures.chain import Chain
+from crfkit.structures.latent.options import LABEL_OPTIONS, TRAIN_OPTIONS
+from crfkit.structures.latent.states import (
+    LatentSpace,
+    label_marginals,
+    label_space,
+    perturbation,
+    state_names,
+    state_space,
+    state_tokens,
+    state_transitions,
+)
+
+if TYPE_CHECKING:
+    from crfkit.io.model_checker import ModelChecker
+
+CLAMPED = 5  # compile seconds of the clamped pass
+
+
+class Latent(Chain):
+    name: ClassVar[str] = "latent"
+    title: ClassVar[str] = "latent-dynamic chain"
+    train_options = TRAIN_OPTIONS
+    label_options = LABEL_OPTIONS
+    record_after: ClassVar[str] = "model_type"
+    needs_rows: ClassVar[bool] = True  # the rows' line numbers name a sequence with no path
+    label_sets: ClassVar[bool] = True
+
+    def __init__(self) -> None:
+        self.K = 1
+        self.K_given = False
+
+    # -- choosing and refusing -------------------------------------------------------------
+    @classmethod
+    def claims(cls, choice: Choice) -> bool:
+        """``--latent K``, 1 too: a plain crf that may train from label sets (with none, it
+        is the chain's training, model and file, bit for bit)."""
+        return choice.values.get("latent") is not None or super().claims(choice)
+
+    def continue_from(self, values: Mapping[str, Any]) -> None:
+        self._take(values)
+
+    def _take(self, values: Mapping[str, Any]) -> None:
+        if values.get("latent") is not None:
+            self.K, self.K_given = int(values["latent"]), True
+
+    def refuse(self, setting: Setting) -> None:
+        self._take(setting.values)
+        if setting.command == "dask":
+            raise UsageError("--latent is not available with --dask")
+        if setting.model_type != "crf":
+            raise UsageError(f"a {setting.model_type} model has no hidden states: --latent "
+                             f"trains a crf (drop -T/--type)")
+        if setting.algo not in ("l-bfgs", "sgd-l1") and self.K > 1:
+            raise UsageError(f"-a {setting.algo} cannot train a latent-dynamic model; use "
+                             f"-a l-bfgs (with -1 for L1) or -a sgd-l1")
+        if setting.likely:
+            raise UsageError("--likely-features trains a first-order crf: not with --latent")
+
+    # -- encoding ----------------------------------------------------------------------------
+    def patterns(self, patterns, progress):
+        observed = [p for p in patterns if p.has_bigram and not p.is_constant]
+        if observed:
+            p = observed[0]
+            raise UsageError(f"pattern {p.text!r} (line {p.line}) has observation bigrams: "
+                             f"a latent-dynamic model takes u patterns and a bare B")
+        return super().patterns(patterns, progress)
+
+    def encode_space(self, space, empirical, enc):
+        """Every (observation, label) feature as K (observation, state) features; the gold
+        counts come from the clamped pass at each evaluation, not from here. K = 1 without
+        label sets: the chain's space and counts."""
+        if self.K == 1 and enc.labels.min(initial=0) >= 0:
+            return space, empirical
+        states = state_space(space, self.K)
+        return states, np.zeros(states.n_weights)
+
+    def merge_init(self, space, empirical, init_space, init_weights):
+        K = getattr(init_space, "K", 1)
+        if self.K_given and K != self.K:
+            raise UsageError(f"the initial model has {K} states per label: it cannot "
+                             f"continue with --latent {self.K}")
+        if K != self.K:  # --latent not given: the initial model's
+            space, self.K = state_space(label_space(space, self.K), K), K
+        merged, _, x0 = merge_spaces(space, np.zeros(space.n_weights), init_space,
+                                     init_weights)
+        merged = LatentSpace.of(merged, K)
+        return merged, np.zeros(merged.n_weights), x0
+
+    def attach(self, corpus: Corpus, sequences, starts, values, init, progress) -> None:
+        """The labels each token allows, the sequences' lines, the seeded start."""
+        from crfkit.structures.latent.objective import LatentPart
+
+        if not isinstance(corpus.space, LatentSpace):
+            return  # K = 1 without label sets: the chain's training
+        allowed = corpus.allowed
+        if allowed is None:
+            allowed = np.zeros((corpus.data.n_tokens, len(corpus.labels)), dtype=bool)
+            allowed[np.arange(corpus.data.n_tokens), corpus.data.labels] = True
+        lines = [seq.lines[0] for seq in sequences]
+        corpus.part = LatentPart(allowed, self.K, lines)
+        if init is None and self.K > 1:
+            corpus.x0 = corpus.x0 + perturbation(len(corpus.x0), int(values.get(
+                "latent_seed") or 0))
+
+    # -- optimising ----------------------------------------------------------------------------
+    def objective(self, corpus: Corpus, rho2: float, normalisation: int, values):
+        from crfkit.structures.latent.objective import LatentObjective
+
+        if corpus.part is None:
+            return super().objective(corpus, rho2, normalisation, values)
+        return LatentObjective(corpus.space, corpus.data, corpus.part, rho2, corpus.frozen)
+
+    def epochs(self, kind: str, corpus: Corpus) -> object:
+        part = corpus.part
+        if part is None:
+            return super().epochs(kind, corpus)
+        if kind != "sgd":
+            raise UsageError("label sets (? and A|B) train with -a l-bfgs or -a sgd-l1")
+        from crfkit.structures.latent.epochs import LatentSgdEpochs
+
+        return LatentSgdEpochs(corpus.space, corpus.data, part.allowed, part.K, part.lines)
+
+    def recorded(self, values: Mapping[str, Any]) -> dict[str, Any]:
+        if self.K == 1:
+            return {}  # a plain crf: its model is a chain's
+        return {"latent": self.K, "latent_seed": int(values.get("latent_seed") or 0)}
+
+    # -- decoding ------------------------------------------------------------------------------
+    def decode(self, model: Weighted, data: Dataset, request: DecodeRequest) -> Decoded:
+        """The chain's decoder over the states, label masks made state masks; paths and
+        marginals mapped back to labels (``--latent-decode labels``: the label search)."""
+        from crfkit.kernels.decoder import decode
+
+        if not isinstance(model.space, LatentSpace) or model.space.K == 1:
+            return super().decode(model, data, request)
+        K, r = model.space.K, request
+        if r.values.get("latent_decode") == "labels":
+            from crfkit.structures.latent.label_search import decode_labels
+
+            return decode_labels(model, data, request)
+        dec = decode(model, data, nbest=r.nbest, log_z=r.log_z or r.posterior,
+                     marginals=r.marginals or r.posterior, posterior=False,
+                     token_ok=None if r.token_ok is None else state_tokens(r.token_ok, K),
+                     trans_ok=None if r.trans_ok is None else state_transitions(r.trans_ok, K))
+        paths = np.where(dec.paths >= 0, dec.paths // K, -1).astype(np.int32)
+        marg = None if dec.marginals is None else label_marginals(dec.marginals, K)
+        if r.posterior:
+            from crfkit.structures.latent.label_search import posterior_paths
+
+            paths = posterior_paths(marg, data, r.trans_ok)
+        return Decoded(paths=paths, scores=dec.scores, log_z=dec.log_z,
+                       marginals=marg if r.marginals else None)
+
+    # -- the model file ------------------------------------------------------------------------
+    def save(self, space, meta: dict, arrays: dict) -> None:
+        """Label ids in ``u_lab`` (as a chain's file) and each feature's state in ``u_state``;
+        the transitions are the state pairs'. K = 1: a chain's file (it is a plain crf)."""
+        if getattr(space, "K", 1) == 1:
+            return
+        super().save(space, meta, arrays)
+        arrays.update(u_lab=(space.u_lab // space.K).astype(np.int32),
+                      u_state=(space.u_lab % space.K).astype(np.int32))
+        meta["latent"] = int(space.K)
+
+    def load(self, check: ModelChecker, space, patterns, model_type, info):
+        K = check.value("latent", int)
+        if K < 1 or model_type != "crf":
+            raise check.fail(f"bad latent-dynamic model: {K} states per label, "
+                             f"type {model_type}")
+        u_state = check.array("u_state", np.int32, 1, length=space.n_u)
+        if len(u_state) and (u_state.min() < 0 or u_state.max() >= K):
+            raise check.fail("u_state: state index out of range")
+        states = LatentSpace.of(space, K)
+        states.n_labels = space.n_labels * K
+        states.u_lab = (space.u_lab * K + u_state).astype(np.int32)
+        return states
+
+    def compact(self, space, weights, keep_u, keep_b):
+        new, W, keep_obs = super().compact(space, weights, keep_u, keep_b)
+        return LatentSpace.of(new, space.K), W, keep_obs
+
+    # -- describing, sizing, compiling ----------------------------------------------------------
+    def describe(self, model: ModelView) -> Description:
+        K = model.space.K
+        return Description(lines=[("states", f"{K} per label, {model.space.n_labels} in all "
+                                             f"(LABEL#k in dump)")])
+
+    def state_names(self, model: ModelView) -> list[str]:
+        return state_names(model.labels, model.space.K)
+
+    def kernels(self, algo: str, model_type: str, devel: bool) -> Iterable[tuple[int, Kernels]]:
+        """The chain's (its free pass and decoder) and the clamped pass."""
+        yield from super().kernels(algo, model_type, devel)
+        yield CLAMPED, _sgd if algo == "sgd-l1" else _clamped
+
+    def label_kernels(self, numpy_will_do: bool) -> Iterable[tuple[int, Kernels]]:
+        return super().label_kernels(False)  # no numpy decoder over states
+
+    def heading(self, model_type: str) -> str:
+        if self.K == 1:
+            return super().heading(model_type)
+        return f"{model_type} order 1, {self.K} states per label"
+
+
+def _sgd() -> list[tuple[object, ...]]:
+    from crfkit.structures.latent import epochs
+
+    return [(epochs.latent_sgd_epoch,)]
+
+
+def _clamped() -> list[tuple[object, ...]]:
+    from crfkit.structures.latent import clamped
+
+    return [(clamped.clamped_block,)]

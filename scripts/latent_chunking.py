@@ -1,0 +1,108 @@
+"""Latent-dynamic CRFs on CoNLL-2000 chunking: time per iteration and test F1.
+
+    python scripts/latent_chunking.py timing [--iterations 5] [--rounds 2]
+    python scripts/latent_chunking.py accuracy --latent 2 [--maxiter 300] [-2 RHO2]
+
+``timing`` trains first order, ``--latent 2`` and ``--latent 3`` on the full training
+set with patterns/chunking.pat, alternating, and prints each one's median seconds per
+iteration (from the progress lines) and its ratio to first order's, beside K^2.
+``accuracy`` holds out the last 10% of train.txt as a development set, trains on the rest
+keeping the weights of the best development F1 (the only choice made, on training data),
+labels test.txt and prints crfkit eval's summary line. ``--latent 1`` gives first order.
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import statistics
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+DATA = Path(__file__).resolve().parents[1] / ".." / "shared" / "data" / "conll2000"
+PATTERNS = Path(__file__).resolve().parents[1] / "patterns"
+ITERATION = re.compile(r"^\s*\[\s*(\d+)\].*time=\s*([\d.]+)s", re.M)
+
+
+def crfkit(*args: str, log: Path | None = None) -> str:
+    """Run a crfkit command; its output (also written to ``log`` as it comes, to follow a
+    long training)."""
+    run = subprocess.Popen(["crfkit", *args], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                           text=True)
+    lines = []
+    with open(log or "/dev/null", "w") as follow:
+        for line in run.stdout:
+            lines.append(line)
+            follow.write(line)
+            follow.flush()
+    if run.wait():
+        sys.exit("".join(lines[-3:]).strip())
+    return "".join(lines)
+
+
+def per_iteration(log: str) -> float:
+    """The median time between consecutive iterations (the first, which compiles, left out)."""
+    times = [float(t) for _, t in ITERATION.findall(log)]
+    return statistics.median(b - a for a, b in zip(times[1:], times[2:], strict=False))
+
+
+def timing(args: argparse.Namespace, work: Path) -> None:
+    seen: dict[int, list[float]] = {1: [], 2: [], 3: []}
+    for _ in range(args.rounds):
+        for K in seen:
+            log = crfkit("train", "-p", str(PATTERNS / args.patterns), "-i",
+                         str(args.iterations), "--latent", str(K), str(DATA / "train.txt"),
+                         str(work / f"t{K}.model"))
+            seen[K].append(per_iteration(log))
+            print(f"K={K}: {seen[K][-1]:.2f} s/iteration", flush=True)
+    base = statistics.median(seen[1])
+    for K, times in seen.items():
+        t = statistics.median(times)
+        print(f"K={K}: median {t:.2f} s/iteration, {t / base:.2f} x first order "
+              f"(K^2 = {K * K}, bar 1.2 K^2 = {1.2 * K * K:.1f})")
+
+
+def accuracy(args: argparse.Namespace, work: Path) -> None:
+    blocks = (DATA / "train.txt").read_text().strip("\n").split("\n\n")
+    cut = len(blocks) * 9 // 10
+    train, devel = work / "train90.txt", work / "devel10.txt"
+    train.write_text("\n\n".join(blocks[:cut]) + "\n\n")
+    devel.write_text("\n\n".join(blocks[cut:]) + "\n\n")
+    model = work / f"latent{args.latent}.model"
+    log = crfkit("train", "-p", str(PATTERNS / args.patterns), "--latent", str(args.latent),
+                 "--latent-seed", str(args.seed), "-2", str(args.rho2), "-i",
+                 str(args.maxiter), "-d", str(devel), "--keep-best-devel", str(train),
+                 str(model), log=work / f"latent{args.latent}.log")
+    print("\n".join(line for line in log.splitlines() if line.startswith("*")))
+    out = work / "test.out"
+    decode = ["--latent-decode", args.decode] if args.latent > 1 else []
+    crfkit("label", "-m", str(model), *decode, str(DATA / "test.txt"), str(out))
+    print(crfkit("eval", str(out)).splitlines()[1])
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("what", choices=("timing", "accuracy"))
+    parser.add_argument("--patterns", default="chunking.pat")
+    parser.add_argument("--iterations", type=int, default=5)
+    parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument("--latent", type=int, default=2)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("-2", "--rho2", type=float, default=1.0)
+    parser.add_argument("--maxiter", type=int, default=300)
+    parser.add_argument("--decode", choices=("states", "labels"), default="states")
+    parser.add_argument("--work", default=None, help="keep the files here (default: a "
+                        "temporary directory)")
+    args = parser.parse_args()
+    if args.work:
+        Path(args.work).mkdir(parents=True, exist_ok=True)
+        (timing if args.what == "timing" else accuracy)(args, Path(args.work))
+        return
+    with tempfile.TemporaryDirectory() as work:
+        (timing if args.what == "timing" else accuracy)(args, Path(work))
+
+
+if __name__ == "__main__":
+    main()
