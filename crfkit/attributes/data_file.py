@@ -7,7 +7,8 @@ One token per line, a blank line after each sequence::
 The first unescaped ``:`` of a field separates the attribute from its value
 (a number; 1 when absent); ``\\:`` is a colon and ``\\\\`` a backslash inside
 the name. The label field is read in labelling too (it is the gold label
-that ``crfkit label --format crfsuite`` writes next to its prediction). Errors
+that ``crfkit label --format crfsuite`` writes next to its prediction); it may be a
+partial label, ``?`` or ``A|B`` (:mod:`crfkit.io.label_sets`). Errors
 name the file, line and column. The same attributes given to
 :class:`crfkit.sklearn.CRF` as ``{name: value}`` dicts give the same model:
 both paths go through :class:`crfkit.attributes.encoder.AttributeEncoder`.
@@ -23,6 +24,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from crfkit.errors import InputError
+from crfkit.io.label_sets import is_partial, members
 
 
 @dataclass
@@ -102,7 +104,7 @@ def _parse(lines, name: str) -> Iterator[Sequence]:
         fields = text.split("\t")
         if not tokens:
             first = number
-        labels.append(fields[0])
+        labels.append(_label(fields[0], name, number))
         pairs = []
         column = len(fields[0]) + 2
         for field in fields[1:]:
@@ -112,6 +114,17 @@ def _parse(lines, name: str) -> Iterator[Sequence]:
         tokens.append(pairs)
     if tokens:
         yield Sequence(labels, tokens, first)
+
+
+def _label(text: str, path: str, line: int) -> str:
+    """The label field as it is; a partial label (``?``, ``A|B``) is checked for its form
+    here, so a bad set is reported at its line, and reaches training as the same string."""
+    if is_partial(text):
+        try:
+            members(text)
+        except ValueError as err:
+            raise InputError(str(err), path=path, line=line, column=1) from None
+    return text
 
 
 def write_sequences(out, sequences) -> None:

@@ -136,3 +136,14 @@ def test_all_transitions_is_refused_with_patterns(tmp_path):
                                       str(tmp_path / "m")])
     assert result.exit_code != 0 and "--all-transitions applies to --format crfsuite" in \
         result.output and "Traceback" not in result.output
+
+
+def test_partial_labels_are_read_as_their_strings_and_bad_sets_name_the_line(tmp_path):
+    path = tmp_path / "partial.txt"
+    path.write_text("B-NP\tw=a\n?\tw=dog\nI-NP|B-VP\tw=runs\n\n")
+    seqs = list(read_sequences(str(path)))
+    assert seqs[0].labels == ["B-NP", "?", "I-NP|B-VP"]  # training sees the notation
+    path.write_text("B-NP\tw=a\n\nB-NP||I-NP\tw=dog\n")
+    with pytest.raises(InputError) as err:
+        list(read_sequences(str(path)))
+    assert str(err.value).startswith(f"{path}:3:1: the label set 'B-NP||I-NP' has an empty")
