@@ -82,9 +82,10 @@ def run(command: list[str], log: Path) -> None:
         sys.exit(f"failed ({done.returncode}): {' '.join(command)}; see {log}")
 
 
-def run_experiment(e: Experiment, work: Path, crfkit: list[str], train_args: list[str]
-                   ) -> dict:
-    """Make the training file, train, label the test file, score; the scores and times."""
+def run_experiment(e: Experiment, work: Path, crfkit: list[str], threads: str,
+                   options: list[str]) -> dict:
+    """Make the training file, train (``-t threads``, ``options``), label the test file,
+    score; the scores and times."""
     train, test, patterns = CORPORA[e.corpus]
     log = work / f"{e.name}.log"
     log.unlink(missing_ok=True)
@@ -94,7 +95,8 @@ def run_experiment(e: Experiment, work: Path, crfkit: list[str], train_args: lis
         run([sys.executable, str(ROOT / "scripts" / "partial_labels.py"), *e.make,
              str(train), str(data)], log)
     model, labelled = work / f"{e.name}.model", work / f"{e.name}.out"
-    train_cmd = [*crfkit, "train", *train_args, "-p", str(patterns), str(data), str(model)]
+    train_cmd = [*crfkit, "train", "-t", threads, *options, "-p", str(patterns), str(data),
+                 str(model)]
     start = time.perf_counter()
     run(train_cmd, log)
     seconds = time.perf_counter() - start
@@ -105,20 +107,23 @@ def run_experiment(e: Experiment, work: Path, crfkit: list[str], train_args: lis
     types = report["types"]
     return {"name": e.name, "corpus": e.corpus, "what": e.what, "seconds": seconds,
             "train": " ".join(train_cmd), "make": " ".join(e.make),
+            "options": " ".join(options),
             "f1": report["overall"]["f1"], "accuracy": report["accuracy"],
             "np_f1": types.get("NP", {}).get("f1")}
 
 
 def table(results: dict[str, dict]) -> str:
     """The results as a Markdown table, in the experiments' order."""
-    rows = ["| corpus | training labels | script arguments | train (s) | test F1 | NP F1 |",
-            "|---|---|---|---|---|---|"]
+    rows = ["| corpus | training labels | script arguments | train options | train (s) | "
+            "test F1 | NP F1 |", "|---|---|---|---|---|---|---|"]
     for e in EXPERIMENTS:
         r = results.get(e.name)
         if r is None:
             continue
         np_f1 = "" if r["np_f1"] is None else f"{r['np_f1']:.2f}"
-        rows.append(f"| {r['corpus']} | {r['what']} | `{r['make']}` | {r['seconds']:.0f} | "
+        make = f"`{r['make']}`" if r["make"] else ""
+        options = f"`{r['options']}`" if r.get("options") else ""
+        rows.append(f"| {r['corpus']} | {r['what']} | {make} | {options} | {r['seconds']:.0f} | "
                     f"{r['f1']:.2f} | {np_f1} |")
     return "\n".join(rows)
 
@@ -131,6 +136,9 @@ def main(argv: list[str] | None = None) -> None:
                         help="only the runs whose training file has no partial labels")
     parser.add_argument("--rerun", action="store_true", help="run done experiments again")
     parser.add_argument("--threads", default="1", help="crfkit train -t (default 1)")
+    parser.add_argument("--partial-args", default="--latent 1",
+                        help="train options of the runs on partial labels (default: "
+                             "'--latent 1', the structure that sums over label sets)")
     args = parser.parse_args(argv)
     names = [n for n in args.only.split(",") if n]
     unknown = set(names) - {e.name for e in EXPERIMENTS}
@@ -146,7 +154,8 @@ def main(argv: list[str] | None = None) -> None:
         if e.name in results and not args.rerun:
             continue
         print(f"running {e.name}...", file=sys.stderr, flush=True)
-        results[e.name] = run_experiment(e, args.workdir, crfkit, ["-t", args.threads])
+        extra = args.partial_args.split() if e.partial else []
+        results[e.name] = run_experiment(e, args.workdir, crfkit, args.threads, extra)
         store.write_text(json.dumps(results, indent=2) + "\n")
     print(table(results))
 
