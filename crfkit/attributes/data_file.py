@@ -8,7 +8,9 @@ The first unescaped ``:`` of a field separates the attribute from its value
 (a number; 1 when absent); ``\\:`` is a colon and ``\\\\`` a backslash inside
 the name. The label field is read in labelling too (it is the gold label
 that ``crfkit label --format crfsuite`` writes next to its prediction); it may be a
-partial label, ``?`` or ``A|B`` (:mod:`crfkit.io.label_sets`). Errors
+partial label, ``?`` or ``A|B`` (:mod:`crfkit.io.label_sets`), which labelling keeps
+as the gold label (``crfkit eval`` leaves it out) and training refuses, at its line,
+until attribute training sums over label sets. Errors
 name the file, line and column. The same attributes given to
 :class:`crfkit.sklearn.CRF` as ``{name: value}`` dicts give the same model:
 both paths go through :class:`crfkit.attributes.encoder.AttributeEncoder`.
@@ -118,7 +120,7 @@ def _parse(lines, name: str) -> Iterator[Sequence]:
 
 def _label(text: str, path: str, line: int) -> str:
     """The label field as it is; a partial label (``?``, ``A|B``) is checked for its form
-    here, so a bad set is reported at its line, and reaches training as the same string."""
+    here, so that a bad set is reported at its line."""
     if is_partial(text):
         try:
             members(text)
@@ -140,6 +142,7 @@ def encode_file(path: str, vocab: dict[str, int], labels: list[str], *, grow: bo
     """A CRFsuite data file as a Dataset with gold label ids; ``labels`` grows in first-seen
     order (in labelling, gold labels the model lacks get ids past its own), ``vocab`` only
     with ``grow`` (otherwise unknown attributes are dropped)."""
+    from crfkit.attributes.attribute_model import refuse_label_sets
     from crfkit.attributes.encoder import AttributeEncoder
 
     encoder = AttributeEncoder(vocab, grow=grow)
@@ -147,8 +150,10 @@ def encode_file(path: str, vocab: dict[str, int], labels: list[str], *, grow: bo
     gold = []
     for seq in read_sequences(path, encoding=encoding):
         encoder.end(encoder.add_pairs(seq.tokens))
-        for label in seq.labels:
+        for k, label in enumerate(seq.labels):
             i = index.get(label)
+            if i is None and grow:
+                refuse_label_sets([label], path=path, line=seq.line + k)
             if i is None:
                 i = index[label] = len(labels)
                 labels.append(label)

@@ -32,6 +32,11 @@ def test_fit_hands_the_strings_to_training(monkeypatch):
     assert seen["y"] == [["?", "N|V"]]
 
 
+def test_training_refuses_label_sets_until_attribute_training_sums_over_them():
+    with pytest.raises(ValueError, match="'\\?' is a label set"):
+        CRF(max_iterations=1).fit([[{"w": "a"}, {"w": "b"}]], [["N", None]])
+
+
 def test_holdout_scores_leave_partial_gold_tokens_out():
     gold = [["D", "?", "V"], ["N|V", "N"], ["?"]]
     pred = [["D", "N", "N"], ["V", "N"], ["D"]]
