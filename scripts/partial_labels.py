@@ -30,8 +30,9 @@ file is the same on every run.
     labels ``O`` the unmatched tokens without an upper-case letter (a name in these
     corpora starts with a capital; this gives the model the outside label it otherwise
     never sees, at the price of the lower-case words inside names, ``van``, ``de``);
-    ``--naive`` labels every unmatched token ``O``, as a tool without partial labels
-    must. ``-DOCSTART-`` lines are copied as they are.
+    ``--naive`` labels every unmatched token ``O`` and a name of several types with the
+    one it had most often, as a tool without partial labels must. ``-DOCSTART-`` lines
+    are copied as they are.
 
     python scripts/partial_labels.py hide --fraction 0.5 --seed 1 train.txt hidden.txt
     python scripts/partial_labels.py keep-type --type NP train.txt np.txt
@@ -44,7 +45,7 @@ import argparse
 import random
 import re
 import sys
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -151,14 +152,22 @@ def chunks(tokens: list[Token]) -> Iterator[tuple[int, int, str]]:
             start, kind = i, t
 
 
-def name_list(items: list[Item]) -> dict[tuple[str, ...], set[str]]:
-    """Every entity of the first half of the sentences, with the types it was seen with."""
+def name_list(items: list[Item]) -> dict[tuple[str, ...], Counter[str]]:
+    """Every entity of the first half of the sentences, with how often it had each type."""
     all_sentences = list(sentences(items))
-    names: dict[tuple[str, ...], set[str]] = defaultdict(set)
+    names: dict[tuple[str, ...], Counter[str]] = defaultdict(Counter)
     for tokens in all_sentences[: len(all_sentences) // 2]:
         for start, end, kind in chunks(tokens):
-            names[tuple(t.word for t in tokens[start:end])].add(kind)
+            names[tuple(t.word for t in tokens[start:end])][kind] += 1
     return dict(names)
+
+
+def name_types(seen: Counter[str], one: bool) -> set[str]:
+    """The types a match is labelled with: all those seen, or with ``one`` the most
+    frequent (the first by name on a tie), for a tool that knows no label sets."""
+    if not one:
+        return set(seen)
+    return {min(seen, key=lambda kind: (-seen[kind], kind))}
 
 
 def dictionary(items: list[Item], unmatched: str) -> tuple[int, int]:
@@ -180,7 +189,7 @@ def dictionary(items: list[Item], unmatched: str) -> tuple[int, int]:
             if not size:
                 i += 1
                 continue
-            kinds = names[tuple(words[i:i + size])]
+            kinds = name_types(names[tuple(words[i:i + size])], unmatched == "O")
             labels[i] = spell({f"B-{k}" for k in kinds})
             for j in range(i + 1, i + size):
                 labels[j] = spell({f"I-{k}" for k in kinds})

@@ -81,3 +81,8 @@ def test_dictionary_names_seen_with_several_types_become_label_sets(tmp_path):
     assert labels(make(tmp_path, text, "dictionary")) == \
         ["B-MISC|B-ORG", "", "B-MISC|B-ORG", "", "B-ORG", "I-ORG", "", "?", "",
          "B-MISC|B-ORG", "", "?"]
+    # naive: no sets; Ajax was MISC once and ORG once: the tie goes to the first name
+    assert labels(make(tmp_path, text, "dictionary", "--naive")) == \
+        ["B-MISC", "", "B-MISC", "", "B-ORG", "I-ORG", "", "O", "", "B-MISC", "", "O"]
+    text = text.replace("Ajax B-MISC\n\n", "Ajax B-ORG\n\nAjax B-MISC\n\n", 1)
+    assert labels(make(tmp_path, text, "dictionary", "--naive"))[0] == "B-ORG"  # 2 to 1
