@@ -8,7 +8,8 @@ labels; 50% of the labels hidden (``?``) and the naive alternative (``O``); only
 chunks labelled, with ``?``, the complement set, or ``O`` elsewhere. CoNLL-2002 Dutch
 (``patterns/ner-nl.pat``, ned.train, scored on ned.testb): full labels; dictionary
 supervision with ``?`` elsewhere, with ``O`` for lower-case unmatched tokens, and the
-naive ``O`` everywhere unmatched.
+same with ``O`` also for capitalised common words, and the naive ``O`` everywhere
+unmatched.
 
     python scripts/partial_experiments.py --workdir /tmp/partial
     python scripts/partial_experiments.py --only full,hide50-naive,np-naive,ned-full
@@ -60,6 +61,8 @@ EXPERIMENTS = (
     Experiment("ned-dict", "ned", DICT, True, "dictionary matches, ? elsewhere"),
     Experiment("ned-dict-lower", "ned", (*DICT, "--outside-lowercase"), True,
                "dictionary matches, O for lower-case, ? elsewhere"),
+    Experiment("ned-dict-common", "ned", (*DICT, "--outside-common"), True,
+               "dictionary matches, O for lower-case and common words, ? elsewhere"),
     Experiment("ned-dict-naive", "ned", (*DICT, "--naive"), False,
                "dictionary matches, O elsewhere"),
 )

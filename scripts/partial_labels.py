@@ -30,7 +30,10 @@ file is the same on every run.
     labels ``O`` the unmatched tokens without an upper-case letter (a name in these
     corpora starts with a capital; this gives the model the outside label it otherwise
     never sees, at the price of the lower-case words inside names, ``van``, ``de``);
-    ``--naive`` labels every unmatched token ``O`` and a name of several types with the
+    ``--outside-common`` also labels ``O`` a capitalised unmatched token whose lower-case
+    form occurs in IN as a token (a common word: ``De`` at a sentence start, as ``de``
+    elsewhere), evidence from the text alone, no gold label; ``--naive`` labels every
+    unmatched token ``O`` and a name of several types with the
     one it had most often, as a tool without partial labels must. ``-DOCSTART-`` lines
     are copied as they are.
 
@@ -173,15 +176,18 @@ def name_types(seen: Counter[str], one: bool) -> set[str]:
 def dictionary(items: list[Item], unmatched: str) -> tuple[int, int]:
     """Label the listed names' occurrences (longest first); (names listed, tokens matched).
 
-    ``unmatched`` is the label of the other tokens: ``?``, ``O``, or ``lowercase-O``
-    (``O`` for tokens without an upper-case letter, ``?`` for the others).
+    ``unmatched`` is the label of the other tokens: ``?``, ``O``, ``lowercase-O`` (``O``
+    for tokens without an upper-case letter, ``?`` for the others) or ``common-O`` (also
+    ``O`` for the capitalised ones whose lower-case form is a token of the file).
     """
     names = name_list(items)
     longest = max((len(n) for n in names), default=0)
+    common = {item.word for item in items if isinstance(item, Token) and not _capitalised(
+        item.word)} if unmatched == "common-O" else set()
     matched = 0
     for tokens in sentences(items):
         words = [t.word for t in tokens]
-        labels = [_unmatched_label(w, unmatched) for w in words]
+        labels = [_unmatched_label(w, unmatched, common) for w in words]
         i = 0
         while i < len(tokens):
             size = next((n for n in range(min(longest, len(tokens) - i), 0, -1)
@@ -200,9 +206,15 @@ def dictionary(items: list[Item], unmatched: str) -> tuple[int, int]:
     return len(names), matched
 
 
-def _unmatched_label(word: str, unmatched: str) -> str:
+def _capitalised(word: str) -> bool:
+    return any(c.isupper() for c in word)
+
+
+def _unmatched_label(word: str, unmatched: str, common: set[str]) -> str:
     if unmatched == "lowercase-O":
-        return ANY if any(c.isupper() for c in word) else "O"
+        return ANY if _capitalised(word) else "O"
+    if unmatched == "common-O":
+        return ANY if _capitalised(word) and word.lower() not in common else "O"
     return unmatched
 
 
@@ -224,6 +236,8 @@ def main(argv: list[str] | None = None) -> None:
     group.add_argument("--naive", action="store_true", help="O elsewhere instead of ?")
     group.add_argument("--outside-lowercase", action="store_true",
                        help="O for unmatched tokens without an upper-case letter")
+    group.add_argument("--outside-common", action="store_true",
+                       help="O also for capitalised unmatched tokens seen in lower case")
     for p in sub.choices.values():
         p.add_argument("input")
         p.add_argument("output")
@@ -238,7 +252,8 @@ def main(argv: list[str] | None = None) -> None:
         rest = "O" if args.naive else "complement" if args.complement else ANY
         message = f"{keep_type(items, args.kind, rest)} labels kept"
     else:
-        unmatched = "O" if args.naive else "lowercase-O" if args.outside_lowercase else ANY
+        unmatched = ("O" if args.naive else "lowercase-O" if args.outside_lowercase
+                     else "common-O" if args.outside_common else ANY)
         listed, matched = dictionary(items, unmatched)
         message = f"{listed} names listed, {matched} tokens matched"
     write_items(args.output, items)

@@ -72,6 +72,11 @@ def test_dictionary_labels_the_first_halfs_names_longest_first(tmp_path):
                    "B-ORG", "?", "?"]  # Jan alone is not a listed name
     lower = labels(make(tmp_path, NER, "dictionary", "--outside-lowercase"))
     assert lower[4:6] == ["O", "O"] and lower[14] == "?"  # Jan: capitalised, unmatched
+    common = labels(make(tmp_path, NER, "dictionary", "--outside-common"))
+    assert common == lower  # no unmatched capitalised word of NER occurs in lower case
+    text = NER.replace("Ajax B-ORG\nde O\nvries O\n", "Ajax B-ORG\nWint O\n")
+    common = labels(make(tmp_path, text, "dictionary", "--outside-common"))
+    assert common[-1] == "O" and common[14] == "?"  # Wint: wint is a token; Jan is not
     naive = labels(make(tmp_path, NER, "dictionary", "--naive"))
     assert "?" not in naive and naive[14] == "O"
 
