@@ -49,6 +49,17 @@ def run(*args: object, input: str | bytes | None = None):
     return CliRunner().invoke(cli, [str(a) for a in args], input=input, catch_exceptions=False)
 
 
+def eval_counts(report) -> tuple[int, int, int, int, int]:
+    """(tokens, correct tags, gold chunks, found chunks, correct chunks) of an eval report."""
+    o = report.overall
+    return report.tokens, report.correct_tags, o.support, o.found, o.correct
+
+
+def eval_per_type(report) -> dict[str, tuple[int, int, int]]:
+    """type -> (support, found, correct) of an eval report."""
+    return {t: (c.support, c.found, c.correct) for t, c in report.types.items()}
+
+
 def one_error_line(result, *needles: str) -> str:
     """The failure is exactly one stderr line that names the place; no traceback."""
     assert result.exit_code != 0

@@ -37,6 +37,7 @@ import numpy as np
 from crfkit.attributes.encoder import AttributeEncoder
 from crfkit.errors import InputError, ModelFormatError
 from crfkit.io import fileformat
+from crfkit.io.label_sets import is_partial
 from crfkit.model.types import MODEL_TYPES
 from crfkit.space import Dataset, FeatureSpace, pointer
 
@@ -260,6 +261,7 @@ def train(data: Dataset, labels: list[str], attributes: list[str], options,
     from crfkit.training.train import ALGORITHMS, Monitor, Problem, recorded_options
     from crfkit.vectors import dot
 
+    refuse_label_sets(labels)
     settings = settings or AttributeTraining()
     options.validate()
     model_type = options.model_type or "crf"
@@ -301,6 +303,21 @@ def train(data: Dataset, labels: list[str], attributes: list[str], options,
             "objective": result.f, "stop_reason": result.reason, "sequences": data.n_seqs,
             "tokens": data.n_tokens, "nonzero_weights": int(np.count_nonzero(result.x))}
     return AttributeModel(list(labels), attributes, space, result.x.copy(), model_type, info)
+
+
+LABEL_SETS_UNSUPPORTED = ("attribute models (--format crfsuite, crfkit.sklearn) do not train "
+                          "from label sets yet: train from a column file with a pattern file")
+
+
+def refuse_label_sets(labels: list[str], *, path: str | None = None,
+                      line: int | None = None) -> None:
+    """Refuse a partial label (``?``, ``A|B``) in training: attribute training has only
+    one gold label per token, and taking ``?`` for a label of its own would be silently
+    wrong."""
+    found = next((label for label in labels if is_partial(label)), None)
+    if found is not None:
+        raise InputError(f"the label {found!r} is a label set: {LABEL_SETS_UNSUPPORTED}",
+                         path=path, line=line)
 
 
 def label_ids(y: Iterable[Iterable[str]], labels: list[str], lengths: np.ndarray, *,

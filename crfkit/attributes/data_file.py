@@ -7,7 +7,10 @@ One token per line, a blank line after each sequence::
 The first unescaped ``:`` of a field separates the attribute from its value
 (a number; 1 when absent); ``\\:`` is a colon and ``\\\\`` a backslash inside
 the name. The label field is read in labelling too (it is the gold label
-that ``crfkit label --format crfsuite`` writes next to its prediction). Errors
+that ``crfkit label --format crfsuite`` writes next to its prediction); it may be a
+partial label, ``?`` or ``A|B`` (:mod:`crfkit.io.label_sets`), which labelling keeps
+as the gold label (``crfkit eval`` leaves it out) and training refuses, at its line,
+until attribute training sums over label sets. Errors
 name the file, line and column. The same attributes given to
 :class:`crfkit.sklearn.CRF` as ``{name: value}`` dicts give the same model:
 both paths go through :class:`crfkit.attributes.encoder.AttributeEncoder`.
@@ -23,6 +26,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from crfkit.errors import InputError
+from crfkit.io.label_sets import is_partial, members
 
 
 @dataclass
@@ -102,7 +106,7 @@ def _parse(lines, name: str) -> Iterator[Sequence]:
         fields = text.split("\t")
         if not tokens:
             first = number
-        labels.append(fields[0])
+        labels.append(_label(fields[0], name, number))
         pairs = []
         column = len(fields[0]) + 2
         for field in fields[1:]:
@@ -112,6 +116,17 @@ def _parse(lines, name: str) -> Iterator[Sequence]:
         tokens.append(pairs)
     if tokens:
         yield Sequence(labels, tokens, first)
+
+
+def _label(text: str, path: str, line: int) -> str:
+    """The label field as it is; a partial label (``?``, ``A|B``) is checked for its form
+    here, so that a bad set is reported at its line."""
+    if is_partial(text):
+        try:
+            members(text)
+        except ValueError as err:
+            raise InputError(str(err), path=path, line=line, column=1) from None
+    return text
 
 
 def write_sequences(out, sequences) -> None:
@@ -134,6 +149,7 @@ def encode_file(path: str, vocab: dict[str, int], labels: list[str], *, grow: bo
 def encode_sequences(sequences: Iterable[Sequence], vocab: dict[str, int], labels: list[str],
                      *, grow: bool, path: str = "-"):
     """:func:`encode_file` of sequences already read (``path``: where they come from)."""
+    from crfkit.attributes.attribute_model import refuse_label_sets
     from crfkit.attributes.encoder import AttributeEncoder
 
     encoder = AttributeEncoder(vocab, grow=grow)
@@ -141,8 +157,10 @@ def encode_sequences(sequences: Iterable[Sequence], vocab: dict[str, int], label
     gold = []
     for seq in sequences:
         encoder.end(encoder.add_pairs(seq.tokens))
-        for label in seq.labels:
+        for k, label in enumerate(seq.labels):
             i = index.get(label)
+            if i is None and grow:
+                refuse_label_sets([label], path=path, line=seq.line + k)
             if i is None:
                 i = index[label] = len(labels)
                 labels.append(label)

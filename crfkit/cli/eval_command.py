@@ -32,8 +32,14 @@ import click
 @click.option("--report", "report_dir", default=None, metavar="DIR",
               help="Draw the confusion matrix and per-type P/R/F1 into DIR (PNG, HTML; "
                    "needs matplotlib: pip install 'crfkit[plot]').")
+@click.option("--partial", type=click.Choice(["skip", "count", "literal"]), default="skip",
+              show_default=True,
+              help="Gold tags that are label sets ('?' any label, 'A|B' one of these): "
+                   "skip leaves their tokens out (each acts as a sentence break); count "
+                   "scores them, right when the prediction is in the set; literal reads "
+                   "them as ordinary tags, as conlleval does.")
 def eval_command(input_file, delimiter, outside, raw, latex, fmt, tokens, scheme, encoding,
-                 confusion, report_dir) -> None:
+                 confusion, report_dir, partial) -> None:
     """Score tagged output like conlleval: the last two columns are gold and predicted tags.
 
     FILE defaults to stdin ('-'), so 'crfkit label -c ... | crfkit eval' works;
@@ -56,6 +62,7 @@ def eval_command(input_file, delimiter, outside, raw, latex, fmt, tokens, scheme
         out=sys.stdout,
         confusion=confusion,
         report_dir=report_dir,
+        partial=partial,
     )
 
 

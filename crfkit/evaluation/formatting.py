@@ -17,6 +17,7 @@ The JSON object has these keys (stable; new keys may be added later):
 | `labels` | full tag (e.g. `B-NP`) → token-level *score object* (what `--tokens` prints) |
 | `confusion` | with `--confusion`: `{"tags": [...], "matrix": [[...]]}` (tokens; row gold) |
 | `chunk_errors` | with `--confusion`: chunk error classes (:mod:`crfkit.evaluation.confusion`) |
+| `partial` | with label-set gold tags: `{"mode": "skip" or "count", "tokens": int}` |
 
 Types are sorted by name; `""` is the type of tags without a hyphen.
 A *score object* has `precision`, `recall`, `f1` (percentages, 0–100,

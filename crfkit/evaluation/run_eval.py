@@ -10,7 +10,7 @@ from __future__ import annotations
 import sys
 from typing import IO
 
-from crfkit.errors import UsageError
+from crfkit.errors import InputError, UsageError
 from crfkit.evaluation.confusion import chunk_errors, confusion_document, format_confusion
 from crfkit.evaluation.formatting import (
     format_conlleval,
@@ -18,7 +18,8 @@ from crfkit.evaluation.formatting import (
     format_latex,
     format_token_table,
 )
-from crfkit.evaluation.reading import read_eval_file
+from crfkit.evaluation.partial import PartialTagError, ResolvedTags, resolve_partial
+from crfkit.evaluation.reading import EvalInput, read_eval_file
 from crfkit.evaluation.scoring import check_scheme, evaluate_tags
 
 
@@ -36,6 +37,7 @@ def run_eval_command(
     out: IO[str],
     confusion: bool = False,
     report_dir: str | None = None,
+    partial: str = "skip",
 ) -> None:
     """Body of ``crfkit eval``: read, score, print. Low scores never fail it.
 
@@ -44,29 +46,27 @@ def run_eval_command(
     ``out.buffer`` when there is one, so type names keep their bytes.
     ``confusion`` adds the error analysis of :mod:`crfkit.evaluation.confusion`;
     ``report_dir`` draws it (:func:`crfkit.evaluation.report.eval_report`).
+    ``partial``: what partial gold tags mean (:func:`_resolve`).
     """
-    if latex and fmt == "json":
-        raise UsageError("--latex and --format json exclude each other")
-    if latex and confusion:
-        raise UsageError("--confusion prints text or JSON, not LaTeX: drop -l or --confusion")
+    _check_options(latex=latex, fmt=fmt, confusion=confusion, raw=raw, scheme=scheme)
     if report_dir is not None:
         from crfkit.evaluation.report import prepare_directory
 
         prepare_directory(report_dir)
-    if raw and scheme is not None:
-        raise UsageError("--scheme describes prefixed tags; -r reads tags without prefixes")
     data = read_eval_file(input_file, delimiter=delimiter, encoding=encoding)
     if scheme is not None:
-        check_scheme(data, scheme, outside=outside)
-    report = evaluate_tags(data.gold, data.pred, outside=outside, raw=raw, scheme=scheme,
-                           encoding=data.encoding)
+        check_scheme(data, scheme, outside=outside, partial=partial)
+    tags = _resolve(data, partial)
+    report = evaluate_tags(tags.gold, tags.pred, outside=outside, raw=raw, scheme=scheme,
+                           encoding=data.encoding, partial="literal")
     errors = None
     if confusion or report_dir is not None:
-        errors = chunk_errors(data.gold, data.pred, outside=outside, raw=raw, scheme=scheme)
+        errors = chunk_errors(tags.gold, tags.pred, outside=outside, raw=raw, scheme=scheme)
     if fmt == "json":
-        extra = None
+        extra = {"partial": {"mode": partial, "tokens": tags.partial_tokens}} \
+            if tags.partial_tokens else {}
         if confusion:
-            extra = confusion_document(report, errors)
+            extra.update(confusion_document(report, errors))
         _write(out, format_json(report, extra), "utf-8")  # JSON text is UTF-8 (RFC 8259)
     else:
         text = format_latex(report) if latex else format_conlleval(report)
@@ -80,6 +80,33 @@ def run_eval_command(
 
         for line in eval_report(report_dir, report, errors, data.path):
             sys.stderr.write(line + "\n")
+
+
+def _check_options(*, latex: bool, fmt: str, confusion: bool, raw: bool,
+                   scheme: str | None) -> None:
+    """Refuse the options that exclude each other, one line each."""
+    if latex and fmt == "json":
+        raise UsageError("--latex and --format json exclude each other")
+    if latex and confusion:
+        raise UsageError("--confusion prints text or JSON, not LaTeX: drop -l or --confusion")
+    if raw and scheme is not None:
+        raise UsageError("--scheme describes prefixed tags; -r reads tags without prefixes")
+
+
+def _resolve(data: EvalInput, partial: str) -> ResolvedTags:
+    """The tags to score, partial gold tags resolved (:mod:`crfkit.evaluation.partial`;
+    a malformed set is an error at its line). When there are some, a note on stderr
+    says how many (the report keeps conlleval's lines for the scripts that parse them);
+    the JSON report has them under ``partial``."""
+    try:
+        tags = resolve_partial(data.gold, data.pred, partial)
+    except PartialTagError as err:
+        raise InputError(str(err), path=data.path, line=data.first_line + err.index) from None
+    if tags.partial_tokens:
+        verb = "left out" if partial == "skip" else "scored against their label sets"
+        sys.stderr.write(f"crfkit eval: {tags.partial_tokens} tokens with a partial gold "
+                         f"label {verb} (--partial {partial})\n")
+    return tags
 
 
 def _write(out: IO[str], text: str, encoding: str) -> None:

@@ -66,7 +66,9 @@ import numpy as np
 
 from crfkit.errors import InputError, UsageError
 from crfkit.evaluation.counts import ChunkCounts, EvalReport
+from crfkit.evaluation.partial import resolve_partial
 from crfkit.evaluation.reading import EvalInput
+from crfkit.io.label_sets import is_partial
 
 SCHEMES: dict[str, frozenset[str]] = {
     "iob1": frozenset("BI"),
@@ -157,16 +159,20 @@ def evaluate_tags(
     raw: bool = False,
     scheme: str | None = None,
     encoding: str = "utf-8",
+    partial: str = "skip",
 ) -> EvalReport:
     """Score flat tag lists in which ``None`` marks a sentence break.
 
     This is the layout of a conlleval file (one entry per line), which lets the
     file reader skip building sentences. ``scheme="iobes"`` adds the IOBES
     boundary rules; other schemes use conlleval's rules unchanged, except that
-    with any scheme the ``outside`` tag reads as ``O``.
+    with any scheme the ``outside`` tag reads as ``O``. ``partial`` says what a
+    partial gold tag (``?``, ``A|B``) means (:mod:`crfkit.evaluation.partial`).
     """
     if len(gold) != len(pred):
         raise ValueError(f"{len(gold)} gold tags but {len(pred)} predicted tags")
+    resolved = resolve_partial(gold, pred, partial)
+    gold, pred = resolved.gold, resolved.pred
     if scheme is not None and scheme not in SCHEMES:
         raise UsageError(f"unknown tagging scheme {scheme!r} (expected one of "
                          f"{', '.join(SCHEMES)})")
@@ -294,11 +300,13 @@ def evaluate(
     outside: str = "O",
     raw: bool = False,
     scheme: str | None = None,
+    partial: str = "skip",
 ) -> EvalReport:
     """Score predicted tag sequences against gold ones, as conlleval would.
 
     Each sentence is scored as if followed by a blank line in a conlleval file.
     Raises ValueError when the sentences or their lengths do not match.
+    ``partial``: what a partial gold tag means (:mod:`crfkit.evaluation.partial`).
     """
     if len(gold) != len(pred):
         raise ValueError(f"{len(gold)} gold sentences but {len(pred)} predicted sentences")
@@ -311,23 +319,28 @@ def evaluate(
         flat_gold.append(None)
         flat_pred.extend(p)
         flat_pred.append(None)
-    return evaluate_tags(flat_gold, flat_pred, outside=outside, raw=raw, scheme=scheme)
+    return evaluate_tags(flat_gold, flat_pred, outside=outside, raw=raw, scheme=scheme,
+                         partial=partial)
 
 
-def check_scheme(data: EvalInput, scheme: str, *, outside: str = "O") -> None:
+def check_scheme(data: EvalInput, scheme: str, *, outside: str = "O",
+                 partial: str = "skip") -> None:
     """Raise InputError at the first line whose gold or predicted tag breaks the scheme.
 
     Catches a file evaluated with the wrong ``--scheme`` (say IOBES tags read
     as IOB2), or output a tagger made invalid, instead of printing scores
     computed with rules that do not fit it. The rules per scheme are in the
-    module docstring; ``outside`` is the outside tag (``-o``).
+    module docstring; ``outside`` is the outside tag (``-o``). Unless ``partial``
+    is ``literal``, a partial gold tag stands for tags the scheme may allow: no
+    transition into or out of it is judged.
     """
     if scheme not in SCHEMES:
         raise UsageError(f"unknown tagging scheme {scheme!r} (expected one of "
                          f"{', '.join(SCHEMES)})")
     found = []
     for side, column in (("gold", data.gold), ("predicted", data.pred)):
-        problem = _first_scheme_problem(column, scheme, outside)
+        unknown = side == "gold" and partial != "literal"
+        problem = _first_scheme_problem(column, scheme, outside, unknown)
         if problem is not None:
             found.append((*problem, side))
     if found:
@@ -335,8 +348,8 @@ def check_scheme(data: EvalInput, scheme: str, *, outside: str = "O") -> None:
         raise InputError(f"{side} {reason}", path=data.path, line=data.first_line + index)
 
 
-def _first_scheme_problem(tags: Sequence[str | None], scheme: str,
-                          outside: str) -> tuple[int, str] | None:
+def _first_scheme_problem(tags: Sequence[str | None], scheme: str, outside: str,
+                          skip_partial: bool = False) -> tuple[int, str] | None:
     """(index, reason) of the first tag of one column that breaks the scheme, or None.
 
     Every (previous tag, tag) pair is judged once, then looked up for all
@@ -351,7 +364,8 @@ def _first_scheme_problem(tags: Sequence[str | None], scheme: str,
     prev = np.concatenate((np.zeros(1, dtype=np.int64), ids[:-1]))
     codes = prev * size + ids
     pairs = _distinct(codes, size * size)
-    reasons = [_transition_problem(vocab[c // size], vocab[c % size], scheme, outside)
+    reasons = [None if skip_partial and _touches_partial(vocab[c // size], vocab[c % size])
+               else _transition_problem(vocab[c // size], vocab[c % size], scheme, outside)
                for c in pairs.tolist()]
     bad = np.array([r is not None for r in reasons], dtype=bool)
     if not bad.any():
@@ -362,6 +376,11 @@ def _first_scheme_problem(tags: Sequence[str | None], scheme: str,
     k = int(np.argmin(at))
     code = int(codes[where[k]])
     return int(at[k]), str(reasons[int(np.searchsorted(pairs, code))])
+
+
+def _touches_partial(prev: str | None, cur: str | None) -> bool:
+    """Whether either tag of a transition is a partial gold tag (its tag is unknown)."""
+    return any(tag is not None and is_partial(tag) for tag in (prev, cur))
 
 
 def _scheme_parts(tag: str | None, scheme: str, outside: str) -> tuple[str, str] | None:

@@ -33,6 +33,7 @@ import numpy as np
 from crfkit.attributes import attribute_model as attrs
 from crfkit.sklearn.base import EstimatorParams
 from crfkit.sklearn.checks import check_parameters
+from crfkit.sklearn.labels import label_strings
 from crfkit.sklearn.tagger import Tagger, threads
 from crfkit.sklearn.trainlog import TrainingLog, add_schema, holdout_scores
 
@@ -118,11 +119,16 @@ class CRF(EstimatorParams):
     def fit(self, X, y, X_dev=None, y_dev=None) -> CRF:
         """Train on ``X`` (sequences of token features) and ``y`` (sequences of labels).
 
-        ``X_dev``/``y_dev``: a held-out set evaluated after every iteration as CRFsuite
-        does (per-label scores, macro F1, item and instance accuracy: ``training_log_``).
+        A label may be partial: ``None`` (any label) or a set of labels (one of them):
+        :mod:`crfkit.sklearn.labels`. ``X_dev``/``y_dev``: a held-out set evaluated after
+        every iteration as CRFsuite does (per-label scores, macro F1, item and instance
+        accuracy: ``training_log_``); its partial labels are not scored.
         """
         if (X_dev is None) != (y_dev is None):
             raise ValueError("Pass both X_dev and y_dev to use the holdout data")
+        y = label_strings(y)
+        if y_dev is not None:
+            y_dev = label_strings(y_dev)
         options, settings = self._options()
         vocab: dict[str, int] = {}
         data = attrs.encode(X, vocab, grow=True)

@@ -19,6 +19,8 @@ from fractions import Fraction
 
 import numpy as np
 
+from crfkit.io.label_sets import is_partial
+
 LabelScore = namedtuple("LabelScore", "match model ref precision recall f1")
 
 
@@ -53,15 +55,20 @@ def add_schema(row: dict, weights: np.ndarray, started: float) -> None:
 def holdout_scores(gold: list[list[str]], pred: list[list[str]],
                    labels: list[str]) -> dict:
     """CRFsuite's holdout evaluation of one iteration, under sklearn-crfsuite's keys, plus
-    crfkit's ``devel_error`` (token error, %) and ``devel_f1`` (conlleval chunk F1, %)."""
+    crfkit's ``devel_error`` (token error, %) and ``devel_f1`` (conlleval chunk F1, %).
+
+    Tokens whose gold label is partial (``?``, ``A|B``) are left out of every score; a
+    sequence is right when its other tokens are."""
     from crfkit.evaluation.scoring import evaluate
 
-    flat_gold = [t for seq in gold for t in seq]
-    flat_pred = [t for seq in pred for t in seq]
+    pairs = [[(g, p) for g, p in zip(gs, ps, strict=True) if not is_partial(g)]
+             for gs, ps in zip(gold, pred, strict=True)]
+    flat_gold = [g for seq in pairs for g, _ in seq]
+    flat_pred = [p for seq in pairs for _, p in seq]
     scores = {label: _label_score(label, flat_gold, flat_pred) for label in labels}
     seen = [s for s in scores.values() if s.ref > 0]  # CRFsuite averages over these
     right = sum(g == p for g, p in zip(flat_gold, flat_pred, strict=True))
-    whole = sum(g == p for g, p in zip(gold, pred, strict=True))
+    whole = sum(all(g == p for g, p in seq) for seq in pairs)
     item = Fraction(right, max(1, len(flat_gold)))
     instance = Fraction(whole, max(1, len(gold)))
     return {"scores": scores,

@@ -29,6 +29,7 @@ from crfkit.features.patterns import Pattern, check_columns
 from crfkit.features.strings import StringTable
 from crfkit.features.values import occurrence_values, value_matrix
 from crfkit.features.vocab import ObservationVocab
+from crfkit.io.label_sets import is_partial
 from crfkit.io.reader import DocStart, Sequence
 from crfkit.model.model import Model
 from crfkit.model.types import MODEL_TYPES
@@ -265,7 +266,8 @@ def encode_devel(corpus: Corpus, sequences: list[Sequence], source: str) -> Deve
             if y is None:
                 y = index[row[-1]] = len(names)
                 names.append(row[-1])
-                first_line[row[-1]] = line
+                if not is_partial(row[-1]):  # partial labels are not scored (monitor)
+                    first_line[row[-1]] = line
             gold.append(y)
     gold_ids = np.array(gold, dtype=np.int32)
     warnings = []

@@ -12,6 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from crfkit.evaluation.scoring import evaluate
+from crfkit.io.label_sets import is_partial
 from crfkit.kernels.bestpath import Weights
 from crfkit.model.types import MODEL_TYPES
 from crfkit.optim import Iteration
@@ -51,6 +52,9 @@ class Monitor:
             # gold ids past the model's labels are devel labels training never saw
             self.names = np.array(devel.label_names, dtype=object)
             self.gold = split_tags(self.names[devel.data.labels], devel.data.seq_ptr)
+            # partial gold labels (? or A|B) say too little to score: left out
+            self.known = ~np.array([is_partial(n) for n in devel.label_names],
+                                   dtype=bool)[devel.data.labels]
 
     def __call__(self, info: Iteration) -> str | None:
         extra = ""
@@ -74,12 +78,15 @@ class Monitor:
         return stop
 
     def score(self, x: np.ndarray) -> tuple[float, float]:
-        """Token error (%) and chunk F1 of the development set under weights x."""
+        """Token error (%) and chunk F1 of the development set under weights x; tokens
+        with a partial gold label are left out of both (:mod:`crfkit.evaluation.partial`)."""
         devel = self.devel
         weights = Weights(self.corpus.space, x, MODEL_TYPES[self.model_type].normalisation)
         ids = self.structure.decode(weights, devel, DecodeRequest()).paths[:, 0]
-        report = evaluate(self.gold, split_tags(self.names[ids], devel.seq_ptr))
-        error = 100.0 * float(np.mean(ids != devel.labels)) if devel.n_tokens else 0.0
+        report = evaluate(self.gold, split_tags(self.names[ids], devel.seq_ptr),
+                          partial="skip")
+        known = self.known
+        error = 100.0 * float(np.mean(ids[known] != devel.labels[known])) if known.any() else 0.0
         return error, report.f1
 
 

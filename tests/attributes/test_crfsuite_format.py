@@ -14,6 +14,7 @@ from crfkit.attributes.data_file import format_field, parse_field, read_sequence
 from crfkit.cli import cli
 from crfkit.errors import InputError
 from crfkit.training.train import TrainOptions
+from tests.helpers import one_error_line
 
 DATA = "B-NP\tw\\:x:2.5\tpos=DT\t\\\\b\nI-NP\tw=dog\tpos=NN\n\nB-NP\tw=a\nI-NP\tw=cat:0.5\n\n"
 
@@ -136,3 +137,33 @@ def test_all_transitions_is_refused_with_patterns(tmp_path):
                                       str(tmp_path / "m")])
     assert result.exit_code != 0 and "--all-transitions applies to --format crfsuite" in \
         result.output and "Traceback" not in result.output
+
+
+def test_partial_labels_are_read_as_their_strings_and_bad_sets_name_the_line(tmp_path):
+    path = tmp_path / "partial.txt"
+    path.write_text("B-NP\tw=a\n?\tw=dog\nI-NP|B-VP\tw=runs\n\n")
+    seqs = list(read_sequences(str(path)))
+    assert seqs[0].labels == ["B-NP", "?", "I-NP|B-VP"]  # training sees the notation
+    path.write_text("B-NP\tw=a\n\nB-NP||I-NP\tw=dog\n")
+    with pytest.raises(InputError) as err:
+        list(read_sequences(str(path)))
+    assert str(err.value).startswith(f"{path}:3:1: the label set 'B-NP||I-NP' has an empty")
+
+
+def test_training_refuses_partial_labels_at_their_line_labelling_keeps_them(tmp_path):
+    good, partial = tmp_path / "good.txt", tmp_path / "partial.txt"
+    good.write_text("A\tw=a\nB\tw=b\n\nA\tw=a\n")
+    partial.write_text("A\tw=a\nB\tw=b\n\nA\tw=a\n?\tw=b\n")
+    runner = CliRunner()
+    result = runner.invoke(cli, ["train", "--format", "crfsuite", str(partial),
+                                 str(tmp_path / "m")])
+    one_error_line(result, f"{partial}:5:", "'?' is a label set")
+    model = tmp_path / "good.model"
+    result = runner.invoke(cli, ["train", "-q", "-i", "3", "--format", "crfsuite", str(good),
+                                 str(model)])
+    assert result.exit_code == 0, result.output
+    result = runner.invoke(cli, ["label", "--format", "crfsuite", "-m", str(model),
+                                 str(partial)])
+    assert result.exit_code == 0, result.output
+    assert [line.split("\t")[0] for line in result.stdout.splitlines()] == \
+        ["A", "B", "", "A", "?", ""]  # the gold column, for crfkit eval to leave out

@@ -33,6 +33,8 @@ from crfkit.evaluation.formatting import (
 from crfkit.evaluation.reading import EvalInput, read_eval_file
 from crfkit.evaluation.run_eval import run_eval_command
 from crfkit.evaluation.scoring import check_scheme, evaluate, evaluate_tags
+from tests.helpers import eval_counts as counts
+from tests.helpers import eval_per_type as per_type
 from tests.helpers import one_error_line
 
 
@@ -40,17 +42,6 @@ def report_of(text: str, *, delimiter: str | None = None, **options) -> EvalRepo
     """Score a conlleval file given as text."""
     data = read_eval_file(io.BytesIO(text.encode("utf-8")), delimiter=delimiter)
     return evaluate_tags(data.gold, data.pred, **options)
-
-
-def counts(report: EvalReport) -> tuple[int, int, int, int, int]:
-    """(tokens, correct tags, gold chunks, found chunks, correct chunks)."""
-    o = report.overall
-    return report.tokens, report.correct_tags, o.support, o.found, o.correct
-
-
-def per_type(report: EvalReport) -> dict[str, tuple[int, int, int]]:
-    """type -> (support, found, correct)."""
-    return {t: (c.support, c.found, c.correct) for t, c in report.types.items()}
 
 
 def run_cli(args: list[str], stdin: str | None = None):

@@ -182,6 +182,51 @@ def test_devel_with_an_unseen_label_warns_and_scores_it_as_wrong(corpus):
     assert errors and min(errors) >= 200 / 3 - 0.01  # 2 of 3 tokens can never be right
 
 
+def test_devel_leaves_out_tokens_with_partial_gold_labels(corpus):
+    """dev-err and dev-F1 count only the fully labelled tokens: checked against the
+    model's own labelling of the devel file, scored by hand on those tokens."""
+    seqs = list(read_sequences(corpus["devel"]))
+    rows = [list(r) for s in seqs for r in s.rows]
+    partial = {i: ("?" if i % 6 == 0 else f"{rows[i][-1]}|B-STREET")
+               for i in range(0, len(rows), 3)}
+    devel = corpus["dir"] / "partial-devel.txt"
+    lines, k = [], 0
+    for s in seqs:
+        for r in s.rows:
+            lines.append(" ".join([*r[:-1], partial.get(k, r[-1])]))
+            k += 1
+        lines.append("")
+    devel.write_text("\n".join(lines) + "\n")
+    model = corpus["dir"] / "partial-devel.model"
+    result = train_ok("-p", PAT, "-i", "4", "-d", str(devel), str(corpus["train"]), str(model))
+    assert "does not occur in the training data" not in result.stderr
+    last = [line for line in result.stderr.splitlines() if line.startswith("  [")][-1]
+    error = float(last.split("dev-err=")[1].split("%")[0])
+    f1 = float(last.split("dev-F1=")[1].split()[0])
+
+    loaded = Model.load(model)
+    data = encode(loaded, seqs)
+    names = np.array(loaded.labels, dtype=object)
+    pred = names[decode_best(loaded.model_type, loaded.weights, data, loaded.space)].tolist()
+    known = [i for i in range(len(rows)) if i not in partial]
+    wrong = sum(pred[i] != rows[i][-1] for i in known)
+    assert error == pytest.approx(100 * wrong / len(known), abs=0.006)
+    # chunks: each partial token is a sentence break, as in a conlleval file with a blank
+    # line in its place (crfkit.evaluation.partial's "skip")
+    gold_runs, pred_runs, g, p = [], [], [], []
+    ends = set(np.cumsum([len(s.rows) for s in seqs]).tolist())
+    for i in range(len(rows) + 1):
+        if i in ends or i in partial or i == len(rows):
+            gold_runs.append(g)
+            pred_runs.append(p)
+            g, p = [], []
+        if i < len(rows) and i not in partial:
+            g.append(rows[i][-1])
+            p.append(pred[i])
+    assert f1 == pytest.approx(evaluate(gold_runs, pred_runs, partial="literal").f1, abs=0.006)
+    assert wrong < len(known)  # a model that learned something: the check has teeth
+
+
 def test_continue_and_fine_tune_from_a_model(corpus):
     tmp = corpus["dir"]
     first, second = tmp / "first.model", tmp / "second.model"
