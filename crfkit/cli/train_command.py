@@ -21,7 +21,14 @@ from crfkit.cli.common import (
 from crfkit.cli.helpgroups import TRAIN_GROUPS, GroupedCommand
 from crfkit.errors import CrfkitError, UsageError
 from crfkit.io import shipped
-from crfkit.optim.options import HISTORY, L1_GTOL, ONLINE_OPTIONS, SGD_OPTIONS
+from crfkit.optim.options import (
+    HISTORY,
+    L1_GTOL,
+    ONLINE_OPTIONS,
+    RPROP_OPTIONS,
+    SGD_OPTIONS,
+    WAPITI_OPTIMISER_OPTIONS,
+)
 from crfkit.structures import STRUCTURE
 
 
@@ -89,6 +96,8 @@ from crfkit.structures import STRUCTURE
 @click.option("-t", "--nthread", type=int, default=None,
               help="Worker threads, 0 for all cores  [default: 0]")
 @click_options([HISTORY])
+@click_options(WAPITI_OPTIMISER_OPTIONS)
+@click_options(RPROP_OPTIONS)
 @click.option("--all-features", is_flag=True,
               help="Weights for every observation x label (pair), as Wapiti and CRF++, "
                    "not only the combinations seen in training.")
@@ -178,6 +187,7 @@ def train_command(**params: Any) -> None:
         return
     _refuse_for_columns(o)
     check_writable(o.model_file)  # before an hour of training, not after it
+    check_writable(o.save_state)
     log = report_log(o.report_dir)
     return_large_frees_to_the_os()
     model, cluster_error = _train_here_or_on_dask(given, o, log)
@@ -209,7 +219,9 @@ def _given(o: SimpleNamespace) -> dict[str, Any]:
              "all_features": o.all_features or None, "all_labels": o.all_labels or None,
              "max_memory": None if o.max_memory is None else parse_size(o.max_memory),
              "structure": structure_values(vars(o), train_options()),
-             "pa_type": o.pa_type, "pa_c": o.pa_c, "variance": o.variance, "gamma": o.gamma}
+             "pa_type": o.pa_type, "pa_c": o.pa_c, "variance": o.variance, "gamma": o.gamma,
+             **{option.name: getattr(o, option.name)
+                for option in (*RPROP_OPTIONS, *WAPITI_OPTIMISER_OPTIONS)}}
     return given
 
 
@@ -233,6 +245,13 @@ def _refuse_for_columns(o: SimpleNamespace) -> None:
         raise UsageError("give a pattern file with -p/--pattern (or an initial model with -m)")
     if o.dask_address is not None and o.regex != "crfkit":
         raise UsageError("--regex wapiti is not available with --dask")
+    if o.restore_state is not None:
+        for given, option in ((o.init_file, "-m/--model"), (o.devel_file, "-d/--devel"),
+                              (o.dask_address, "--dask")):
+            if given is not None:
+                raise UsageError(f"--rstate cannot be combined with {option}: the state "
+                                 f"holds the weights and the run's history, not those")
+        existing_file(o.restore_state, "--rstate", None)
 
 
 def _train_here_or_on_dask(given: dict[str, Any], o: SimpleNamespace,
