@@ -245,6 +245,9 @@ def _refuse_for_columns(o: SimpleNamespace) -> None:
         raise UsageError("give a pattern file with -p/--pattern (or an initial model with -m)")
     if o.dask_address is not None and o.regex != "crfkit":
         raise UsageError("--regex wapiti is not available with --dask")
+    if o.dask_address is not None and o.save_state is not None:
+        raise UsageError("--sstate cannot be combined with --dask (the corpus the state "
+                         "is checked against stays on the workers)")
     if o.restore_state is not None:
         for given, option in ((o.init_file, "-m/--model"), (o.devel_file, "-d/--devel"),
                               (o.dask_address, "--dask")):

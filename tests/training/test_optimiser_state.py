@@ -62,6 +62,7 @@ def test_a_state_of_other_data_or_settings_is_refused_in_one_line(files):
     (("-a", "rprop", "--stpinc", "1"), "--stpinc must be > 1"),
     (("-a", "rprop", "--stpmin", "2", "--stpmax", "1"), "stpmin <= stpmax"),
     (("--maxls", "0"), "must be >= 1"),
+    (("--sstate", "s.npz", "--dask", "local:1"), "--dask"),
 ])
 def test_bad_combinations_are_refused_in_one_line(files, options, needle):
     options = [str(o).format(train=files / "train.txt") for o in options]
