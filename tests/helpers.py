@@ -203,3 +203,12 @@ def trained_model(folder: Path, patterns: str, train: str, *options: object) -> 
     result = run("train", "-q", "-p", folder / "p.pat", *options, folder / "train.txt", model)
     assert result.exit_code == 0, result.stderr
     return model
+
+
+def rosenbrock_sum(x: np.ndarray, g: np.ndarray) -> float:
+    """A sum of 2-d Rosenbrock functions (x holds the pairs interleaved): curved valleys
+    and gradients that change sign, a hard small objective for the optimisers."""
+    a, b = x[0::2], x[1::2]
+    g[0::2] = -2 * (1 - a) - 400 * a * (b - a * a)
+    g[1::2] = 200 * (b - a * a)
+    return float(np.sum((1 - a) ** 2 + 100 * (b - a * a) ** 2))

@@ -18,7 +18,8 @@ def click_options(declared: Iterable[Option]) -> Callable[[F], F]:
     def decorate(command: F) -> F:
         for o in reversed(list(declared)):
             if o.kind is None:
-                command = click.option(*o.flags, o.name, is_flag=True, help=o.help)(command)
+                command = click.option(*o.flags, o.name, is_flag=True, default=bool(o.default),
+                                       help=o.help)(command)
             else:
                 command = click.option(*o.flags, o.name, type=o.kind, default=o.default,
                                        metavar=o.metavar, show_default=o.show_default,

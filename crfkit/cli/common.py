@@ -19,7 +19,8 @@ MODEL_TYPE_NAMES = tuple(MODEL_TYPES)
 """The names of ``modeltypes.MODEL_TYPES`` and ``train.ALGORITHMS``; the algorithms are
 spelled out here so that ``--help`` lists them without importing the training code (a test
 keeps them equal)."""
-ALGORITHM_NAMES = ("l-bfgs", "sgd-l1", "ap", "l2sgd", "pa", "arow", "mira")
+ALGORITHM_NAMES = ("l-bfgs", "sgd-l1", "ap", "l2sgd", "pa", "arow", "mira", "rprop", "rprop+",
+                   "rprop-")
 
 
 def refuse_dask_crfsuite(dask_address: str | None) -> None:

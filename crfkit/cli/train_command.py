@@ -37,7 +37,9 @@ from crfkit.optim.options import (
     LBFGS_OPTIONS,
     MIRA_OPTIONS,
     ONLINE_OPTIONS,
+    RPROP_OPTIONS,
     SGD_OPTIONS,
+    WAPITI_OPTIMISER_OPTIONS,
 )
 from crfkit.progress import Progress
 from crfkit.structures import STRUCTURE, declared_train_options
@@ -114,6 +116,8 @@ from crfkit.structures import STRUCTURE, declared_train_options
 @click.option("-t", "--nthread", type=int, default=None,
               help="Worker threads, 0 for all cores  [default: 0]")
 @click_options(LBFGS_OPTIONS)
+@click_options(WAPITI_OPTIMISER_OPTIONS)
+@click_options(RPROP_OPTIONS)
 @click.option("--all-features", is_flag=True,
               help="Weights for every observation x label (pair), as Wapiti and CRF++, "
                    "not only the combinations seen in training.")
@@ -225,6 +229,7 @@ def _run(given: dict[str, Any], o: SimpleNamespace, progress: Progress) -> None:
         run_cross_validation(given, o, progress)
         return
     check_writable(o.model_file)  # before an hour of training, not after it
+    check_writable(o.save_state)
     log = report_log(o.report_dir)
     return_large_frees_to_the_os()
     model, cluster_error = _train_here_or_on_dask(given, o, log, progress)
@@ -259,7 +264,9 @@ def _given(o: SimpleNamespace) -> dict[str, Any]:
              "max_memory": None if o.max_memory is None else parse_size(o.max_memory),
              "structure": structure_values(vars(o), train_options()),
              "pa_type": o.pa_type, "pa_c": o.pa_c, "variance": o.variance, "gamma": o.gamma,
-             "mira_c": o.mira_c, "shrinking_size": o.shrinking_size}
+             "mira_c": o.mira_c, "shrinking_size": o.shrinking_size,
+             **{option.name: getattr(o, option.name)
+                for option in (*RPROP_OPTIONS, *WAPITI_OPTIMISER_OPTIONS)}}
     return given
 
 
@@ -298,6 +305,16 @@ def _refuse_for_columns(o: SimpleNamespace) -> None:
         raise UsageError("give a pattern file with -p/--pattern (or an initial model with -m)")
     if o.dask_address is not None and o.regex != "crfkit":
         raise UsageError("--regex wapiti is not available with --dask")
+    if o.dask_address is not None and o.save_state is not None:
+        raise UsageError("--sstate cannot be combined with --dask (the corpus the state "
+                         "is checked against stays on the workers)")
+    if o.restore_state is not None:
+        for given, option in ((o.init_file, "-m/--model"), (o.devel_file, "-d/--devel"),
+                              (o.dask_address, "--dask")):
+            if given is not None:
+                raise UsageError(f"--rstate cannot be combined with {option}: the state "
+                                 f"holds the weights and the run's history, not those")
+        existing_file(o.restore_state, "--rstate", None)
 
 
 def _train_here_or_on_dask(given: dict[str, Any], o: SimpleNamespace,

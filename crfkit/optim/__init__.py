@@ -59,6 +59,9 @@ class Result:
     f: float
     iterations: int
     reason: str
+    # Everything the next iterations depend on, for the optimisers that can resume
+    # (l-bfgs, rprop: --sstate/--rstate): named arrays, 0-d for the scalars.
+    state: dict | None = None
 
 
 class StopRule:

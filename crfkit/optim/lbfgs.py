@@ -56,6 +56,7 @@ from numba import njit
 
 from crfkit.config import JIT
 from crfkit.optim import INTERRUPTED, Iteration, IterationHook, Result, Stop, StopRule
+from crfkit.optim.interrupts import uninterrupted
 from crfkit.optim.linesearch import along, wolfe_search
 from crfkit.optim.optimality import OptimalityRule
 from crfkit.vectors import dot, l1_norm
@@ -77,7 +78,8 @@ Function = Callable[[np.ndarray, np.ndarray], float]  # the smooth part: f = fun
 def minimize(fun: Function, x0: np.ndarray, *, l1: float = 0.0, history: int = 6,
              maxiter: int = 0, stop_eps: float = 1e-5, stop_window: int = 10,
              l1_gtol: float = 0.0, on_iteration: IterationHook | None = None,
-             max_linesearch: int = MAX_LINESEARCH, linesearch: str | None = None) -> Result:
+             max_linesearch: int = MAX_LINESEARCH, linesearch: str | None = None,
+             state: dict | None = None) -> Result:
     """Minimise ``fun(x) + l1*|x|_1`` from ``x0`` (not modified); ``maxiter=0``: no limit.
 
     ``on_iteration`` is called after every accepted step and may return a
@@ -85,22 +87,16 @@ def minimize(fun: Function, x0: np.ndarray, *, l1: float = 0.0, history: int = 6
     and ``l1_gtol > 0`` the run also stops on the pseudo-gradient's norm
     (:mod:`crfkit.optim.optimality`); without L1, ``l1_gtol`` is not read.
     ``max_linesearch`` (trials before the run stops) and ``linesearch``: :func:`_search`.
+    ``state``: the :attr:`Result.state` of an earlier run on the same problem, to
+    continue it exactly (``x0`` is then not read; ``maxiter`` counts its iterations too).
     """
     _check(l1, linesearch)
-    n = x0.size
-    pairs = _History(history, n)
-    x, g = pairs.x, pairs.g  # views of the history's spare rows: see _History
-    x[:] = x0
-    f = fun(x, g) + (l1 * l1_norm(x) if l1 > 0 else 0.0)  # no kernel compiled without L1
+    pairs = _History(history, x0.size)
     stop = StopRule(stop_eps, stop_window)
-    stop(f)
-    # the pseudo-gradient (the gradient itself if no L1)
-    pg, gnorm = _pseudo_gradient_and_norm(x, g, l1, np.empty(n) if l1 > 0 else g)
-    d = np.negative(pg)
-    step = 1.0 / gnorm if gnorm > 0 else 1.0
-    optimal = OptimalityRule(l1_gtol if l1 > 0 else 0.0, stop_window, gnorm)
-    it = 0
-    settling = True  # OWL-QN: the active set is still moving (UNSETTLED)
+    run = _begin(fun, x0, l1, pairs, stop, l1_gtol, state)
+    f, d, step, it, settling, optimal = run
+    x, g = pairs.x, pairs.g  # views of the history's spare rows: see _History
+    pg, gnorm = _pseudo_gradient_and_norm(x, g, l1, np.empty(x.size) if l1 > 0 else g)
     reason = "maximum number of iterations"
     start = time.perf_counter()
     try:
@@ -108,32 +104,61 @@ def minimize(fun: Function, x0: np.ndarray, *, l1: float = 0.0, history: int = 6
             if gnorm == 0.0:
                 reason = "zero gradient" if l1 == 0 else "zero pseudo-gradient (optimal)"
                 break
-            gd, step = _descent(d, pg, x, l1, settling, pairs, step, gnorm)
+            with uninterrupted():  # a state saved on Ctrl-C is the one of an iteration's start
+                gd, step = _descent(d, pg, x, l1, settling, pairs, step, gnorm)
             x_new, g_new = pairs.next_rows()
             found = _search(linesearch, fun, x, f, d, step, gd, pg, l1, x_new, g_new,
                             max_linesearch)
             if found is None:
                 reason = "line search failed (the objective cannot be decreased further)"
                 break
-            it += 1
-            if l1 > 0:
-                settling = _sign_changes(x_new, x) > UNSETTLED
-            x, g = pairs.push()
-            f = found
-            pg, gnorm = _pseudo_gradient_and_norm(x, g, l1, pg)
-            asked = on_iteration and on_iteration(
-                Iteration(it, f, x, time.perf_counter() - start, gnorm=float(gnorm)))
-            finished = asked or stop(f) or optimal(gnorm)
+            with uninterrupted():
+                it += 1
+                if l1 > 0:
+                    settling = _sign_changes(x_new, x) > UNSETTLED
+                x, g = pairs.push()
+                f = found
+                pg, gnorm = _pseudo_gradient_and_norm(x, g, l1, pg)
+                asked = on_iteration and on_iteration(
+                    Iteration(it, f, x, time.perf_counter() - start, gnorm=float(gnorm)))
+                finished = asked or stop(f) or optimal(gnorm)
+                pairs.direction(pg, d)  # also when finished: a saved state continues from it
+                step = 1.0
             if finished:
                 reason = finished
                 break
-            pairs.direction(pg, d)
-            step = 1.0
     except KeyboardInterrupt:
         reason = INTERRUPTED
     except Stop as stopped:
         reason = str(stopped)
-    return Result(x=x.copy(), f=f, iterations=it, reason=reason)  # frees the history
+    kept = {**pairs.state(), "f": np.float64(f), "d": d, "step": np.float64(step),
+            "it": np.int64(it), "settling": np.bool_(settling),
+            "stop_values": np.array(stop.values, dtype=np.float64),
+            "optimal_bound": np.float64(optimal.bound), "optimal_below": np.int64(optimal.below)}
+    return Result(x=x.copy(), f=f, iterations=it, reason=reason, state=kept)
+
+
+def _begin(fun: Function, x0: np.ndarray, l1: float, pairs: _History, stop: StopRule,
+           l1_gtol: float, state: dict | None) -> tuple:
+    """The run's start: F at ``x0``, steepest descent scaled by ``1/|g|``; or where
+    ``state`` left off. Returns f, the direction, the first step, the iteration count,
+    OWL-QN's settling flag and the optimality rule; x and g go to ``pairs``."""
+    x, g = pairs.x, pairs.g
+    if state is not None:
+        pairs.restore(state)
+        stop.values = [float(v) for v in state["stop_values"]]
+        optimal = OptimalityRule(l1_gtol if l1 > 0 else 0.0, stop.window, 0.0)
+        optimal.bound, optimal.below = float(state["optimal_bound"]), int(state["optimal_below"])
+        return (float(state["f"]), np.array(state["d"], dtype=np.float64),
+                float(state["step"]), int(state["it"]), bool(state["settling"]), optimal)
+    x[:] = x0
+    f = fun(x, g) + (l1 * l1_norm(x) if l1 > 0 else 0.0)  # no kernel compiled without L1
+    stop(f)
+    # the pseudo-gradient (the gradient itself if no L1)
+    pg, gnorm = _pseudo_gradient_and_norm(x, g, l1, np.empty(x.size) if l1 > 0 else g)
+    step = 1.0 / gnorm if gnorm > 0 else 1.0
+    optimal = OptimalityRule(l1_gtol if l1 > 0 else 0.0, stop.window, gnorm)
+    return f, np.negative(pg), step, 0, True, optimal
 
 
 def _check(l1: float, linesearch: str | None) -> None:
@@ -268,6 +293,21 @@ class _History:
 
     def clear(self) -> None:
         self.stored = 0
+
+    def state(self) -> dict:
+        """The pairs, x and g, and where each lies: what :meth:`restore` takes back."""
+        return {"S": self.S, "Y": self.Y, "rho": self.rho, "rows": self.rows,
+                "spare": np.int64(self.spare), "stored": np.int64(self.stored),
+                "newest": np.int64(self.newest)}
+
+    def restore(self, state: dict) -> None:
+        if state["S"].shape != self.S.shape:
+            raise ValueError(f"the state's history is {state['S'].shape}, this run's "
+                             f"{self.S.shape} (weights, --history)")
+        self.S[:], self.Y[:], self.rho[:] = state["S"], state["Y"], state["rho"]
+        self.rows[:] = state["rows"]
+        self.spare, self.stored = int(state["spare"]), int(state["stored"])
+        self.newest = int(state["newest"])
 
     def next_rows(self) -> tuple[np.ndarray, np.ndarray]:
         """Where the line search puts x' and g': the rows of the slot the next pair takes."""

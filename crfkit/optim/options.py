@@ -46,9 +46,10 @@ LINESEARCH = Option("linesearch", ("--linesearch",), None,
                                                         "StrongBacktracking"),
                                                        case_sensitive=False),
                     metavar="NAME", reads=("l-bfgs",))
-MAX_LINESEARCH = Option("max_linesearch", ("--max-linesearch",), None,
-                        "l-bfgs: trial steps of one line search before the run stops  "
-                        "[default: 30; with --linesearch: 20, as CRFsuite]", kind=int,
+MAX_LINESEARCH = Option("max_linesearch", ("--max-linesearch", "--maxls"), None,
+                        "l-bfgs: trial steps of one line search before the run stops "
+                        "(CRFsuite's max_linesearch, Wapiti's --maxls)  [default: 30; with "
+                        "--linesearch: 20, as CRFsuite]", kind=int,
                         metavar="N", reads=("l-bfgs",))
 
 # l2sgd's calibration of eta0: CRFsuite's calibration.* parameters (name, kind, its help)
@@ -78,3 +79,35 @@ SGD_OPTIONS = (ETA0, ALPHA, SEED)
 LBFGS_OPTIONS = (HISTORY, LINESEARCH, MAX_LINESEARCH)
 ONLINE_OPTIONS = (PA_TYPE, PA_C, VARIANCE, GAMMA)
 MIRA_OPTIONS = (MIRA_C, SHRINKING_SIZE)
+
+_RPROP = ("rprop", "rprop+", "rprop-")
+_RESUMABLE = ("l-bfgs", *_RPROP)
+STPMIN = Option("stpmin", ("--stpmin",), None,
+                "rprop: smallest step of a weight  [default: 1e-8]", kind=float, reads=_RPROP)
+STPMAX = Option("stpmax", ("--stpmax",), None,
+                "rprop: largest step of a weight  [default: 50]", kind=float, reads=_RPROP)
+STPINC = Option("stpinc", ("--stpinc",), None,
+                "rprop: step factor while the gradient keeps its sign  [default: 1.2]",
+                kind=float, reads=_RPROP)
+STPDEC = Option("stpdec", ("--stpdec",), None,
+                "rprop: step factor when the gradient changes sign  [default: 0.5]",
+                kind=float, reads=_RPROP)
+RPROP_CUTOFF = Option("rprop_cutoff", ("--rprop-cutoff",), False,
+                      "rprop with -1: set a weight to zero when its L1 subgradient contains 0 "
+                      "(Wapiti's rprop --cutoff), instead of keeping steps in the "
+                      "pseudo-gradient's orthant", reads=_RPROP)
+CLIP = Option("clip", ("--clip",), False,
+              "l-bfgs, rprop: the gradient is 0 where the weight is 0, so zero weights stay "
+              "zero (Wapiti's --clip; with -m MODEL: train only the model's non-zero weights)",
+              reads=_RESUMABLE)
+SSTATE = Option("save_state", ("--sstate",), None,
+                "l-bfgs, rprop: write the optimiser's state to FILE when training ends "
+                "(Ctrl-C and -i included), for --rstate", kind=str, metavar="FILE",
+                reads=_RESUMABLE)
+RSTATE = Option("restore_state", ("--rstate",), None,
+                "l-bfgs, rprop: continue the run whose --sstate FILE this is, as if it had "
+                "not stopped (same data, patterns and options; -i counts all iterations)",
+                kind=str, metavar="FILE", reads=_RESUMABLE)
+
+RPROP_OPTIONS = (STPMIN, STPMAX, STPINC, STPDEC, RPROP_CUTOFF)
+WAPITI_OPTIMISER_OPTIONS = (CLIP, SSTATE, RSTATE)

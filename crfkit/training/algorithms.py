@@ -24,8 +24,10 @@ from crfkit.optim import (
     mira,
     pa,
     perceptron,
+    rprop,
     sgd,
 )
+from crfkit.training import optimiser_state
 from crfkit.training.train_options import ALGORITHM_TERMS, Problem, calibration
 
 
@@ -42,20 +44,66 @@ def make_objective(problem: Problem) -> Callable[[np.ndarray, np.ndarray], float
 def _run_lbfgs(problem: Problem, hook: IterationHook) -> Result:
     objective = make_objective(problem)
     o = problem.options
+    result = lbfgs.minimize(_clipped(objective, o.clip), problem.corpus.x0, l1=o.rho1,
+                            history=o.history, maxiter=o.maxiter, stop_eps=o.stopeps,
+                            stop_window=o.stopwin, l1_gtol=o.l1_gtol,
+                            on_iteration=_with_errors(hook, objective),
+                            max_linesearch=o.max_linesearch or (
+                                lbfgs.MAX_LINESEARCH if o.linesearch is None
+                                else linesearch.DEFAULT_MAX_TRIALS),
+                            linesearch=o.linesearch and linesearch.canonical(o.linesearch),
+                            state=_restored(problem))
+    problem.notes.extend(problem.structure.notes(objective))
+    return _saved(problem, result)
 
+
+def _run_rprop(problem: Problem, hook: IterationHook) -> Result:
+    objective = make_objective(problem)
+    o = problem.options
+    result = rprop.minimize(_clipped(objective, o.clip), problem.corpus.x0, variant=o.algo,
+                            l1=o.rho1, cutoff=o.rprop_cutoff,
+                            steps=rprop.Steps(o.stpmin, o.stpmax, o.stpinc, o.stpdec),
+                            maxiter=o.maxiter, stop_eps=o.stopeps, stop_window=o.stopwin,
+                            on_iteration=_with_errors(hook, objective),
+                            state=_restored(problem))
+    problem.notes.extend(problem.structure.notes(objective))
+    return _saved(problem, result)
+
+
+def _with_errors(hook: IterationHook, objective: Callable) -> IterationHook:
+    """The hook, told the training errors the objective counted during its evaluation."""
     def with_errors(info: Iteration) -> str | None:
         info.token_errors = objective.token_errors  # type: ignore[attr-defined]
         info.sequence_errors = objective.sequence_errors  # type: ignore[attr-defined]
         return hook(info)
 
-    result = lbfgs.minimize(objective, problem.corpus.x0, l1=o.rho1, history=o.history,
-                            maxiter=o.maxiter, stop_eps=o.stopeps, stop_window=o.stopwin,
-                            l1_gtol=o.l1_gtol, on_iteration=with_errors,
-                            max_linesearch=o.max_linesearch or (
-                                lbfgs.MAX_LINESEARCH if o.linesearch is None
-                                else linesearch.DEFAULT_MAX_TRIALS),
-                            linesearch=o.linesearch and linesearch.canonical(o.linesearch))
-    problem.notes.extend(problem.structure.notes(objective))
+    return with_errors
+
+
+def _clipped(objective: Callable[[np.ndarray, np.ndarray], float], clip: bool
+             ) -> Callable[[np.ndarray, np.ndarray], float]:
+    """``--clip`` (Wapiti's): the gradient set to 0 where the weight is 0, so a weight at zero
+    stays there; the L2 term's gradient is 0 there too, so it is the whole gradient."""
+    if not clip:
+        return objective
+
+    def clipped(x: np.ndarray, g: np.ndarray) -> float:
+        f = objective(x, g)
+        g[x == 0.0] = 0.0
+        return f
+
+    return clipped
+
+
+def _restored(problem: Problem) -> dict | None:
+    path = problem.options.restore_state
+    return None if path is None else optimiser_state.load(path, problem)
+
+
+def _saved(problem: Problem, result: Result) -> Result:
+    if problem.options.save_state is not None and result.state is not None:
+        optimiser_state.save(problem.options.save_state, result.state, problem)
+    result.state = None  # the history's memory goes with it
     return result
 
 
@@ -158,6 +206,14 @@ ALGORITHMS: dict[str, Algorithm] = _algorithms({
              "smallest step that scores the gold path above by its errors, each sequence's "
              "steps capped by --cost/--mira-c C; -H shrinking; stops after two epochs without "
              "KKT violation (-i: at most that many epochs, default no limit)"),
+    **{name: (_run_rprop, text) for name, text in (
+        ("rprop", "resilient propagation (Wapiti's rprop, the same as rprop+): a step per "
+         "weight that grows while its gradient keeps its sign and shrinks when it flips "
+         "(--stpmin/--stpmax/--stpinc/--stpdec), one evaluation per iteration; L1 by "
+         "OWL-QN's pseudo-gradient, or --rprop-cutoff"),
+        ("rprop+", "rprop with weight backtracking: a weight whose gradient flips sign "
+         "goes back to its previous value"),
+        ("rprop-", "rprop without weight backtracking"))},
 })
 
 

@@ -275,6 +275,7 @@ def _budget(options: TrainOptions, *, devel: bool = False) -> MemoryBudget:
     l-bfgs: 2 x (history + 1) rows for its pairs, x and g (optim.lbfgs._History), the
     direction (and the pseudo-gradient with L1), the exponentiated weights
     (Objective.factors), the returned weights, and a gradient row per thread;
+    rprop: x, x', the steps, g, g', the exponentiated weights and the returned ones;
     sgd-l1 and ap three vectors each. A development set adds the best weights and their next copy.
     Call after the thread count is set, before the corpus is read.
     """
@@ -284,6 +285,8 @@ def _budget(options: TrainOptions, *, devel: bool = False) -> MemoryBudget:
     if options.algo == "l-bfgs":
         vectors = 5 + 2 * options.history + (1 if options.rho1 > 0 else 0)
         rows = min(numba.get_num_threads(), N_BLOCKS)
+    elif options.algo.startswith("rprop"):  # x, its previous value, steps, g, previous g
+        vectors, rows = 7, min(numba.get_num_threads(), N_BLOCKS)
     else:
         vectors, rows = 3, 0
     return MemoryBudget(limit, vectors + (2 if devel else 0), rows, process_memory()[1])

@@ -48,6 +48,8 @@ class Terms:
 _ONLINE_TYPES = tuple(name for name, t in MODEL_TYPES.items() if t.online)
 # the runners are crfkit.training.algorithms.ALGORITHMS, in this order
 ALGORITHM_TERMS = {"l-bfgs": Terms(tuple(MODEL_TYPES), True, True),
+                   **{name: Terms(tuple(MODEL_TYPES), True, True)
+                      for name in ("rprop", "rprop+", "rprop-")},
                    "sgd-l1": Terms(_ONLINE_TYPES, True, False),
                    "ap": Terms(_ONLINE_TYPES, False, False),
                    "l2sgd": Terms(_ONLINE_TYPES, False, True),
@@ -89,6 +91,14 @@ class TrainOptions:
     # rand() values CRFsuite's front end drew before training (its -g deal): where the
     # online trainers' shuffles start; not a setting of the model (never recorded)
     rand_drawn: int = 0
+    clip: bool = False  # l-bfgs, rprop: the gradient is 0 where the weight is (Wapiti's --clip)
+    stpmin: float = 1e-8  # rprop: the per-weight step's bounds and factors (Wapiti's)
+    stpmax: float = 50.0
+    stpinc: float = 1.2
+    stpdec: float = 0.5
+    rprop_cutoff: bool = False  # rprop with L1: Wapiti's --cutoff instead of the orthant
+    save_state: str | None = None  # l-bfgs, rprop: write the optimiser's state there at the end
+    restore_state: str | None = None  # l-bfgs, rprop: continue from this saved state
     cutoff: int = 1
     nthread: int = 0
     eta0: float | None = None  # sgd-l1; None: calibrated on a sample (optim.sgd.calibrate)
@@ -140,6 +150,8 @@ def _positive(name: str, value: float) -> str | None:
     return None if value > 0 and np.isfinite(value) else f"{name} must be > 0, got {value}"
 
 
+_RESUMABLE = ("l-bfgs", "rprop", "rprop+", "rprop-")
+
 # One rule per option: the refusal of a bad value (None: fine).
 _RULES: tuple[Callable[[TrainOptions], str | None], ...] = (
     lambda o: None if o.rho1 >= 0 else f"-1/--rho1 must be >= 0, got {o.rho1}",
@@ -161,6 +173,15 @@ _RULES: tuple[Callable[[TrainOptions], str | None], ...] = (
     "--linesearch applies to -a l-bfgs without -1 (OWL-QN backtracks, as CRFsuite's)",
     lambda o: _calibration_refusal(o),
     lambda o: None if o.eta0 is None else _positive("--eta0", o.eta0),
+    lambda o: None if 0 < o.stpmin <= o.stpmax else
+    f"--stpmin and --stpmax must satisfy 0 < stpmin <= stpmax, got {o.stpmin}, {o.stpmax}",
+    lambda o: None if o.stpinc > 1 else f"--stpinc must be > 1, got {o.stpinc}",
+    lambda o: None if 0 < o.stpdec < 1 else f"--stpdec must be in (0, 1), got {o.stpdec}",
+    lambda o: None if o.algo in _RESUMABLE or (o.save_state is None and o.restore_state is None)
+    else f"--sstate/--rstate save and restore the state of {', '.join(_RESUMABLE)}, "
+         f"not of -a {o.algo}",
+    lambda o: None if o.restore_state is None or o.likely is None else
+    "--rstate cannot be combined with --likely-features (two runs on two feature sets)",
     lambda o: None if 0 < o.alpha <= 1 else f"--alpha must be in (0, 1], got {o.alpha}",
     lambda o: None if o.pa_type in (0, 1, 2) else
     f"--pa-type must be 0, 1 or 2, got {o.pa_type}",
@@ -247,8 +268,11 @@ class Problem:
 
 
 # Options that only some algorithms read: recorded only for those.
-_ALGORITHM_OPTIONS = {"rho1": ("l-bfgs", "sgd-l1"), "rho2": ("l-bfgs", "l2sgd"),
+_RPROP = ("rprop", "rprop+", "rprop-")
+_ALGORITHM_OPTIONS = {"rho1": ("l-bfgs", "sgd-l1", *_RPROP), "rho2": ("l-bfgs", "l2sgd", *_RPROP),
                       "history": ("l-bfgs",), "eta0": ("sgd-l1",), "alpha": ("sgd-l1",),
+                      **{key: _RPROP for key in
+                         ("stpmin", "stpmax", "stpinc", "stpdec", "rprop_cutoff")},
                       "seed": ("sgd-l1", "ap", "l2sgd", "pa", "arow"),
                       "pa_type": ("pa",), "pa_c": ("pa",), "error_sensitive": ("pa",),
                       "averaging": ("pa",), "variance": ("arow",), "gamma": ("arow",),
@@ -273,6 +297,9 @@ def recorded_options(options: TrainOptions, model_type: str, *, devel: bool,
     unused += ("max_linesearch",) if options.max_linesearch is None else ()
     unused += ("linesearch",) if options.linesearch is None else ()
     unused += tuple(name for name in CALIBRATION_NAMES if getattr(options, name) is None)
+    # files, not settings: a resumed run makes the model of the uninterrupted one
+    unused += ("clip",) if not options.clip else ()
+    unused += ("save_state", "restore_state")
     # read by OWL-QN only (L2 and other algorithms' files stay what they were)
     unused += ("l1_gtol",) if options.rho1 == 0 or options.algo != "l-bfgs" else ()
     for key in ("nthread", "rand_drawn", *unused):
