@@ -116,9 +116,9 @@ HABITS: tuple[Habit, ...] = (
     # Wapiti train
     Habit("Wapiti", TRAINING + LABEL, ("--me",), "Wapiti's --me is -T maxent at training; "
           "labelling reads the type from the model"),
-    Habit("Wapiti", TRAINING, ("-w",), "Wapiti's -w (stop when the token error is stable "
-          "over N iterations) has no counterpart here: leave it out, or stop on the devel "
-          "set with --devel-patience N; the objective's window is -o/--stopwin"),
+    Habit("Wapiti", ("tune",), ("-w",), "Wapiti's -w (stop when the token error is stable "
+          "over N iterations) is crfkit train's -w; tune stops on the objective "
+          "(-o/--stopwin), or choose on a devel set with --devel-patience N"),
     Habit("Wapiti", TRAINING, ("-a", "--algo"), "Wapiti's bcd is not available: "
           "-a list describes crfkit's algorithms (l-bfgs, rprop, sgd-l1, ...)",
           _values("bcd")),

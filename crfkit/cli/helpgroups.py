@@ -36,7 +36,7 @@ TRAIN_GROUPS: OptionGroups = (
     (MODEL, ("pattern_file", "model_type", "algo", "order", "structure", "init_file",
                "compact")),
     (REGULARISATION, ("rho1", "rho2", "cost")),
-    (STOPPING, ("maxiter", "stopeps", "stopwin", "l1_gtol")),
+    (STOPPING, ("maxiter", "stopeps", "stopwin", "l1_gtol", "error_window", "error_eps")),
     (DEVEL, ("devel_file", "keep_best_devel", "devel_patience", "split", "holdout",
              "cross_validate")),
     (FEATURES, ("cutoff", "all_features", "all_labels", "all_transitions", "likely",

@@ -91,6 +91,13 @@ from crfkit.structures import STRUCTURE, declared_train_options
 @click.option("--keep-best-devel", is_flag=True,
               help="With -d, keep the weights of the iteration with the best development "
                    "F1 instead of the last ones.")
+@click.option("-w", "--error-window", type=int, default=None, metavar="N",
+              help="Stop once the token error (of -d's file, else of the training data) has "
+                   "moved less than --error-eps points over the last N iterations (Wapiti's "
+                   "-w/--stopwin); 0: never  [default: 0]")
+@click.option("--error-eps", type=float, default=None, metavar="X",
+              help="With -w: the largest move of the token error, in percentage points, "
+                   "that counts as stable (Wapiti's -e for -w)  [default: 0.02]")
 @click.option("--devel-patience", type=int, default=None, metavar="N",
               help="With -d, stop after N iterations without a better development F1 and "
                    "keep the best weights; 0 never stops on it  [default: 0]")
@@ -259,6 +266,7 @@ def _given(o: SimpleNamespace) -> dict[str, Any]:
              "max_linesearch": o.max_linesearch, "eta0": o.eta0, "alpha": o.alpha,
              **{name: getattr(o, name) for name in CALIBRATION_NAMES},
              "seed": o.seed, "devel_patience": o.devel_patience,
+             "error_window": o.error_window, "error_eps": o.error_eps,
              "keep_best_devel": o.keep_best_devel or None, "compact": o.compact or None,
              "all_features": o.all_features or None, "all_labels": o.all_labels or None,
              "max_memory": None if o.max_memory is None else parse_size(o.max_memory),

@@ -28,11 +28,14 @@ class Monitor:
 
     def __init__(self, progress: Progress, data: Dataset, *, model_type: str,
                  corpus: Corpus, devel: DevelSet | None = None, patience: int = 0,
-                 log: list[dict] | None = None, structure: Structure | None = None) -> None:
+                 log: list[dict] | None = None, structure: Structure | None = None,
+                 error_window: int = 0, error_eps: float = 0.02) -> None:
         """``patience``: stop after this many iterations without a better devel F1 (0: never).
 
         ``log``: a list that gets one row (:func:`log_row`) per iteration, for reports.
         ``structure``: what decodes the development set (None: the linear chain).
+        ``error_window``: stop once the token error (devel's, else training's) has moved
+        less than ``error_eps`` percentage points over that many iterations (Wapiti's -w).
         """
         self.progress = progress
         self.log = log
@@ -43,6 +46,7 @@ class Monitor:
         self.structure = structure or named("chain")
         self.devel = None if devel is None else devel.data
         self.patience = patience
+        self.stable = StableError(error_window, error_eps)
         self.best_f1 = -1.0
         self.best_iteration = 0
         self.best_x: np.ndarray | None = None
@@ -71,6 +75,7 @@ class Monitor:
                         f"(best {self.best_f1:.2f} at iteration {self.best_iteration})")
         token_error = max(info.token_errors, 0) / self.n_tokens
         sequence_error = max(info.sequence_errors, 0) / self.n_seqs
+        stop = stop or self.stable(error if self.devel is not None else 100.0 * token_error)
         self.progress.iteration(info.it, info.f, token_error, sequence_error, info.seconds, extra)
         if self.log is not None:
             self.log.append(log_row(info, token_error, sequence_error,
@@ -88,6 +93,24 @@ class Monitor:
         known = self.known
         error = 100.0 * float(np.mean(ids[known] != devel.labels[known])) if known.any() else 0.0
         return error, report.f1
+
+
+class StableError:
+    """Wapiti's stopping rule on the token error: stable over a window of iterations."""
+
+    def __init__(self, window: int, eps: float) -> None:
+        self.window, self.eps = window, eps
+        self.errors: list[float] = []
+
+    def __call__(self, error: float) -> str | None:
+        """The reason to stop after an iteration whose token error (%) is ``error``."""
+        if self.window <= 0:
+            return None
+        self.errors = (self.errors + [error])[-self.window:]
+        if len(self.errors) == self.window and max(self.errors) - min(self.errors) < self.eps:
+            return (f"the token error moved less than {self.eps:g} points over "
+                    f"{self.window} iterations (-w)")
+        return None
 
 
 def log_row(info: Iteration, token_error: float, sequence_error: float,

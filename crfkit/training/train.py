@@ -160,7 +160,8 @@ def fit(problem: Problem, patterns: list[Pattern], *, progress: Progress,
     space = corpus.space
     monitor = Monitor(progress, corpus.data, model_type=model_type, corpus=corpus,
                       devel=dev_set, patience=options.devel_patience, log=log,
-                      structure=problem.structure)
+                      structure=problem.structure, error_window=options.error_window,
+                      error_eps=options.error_eps)
     result = _optimise(problem, monitor, progress, run)
     space = corpus.space  # likely features enlarge it
     for note in problem.notes:

@@ -105,6 +105,8 @@ class TrainOptions:
     alpha: float = 0.8  # sgd-l1's rate decay per epoch
     seed: int = 0
     devel_patience: int = 0  # iterations without a better devel F1 before stopping; 0: never
+    error_window: int = 0  # stop when the token error is stable over this many iterations
+    error_eps: float = 0.02  # ... moving less than this many percentage points (Wapiti's)
     keep_best_devel: bool = False  # the weights of the best devel F1, not the last ones
     compact: bool = False
     all_features: bool = False
@@ -162,6 +164,9 @@ _RULES: tuple[Callable[[TrainOptions], str | None], ...] = (
     lambda o: None if o.l1_gtol >= 0 else f"--l1-gtol must be >= 0, got {o.l1_gtol}",
     lambda o: None if o.devel_patience >= 0 else
     f"--devel-patience must be >= 0, got {o.devel_patience}",
+    lambda o: None if o.error_window >= 0 else
+    f"-w/--error-window must be >= 0, got {o.error_window}",
+    lambda o: None if o.error_eps >= 0 else f"--error-eps must be >= 0, got {o.error_eps}",
     lambda o: None if o.cutoff >= 1 else f"-f/--cutoff must be >= 1, got {o.cutoff}",
     lambda o: None if o.nthread >= 0 else f"-t/--nthread must be >= 0, got {o.nthread}",
     lambda o: None if o.max_memory is None or o.max_memory > 0 else
@@ -292,6 +297,7 @@ def recorded_options(options: TrainOptions, model_type: str, *, devel: bool,
     recorded["model_type"] = model_type
     recorded["rho2"] = DEFAULT_RHO2 if options.rho2 is None else options.rho2
     unused = () if devel else ("devel_patience", "keep_best_devel")
+    unused += ("error_window", "error_eps") if options.error_window == 0 else ()
     unused += ("likely", "likely_after") if options.likely is None else ()
     unused += ("all_labels",) if not options.all_labels else ()
     unused += ("max_linesearch",) if options.max_linesearch is None else ()

@@ -43,8 +43,6 @@ ROWS = [
     # Wapiti train, label, dump, update
     (["train", "-T", "crf", "--me", "-p", PAT, "x"], "-T maxent"),
     (["label", "--me", "-m", "m", "x"], "reads the type from the model"),
-    (["train", "-p", PAT, "-w", "5", "x"], "--devel-patience"),
-    (["train", "-w", "0", "-p", PAT, "x"], "-o/--stopwin"),
     (["tune", "-p", PAT, "-w", "5", "x"], "--devel-patience"),
     (["train", "-a", "bcd", "-p", PAT, "x"], "bcd is not available"),
     (["train", "--histsz", "8", "-p", PAT, "x"], "--history N"),
