@@ -167,12 +167,13 @@ def lane_gradient(G, space, lat2, tok_ptr, tok_obs, t0, T, L, alpha, s, marg, Gd
     pair_b, pair_of = lat2.pair_b, lat2.pair_of
     for y in range(L):
         marg[0, y] = alpha[0, y, s]
+    bigrams = order2.has_bigrams(b_ptr)
     for t in range(1, T):
         for y in range(L):
             marg[t, y] = 0.0
         for p in range(pair_b.shape[0]):
             marg[t, pair_b[p]] += alpha[t, p, s]
-        for i in range(tok_ptr[t0 + t], tok_ptr[t0 + t + 1]):
+        for i in range(tok_ptr[t0 + t], tok_ptr[t0 + t + 1] if bigrams else 0):
             o = tok_obs[i]
             for k in range(b_ptr[o], b_ptr[o + 1]):
                 p = pair_of[b_prev[k] * L + b_cur[k]]

@@ -66,6 +66,13 @@ def shared_rows(W, space, lat2, L, pen):
     return transP, triE, expT, t_shift, expE, e_shift
 
 
+@njit(inline="always", **JIT)
+def has_bigrams(b_ptr):
+    """Whether the space has observation bigrams: without, the loops over a token's
+    bigram features would visit every feature to find none."""
+    return b_ptr[b_ptr.shape[0] - 1] > 0
+
+
 @njit(**JIT)
 def lattice_scores(W, space, lat2, tok_ptr, tok_obs, t0, T, L, shared, per_edge, psi, node,
                    edge, all_nodes):
@@ -77,6 +84,8 @@ def lattice_scores(W, space, lat2, tok_ptr, tok_obs, t0, T, L, shared, per_edge,
     g_ptr, g_edge, g_offset = lat2.g_ptr, lat2.g_edge, lat2.g_offset
     transP, triE = shared[0], shared[1]
     P, K = transP.shape[0], triE.shape[0]
+    if not (all_nodes or per_edge or has_bigrams(b_ptr)):
+        return  # nothing to write
     for t in range(1, T):
         if all_nodes:
             for p in range(P):
@@ -128,6 +137,22 @@ def rescored_row(W, space, lat2, tok_ptr, tok_obs, tt, L, psi_t, transP, node_t,
 
 
 @njit(**JIT)
+def bigrams_fit(space, lat2, tok_ptr, tok_obs, tt, L, node_t, base):
+    """Whether every node an observation bigram of token ``tt`` touches stays within
+    OVERFLOW of ``base`` (its exponential is then taken from that shift)."""
+    b_ptr, b_prev, b_cur = space[2], space[3], space[4]
+    pair_of = lat2.pair_of
+    fit = True
+    for i in range(tok_ptr[tt], tok_ptr[tt + 1]):
+        o = tok_obs[i]
+        for k in range(b_ptr[o], b_ptr[o + 1]):
+            p = pair_of[b_prev[k] * L + b_cur[k]]
+            if p >= 0 and node_t[p] - base > OVERFLOW:
+                fit = False
+    return fit
+
+
+@njit(**JIT)
 def exp_lattice(W, space, lat2, tok_ptr, tok_obs, t0, T, L, shared, per_edge, psi, node, edge,
                 expu, expN, expE):
     """expu[0] = exp(psi[0]), expN[1:T], expE[2:T] (with ``per_edge``), each row shifted;
@@ -136,24 +161,21 @@ def exp_lattice(W, space, lat2, tok_ptr, tok_obs, t0, T, L, shared, per_edge, ps
     pair_b, pair_of, g_ptr, g_edge = lat2.pair_b, lat2.pair_of, lat2.g_ptr, lat2.g_edge
     expT, t_shift, expE0, e_shift = shared[2], shared[3], shared[4], shared[5]
     P, K = expT.shape[0], expE0.shape[1]
+    bigrams = has_bigrams(b_ptr)
     shift = exp_shifted(psi[0], expu[0])
     for t in range(1, T):
         m = exp_shifted(psi[t], expu[t])
         base = m + t_shift
-        safe = True
-        for i in range(tok_ptr[t0 + t], tok_ptr[t0 + t + 1]):
-            o = tok_obs[i]
-            for k in range(b_ptr[o], b_ptr[o + 1]):
-                p = pair_of[b_prev[k] * L + b_cur[k]]
-                if p >= 0 and node[t, p] - base > OVERFLOW:
-                    safe = False
+        safe = not bigrams or bigrams_fit(space, lat2, tok_ptr, tok_obs, t0 + t, L, node[t],
+                                          base)
         if safe:
             top = 0.0
             for p in range(P):
                 v = expu[t, pair_b[p]] * expT[p]
                 expN[t, p] = v
                 top = max(top, v)
-            for i in range(tok_ptr[t0 + t], tok_ptr[t0 + t + 1]):
+            last = tok_ptr[t0 + t + 1] if bigrams else tok_ptr[t0 + t]
+            for i in range(tok_ptr[t0 + t], last):
                 o = tok_obs[i]
                 for k in range(b_ptr[o], b_ptr[o + 1]):
                     p = pair_of[b_prev[k] * L + b_cur[k]]
