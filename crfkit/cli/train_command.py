@@ -36,9 +36,11 @@ from crfkit.optim.options import (
     L1_GTOL,
     LBFGS_OPTIONS,
     MIRA_OPTIONS,
+    OBJECTIVE_OPTIONS,
     ONLINE_OPTIONS,
     RPROP_OPTIONS,
     SGD_OPTIONS,
+    STOP_ON_ERROR_OPTIONS,
     WAPITI_OPTIMISER_OPTIONS,
 )
 from crfkit.progress import Progress
@@ -63,26 +65,7 @@ from crfkit.structures import STRUCTURE, declared_train_options
 @click.option("--likely-after", type=int, default=None, metavar="N",
               help="With --likely-features: iterations before the features are added  "
                    "[default: 20]")
-@click.option("-1", "--rho1", type=float, default=None,
-              help="L1 regularisation strength; > 0 makes l-bfgs OWL-QN  [default: 0; "
-                   "sgd-l1: 0.3]")
-@click.option("-2", "--rho2", type=float, default=None,
-              help="L2 regularisation strength (l-bfgs only)  [default: 1.0]")
-@click.option("--cost", type=float, default=None, metavar="C",
-              help="CRF++'s -c/--cost: the same as -2 1/C; with -a mira, MIRA's C "
-                   "(--mira-c).")
-@click.option("-i", "--maxiter", type=int, default=None,
-              help="Maximum number of iterations (epochs for the online algorithms), 0 for "
-                   "no limit  [default: 0; ap, pa, arow: 100; l2sgd: 1000]")
-@click.option("-e", "--stopeps", type=float, default=None,
-              help="Stop when the objective improves by less than this (relative) over the "
-                   "window; sgd-l1: by less than this share of its fall since the first "
-                   "epoch; ap, pa, arow: CRFsuite's epsilon (the epoch's loss per sequence "
-                   "below it; arow: at most it)  [default: 1e-5; sgd-l1: 0.02; l2sgd: "
-                   "1e-6; ap, pa, arow: 0]")
-@click.option("-o", "--stopwin", "--objwin", "stopwin", type=int, default=None,
-              help="Window (iterations) of the stopping rule (Wapiti's -o/--objwin)  "
-                   "[default: 10; sgd-l1: 3]")
+@click_options(OBJECTIVE_OPTIONS)
 @click_options([L1_GTOL])
 @click.option("-d", "--devel", "devel_file", default=None, metavar="FILE",
               help="Labelled development file, scored after every iteration. By itself it "
@@ -91,13 +74,7 @@ from crfkit.structures import STRUCTURE, declared_train_options
 @click.option("--keep-best-devel", is_flag=True,
               help="With -d, keep the weights of the iteration with the best development "
                    "F1 instead of the last ones.")
-@click.option("-w", "--error-window", type=int, default=None, metavar="N",
-              help="Stop once the token error (of -d's file, else of the training data) has "
-                   "moved less than --error-eps points over the last N iterations (Wapiti's "
-                   "-w/--stopwin); 0: never  [default: 0]")
-@click.option("--error-eps", type=float, default=None, metavar="X",
-              help="With -w: the largest move of the token error, in percentage points, "
-                   "that counts as stable (Wapiti's -e for -w)  [default: 0.02]")
+@click_options(STOP_ON_ERROR_OPTIONS)
 @click.option("--devel-patience", type=int, default=None, metavar="N",
               help="With -d, stop after N iterations without a better development F1 and "
                    "keep the best weights; 0 never stops on it  [default: 0]")
@@ -266,7 +243,7 @@ def _given(o: SimpleNamespace) -> dict[str, Any]:
              "max_linesearch": o.max_linesearch, "eta0": o.eta0, "alpha": o.alpha,
              **{name: getattr(o, name) for name in CALIBRATION_NAMES},
              "seed": o.seed, "devel_patience": o.devel_patience,
-             "error_window": o.error_window, "error_eps": o.error_eps,
+             **{option.name: getattr(o, option.name) for option in STOP_ON_ERROR_OPTIONS},
              "keep_best_devel": o.keep_best_devel or None, "compact": o.compact or None,
              "all_features": o.all_features or None, "all_labels": o.all_labels or None,
              "max_memory": None if o.max_memory is None else parse_size(o.max_memory),

@@ -93,8 +93,7 @@ def minimize(fun: Function, x0: np.ndarray, *, l1: float = 0.0, history: int = 6
     _check(l1, linesearch)
     pairs = _History(history, x0.size)
     stop = StopRule(stop_eps, stop_window)
-    run = _begin(fun, x0, l1, pairs, stop, l1_gtol, state)
-    f, d, step, it, settling, optimal = run
+    f, d, step, it, settling, optimal = _begin(fun, x0, l1, pairs, stop, l1_gtol, state)
     x, g = pairs.x, pairs.g  # views of the history's spare rows: see _History
     pg, gnorm = _pseudo_gradient_and_norm(x, g, l1, np.empty(x.size) if l1 > 0 else g)
     reason = "maximum number of iterations"

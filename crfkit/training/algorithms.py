@@ -141,9 +141,15 @@ def _run_pa(problem: Problem, hook: IterationHook) -> Result:
     def epoch(W: np.ndarray, U: np.ndarray, order: np.ndarray, seen: int):
         return epochs.pa(W, U, order, seen, o.pa_type, o.pa_c, o.error_sensitive)
 
-    return pa.minimize(epoch, c.x0, c.data.n_seqs, averaging=o.averaging,
-                       maxiter=o.maxiter or 100, seed=o.seed, stop_eps=o.stopeps,
-                       on_iteration=hook, drawn=o.rand_drawn)
+    return _crfsuite_online(pa.minimize, epoch, problem, hook, averaging=o.averaging)
+
+
+def _crfsuite_online(minimize: Callable[..., Result], epoch: Callable, problem: Problem,
+                     hook: IterationHook, **settings: object) -> Result:
+    """The run CRFsuite's pa and arow share: 100 epochs by default, its shuffle, its stop."""
+    o, c = problem.options, problem.corpus
+    return minimize(epoch, c.x0, c.data.n_seqs, maxiter=o.maxiter or 100, seed=o.seed,
+                    stop_eps=o.stopeps, on_iteration=hook, drawn=o.rand_drawn, **settings)
 
 
 def _run_arow(problem: Problem, hook: IterationHook) -> Result:
@@ -153,9 +159,7 @@ def _run_arow(problem: Problem, hook: IterationHook) -> Result:
     def epoch(W: np.ndarray, S: np.ndarray, order: np.ndarray):
         return epochs.arow(W, S, order, o.gamma)
 
-    return arow.minimize(epoch, c.x0, c.data.n_seqs, variance=o.variance,
-                         maxiter=o.maxiter or 100, seed=o.seed, stop_eps=o.stopeps,
-                         on_iteration=hook, drawn=o.rand_drawn)
+    return _crfsuite_online(arow.minimize, epoch, problem, hook, variance=o.variance)
 
 
 def _run_mira(problem: Problem, hook: IterationHook) -> Result:

@@ -49,11 +49,10 @@ CLAMPED = 5  # compile seconds of the clamped pass
 class Latent(Chain):
     name: ClassVar[str] = "latent"
     title: ClassVar[str] = "latent-dynamic chain"
-    train_options = TRAIN_OPTIONS
-    label_options = LABEL_OPTIONS
-    record_after: ClassVar[str] = "model_type"
-    needs_rows: ClassVar[bool] = True  # the rows' line numbers name a sequence with no path
+    train_options, label_options = TRAIN_OPTIONS, LABEL_OPTIONS
     label_sets: ClassVar[bool] = True
+    needs_rows: ClassVar[bool] = True  # the rows' line numbers name a sequence with no path
+    record_after: ClassVar[str] = "model_type"
 
     def __init__(self) -> None:
         self.K = 1
