@@ -142,7 +142,7 @@ def test_label_input_with_too_few_columns(files):
 
 def test_bad_option_values(files):
     tmp, pat, train = files
-    for option in (["-2", "-1"], ["-w", "0"], ["-i", "-3"], ["-f", "0"]):
+    for option in (["-2", "-1"], ["-w", "-1"], ["-i", "-3"], ["-f", "0"]):
         result = run("train", "-p", str(pat), *option, str(train), str(tmp / "m.model"))
         one_error_line(result, option[0])
 
