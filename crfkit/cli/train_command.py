@@ -36,15 +36,14 @@ from crfkit.optim.options import (
     L1_GTOL,
     LBFGS_OPTIONS,
     MIRA_OPTIONS,
-    OBJECTIVE_OPTIONS,
     ONLINE_OPTIONS,
     RPROP_OPTIONS,
     SGD_OPTIONS,
-    STOP_ON_ERROR_OPTIONS,
     WAPITI_OPTIMISER_OPTIONS,
 )
 from crfkit.progress import Progress
 from crfkit.structures import STRUCTURE, declared_train_options
+from crfkit.training.run_options import OBJECTIVE_OPTIONS, STOP_ON_ERROR_OPTIONS
 
 
 @click.command("train", cls=GroupedCommand, option_groups=TRAIN_GROUPS,
@@ -250,7 +249,8 @@ def _given(o: SimpleNamespace) -> dict[str, Any]:
              "structure": structure_values(vars(o), train_options()),
              "pa_type": o.pa_type, "pa_c": o.pa_c, "variance": o.variance, "gamma": o.gamma,
              "mira_c": o.mira_c, "shrinking_size": o.shrinking_size,
-             **{option.name: getattr(o, option.name)
+             **{option.name: getattr(o, option.name) if option.kind is not None
+                else getattr(o, option.name) or None  # a flag not given: None, as the others
                 for option in (*RPROP_OPTIONS, *WAPITI_OPTIMISER_OPTIONS)}}
     return given
 

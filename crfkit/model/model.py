@@ -123,7 +123,7 @@ class Model:
             raise ModelFormatError("model has a transition block but no constant bigram "
                                    "pattern (b, B or *) to own it", path=name)
         model_type = meta.get("type", "crf")
-        if model_type not in MODEL_TYPES:
+        if not isinstance(model_type, str) or model_type not in MODEL_TYPES:
             raise ModelFormatError(f"unknown model type {model_type!r} (this crfkit knows "
                                    f"{', '.join(MODEL_TYPES)})", path=name)
         info = meta.get("info", {})

@@ -129,6 +129,9 @@ def test_model_file_with_a_bad_type_is_refused():
     meta["type"] = "hmm"
     with pytest.raises(ModelFormatError, match="unknown model type"):
         Model.from_bytes(fileformat.dumps(meta, arrays))
+    meta["type"] = {}  # not a name at all: refused, not a TypeError
+    with pytest.raises(ModelFormatError, match="unknown model type"):
+        Model.from_bytes(fileformat.dumps(meta, arrays))
     meta["type"] = "maxent"  # a CRF's transition block is not a maxent model
     with pytest.raises(ModelFormatError, match="maxent"):
         Model.from_bytes(fileformat.dumps(meta, arrays))
