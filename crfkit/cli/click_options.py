@@ -17,8 +17,11 @@ def click_options(declared: Iterable[Option]) -> Callable[[F], F]:
     """Decorate a command with one click option per declaration, in the order given."""
     def decorate(command: F) -> F:
         for o in reversed(list(declared)):
-            if o.kind is None:
+            if o.kind is None and o.default is None:
                 command = click.option(*o.flags, o.name, is_flag=True, help=o.help)(command)
+            elif o.kind is None:
+                command = click.option(*o.flags, o.name, is_flag=True, default=o.default,
+                                       help=o.help)(command)
             else:
                 command = click.option(*o.flags, o.name, type=o.kind, default=o.default,
                                        metavar=o.metavar, show_default=o.show_default,

@@ -19,7 +19,7 @@ MODEL_TYPE_NAMES = tuple(MODEL_TYPES)
 """The names of ``modeltypes.MODEL_TYPES`` and ``train.ALGORITHMS``; the algorithms are
 spelled out here so that ``--help`` lists them without importing the training code (a test
 keeps them equal)."""
-ALGORITHM_NAMES = ("l-bfgs", "sgd-l1", "ap", "l2sgd", "pa", "arow")
+ALGORITHM_NAMES = ("l-bfgs", "sgd-l1", "ap", "l2sgd", "pa", "arow", "bcd")
 
 
 def refuse_dask_crfsuite(dask_address: str | None) -> None:

@@ -118,24 +118,20 @@ HABITS: tuple[Habit, ...] = (
     Habit("Wapiti", TRAINING, ("-w",), "Wapiti's -w (stop when the token error is stable "
           "over N iterations) has no counterpart here: leave it out, or stop on the devel "
           "set with --devel-patience N; the objective's window is -o/--stopwin"),
-    Habit("Wapiti", TRAINING, ("-a", "--algo"), "Wapiti's bcd and rprop are not available: "
-          "-a list describes crfkit's algorithms (l-bfgs, sgd-l1, ...)",
-          _values("bcd", "rprop", "rprop+", "rprop-")),
+    Habit("Wapiti", TRAINING, ("-a", "--algo"), "Wapiti's rprop is not available: "
+          "-a list describes crfkit's algorithms (l-bfgs, sgd-l1, bcd, ...)",
+          _values("rprop", "rprop+", "rprop-")),
     Habit("Wapiti", TRAINING, ("--histsz",), "Wapiti's --histsz N is --history N here"),
     Habit("Wapiti", TRAINING, ("--maxls",), "Wapiti's --maxls has no counterpart: crfkit's "
           "line search stops on its own rule; leave it out"),
     Habit("Wapiti", TRAINING, ("--clip",), "Wapiti's --clip has no counterpart here: "
           "leave it out"),
-    Habit("Wapiti", TRAINING, ("--kappa",), "Wapiti's --kappa is bcd's, not available "
-          "here (-a list)"),
     Habit("Wapiti", TRAINING, ("--stpmin", "--stpmax", "--stpinc", "--stpdec"),
           "Wapiti's rprop options: rprop is not available here (-a list)"),
     Habit("Wapiti", TRAINING, ("--cutoff",), "Wapiti's --cutoff is rprop's, not available "
           "here; crfkit's --cutoff N drops observations seen fewer than N times", _not_int),
     Habit("Wapiti", TRAINING, ("--rstate", "--sstate"), "optimizer states are not saved "
           "here: continue a training from its model with -m MODEL"),
-    Habit("Wapiti", TRAINING, ("-s", "--sparse"), "Wapiti's -s/--sparse is not needed here: "
-          "leave it out"),
     Habit("Wapiti", TRAINING, ("-j", "--jobsize"), "Wapiti's -j/--jobsize has no "
           "counterpart here: -t sets the threads, work is shared out automatically"),
     # Wapiti dump

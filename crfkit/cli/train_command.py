@@ -21,7 +21,7 @@ from crfkit.cli.common import (
 from crfkit.cli.helpgroups import TRAIN_GROUPS, GroupedCommand
 from crfkit.errors import CrfkitError, UsageError
 from crfkit.io import shipped
-from crfkit.optim.options import HISTORY, L1_GTOL, ONLINE_OPTIONS, SGD_OPTIONS
+from crfkit.optim.options import BCD_OPTIONS, HISTORY, L1_GTOL, ONLINE_OPTIONS, SGD_OPTIONS
 from crfkit.structures import STRUCTURE
 
 
@@ -133,6 +133,7 @@ from crfkit.structures import STRUCTURE
               help="INPUT is a column file read through patterns (-p), or a CRFsuite data "
                    "file (LABEL<TAB>ATTR[:VALUE]...; no pattern file).")
 @click_options(ONLINE_OPTIONS)
+@click_options(BCD_OPTIONS)
 @click.option("-q", "--quiet", is_flag=True,
               help="No progress or summary lines; warnings and errors are still shown.")
 @click.option("--regex", type=click.Choice(["crfkit", "wapiti"]), default="crfkit",
@@ -209,7 +210,8 @@ def _given(o: SimpleNamespace) -> dict[str, Any]:
              "all_features": o.all_features or None, "all_labels": o.all_labels or None,
              "max_memory": None if o.max_memory is None else parse_size(o.max_memory),
              "structure": structure_values(vars(o), train_options()),
-             "pa_type": o.pa_type, "pa_c": o.pa_c, "variance": o.variance, "gamma": o.gamma}
+             "pa_type": o.pa_type, "pa_c": o.pa_c, "variance": o.variance, "gamma": o.gamma,
+             "kappa": o.kappa, "sparse": o.sparse or None}
     return given
 
 

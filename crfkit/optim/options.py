@@ -39,5 +39,14 @@ GAMMA = Option("gamma", ("--gamma",), None,
                "-a arow: trade-off between loss and change  [default: 1]", kind=float,
                reads=("arow",))
 
+KAPPA = Option("kappa", ("--kappa",), None,
+               "-a bcd: scales the curvature of each block's step bound; larger is slower "
+               "and safer (Wapiti's)  [default: 1.5]", kind=float, reads=("bcd",))
+SPARSE = Option("sparse", ("-s", "--sparse"), False,
+                "Wapiti's sparse forward-backward: accepted, changes nothing (crfkit's "
+                "kernels never exponentiate a zero block: see the algorithms guide)",
+                reads=("l-bfgs", "sgd-l1", "bcd"))
+
 SGD_OPTIONS = (ETA0, ALPHA, SEED)
+BCD_OPTIONS = (KAPPA, SPARSE)
 ONLINE_OPTIONS = (PA_TYPE, PA_C, VARIANCE, GAMMA)

@@ -12,8 +12,20 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from crfkit.errors import UsageError
 from crfkit.model.types import MODEL_TYPES
-from crfkit.optim import Iteration, IterationHook, Result, arow, l2sgd, lbfgs, pa, perceptron, sgd
+from crfkit.optim import (
+    Iteration,
+    IterationHook,
+    Result,
+    arow,
+    bcd,
+    l2sgd,
+    lbfgs,
+    pa,
+    perceptron,
+    sgd,
+)
 from crfkit.training.train_options import ALGORITHM_TERMS, Problem
 
 
@@ -93,6 +105,16 @@ def _run_arow(problem: Problem, hook: IterationHook) -> Result:
                          on_iteration=hook)
 
 
+def _run_bcd(problem: Problem, hook: IterationHook) -> Result:
+    o, c = problem.options, problem.corpus
+    descent = problem.structure.coordinate_blocks(c)
+    if descent is None or problem.objective is not None:
+        raise UsageError(f"-a bcd trains a linear chain here, not a {problem.structure.title}")
+    return bcd.minimize(descent, make_objective(problem), c.x0, rho1=o.rho1, rho2=problem.rho2,
+                        kappa=o.kappa, maxiter=o.maxiter, stop_eps=o.stopeps,
+                        stop_window=o.stopwin, on_iteration=hook)
+
+
 @dataclass(frozen=True)
 class Algorithm:
     run: Callable[[Problem, IterationHook], Result]
@@ -130,6 +152,10 @@ ALGORITHMS: dict[str, Algorithm] = _algorithms({
     "arow": (_run_arow, "adaptive regularisation of weight vectors (CRFsuite's arow): a variance "
              "per weight; --variance, --gamma; -i counts epochs (default 100), -e stops when "
              "the mean loss is at most it (default 0: an epoch without error)"),
+    "bcd": (_run_bcd, "blockwise coordinate descent for the elastic net (Wapiti's bcd): one "
+            "observation's weights at a time, each moved to the minimiser of a curvature "
+            "bound plus -1/-2 (--kappa scales the bound), so L1 weights reach exact zeros; "
+            "stops on the objective as l-bfgs"),
 })
 
 

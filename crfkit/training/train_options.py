@@ -18,6 +18,7 @@ from crfkit.errors import UsageError
 from crfkit.model.types import MODEL_TYPES
 from crfkit.model.types import model_type as model_type_row
 from crfkit.optim import sgd
+from crfkit.optim.bcd import DEFAULT_KAPPA
 from crfkit.optim.optimality import L1_GTOL
 from crfkit.structures import named
 from crfkit.structures import train_options as structure_options
@@ -50,7 +51,8 @@ ALGORITHM_TERMS = {"l-bfgs": Terms(tuple(MODEL_TYPES), True, True),
                    "ap": Terms(_ONLINE_TYPES, False, False),
                    "l2sgd": Terms(_ONLINE_TYPES, False, True),
                    "pa": Terms(_ONLINE_TYPES, False, False),
-                   "arow": Terms(_ONLINE_TYPES, False, False)}
+                   "arow": Terms(_ONLINE_TYPES, False, False),
+                   "bcd": Terms(("crf",), True, True)}
 
 
 @dataclass
@@ -95,6 +97,8 @@ class TrainOptions:
     averaging: bool = True  # pa: average the weights
     variance: float = 1.0  # arow: initial variance of every weight
     gamma: float = 1.0  # arow: loss / change trade-off
+    kappa: float = DEFAULT_KAPPA  # bcd: scale of each block's curvature bound
+    sparse: bool = False  # Wapiti's --sparse: accepted, changes nothing (not recorded)
 
     def __post_init__(self) -> None:
         defaults = {**GENERAL_DEFAULTS, **ALGORITHM_DEFAULTS.get(self.algo, {})}
@@ -150,6 +154,7 @@ _RULES: tuple[Callable[[TrainOptions], str | None], ...] = (
     lambda o: _positive("--pa-c", o.pa_c),
     lambda o: _positive("--variance", o.variance),
     lambda o: _positive("--gamma", o.gamma),
+    lambda o: _positive("--kappa", o.kappa),
     lambda o: "-a l2sgd needs -2/--rho2 > 0"
     if o.algo == "l2sgd" and o.rho2 is not None and not o.rho2 > 0 else None,
 )
@@ -210,11 +215,12 @@ class Problem:
 
 
 # Options that only some algorithms read: recorded only for those.
-_ALGORITHM_OPTIONS = {"rho1": ("l-bfgs", "sgd-l1"), "rho2": ("l-bfgs", "l2sgd"),
+_ALGORITHM_OPTIONS = {"rho1": ("l-bfgs", "sgd-l1", "bcd"), "rho2": ("l-bfgs", "l2sgd", "bcd"),
                       "history": ("l-bfgs",), "eta0": ("sgd-l1",), "alpha": ("sgd-l1",),
                       "seed": ("sgd-l1", "ap", "l2sgd", "pa", "arow"),
                       "pa_type": ("pa",), "pa_c": ("pa",), "error_sensitive": ("pa",),
-                      "averaging": ("pa",), "variance": ("arow",), "gamma": ("arow",)}
+                      "averaging": ("pa",), "variance": ("arow",), "gamma": ("arow",),
+                      "kappa": ("bcd",)}
 
 
 def recorded_options(options: TrainOptions, model_type: str, *, devel: bool,
@@ -235,7 +241,7 @@ def recorded_options(options: TrainOptions, model_type: str, *, devel: bool,
     unused += ("max_linesearch",) if options.max_linesearch is None else ()
     # read by OWL-QN only (L2 and other algorithms' files stay what they were)
     unused += ("l1_gtol",) if options.rho1 == 0 or options.algo != "l-bfgs" else ()
-    for key in ("nthread", *unused):
+    for key in ("nthread", "sparse", *unused):
         del recorded[key]
     for key, algorithms in _ALGORITHM_OPTIONS.items():
         if options.algo not in algorithms:

@@ -17,7 +17,7 @@ from crfkit.space import Dataset, merge_spaces
 from crfkit.structures.base import Corpus, DecodeRequest, Kernels, Structure
 
 # compile seconds of each kernel group (README's 2-core machine; first run, empty cache)
-CRF, LOCAL, SGD, PERCEPTRON, DEVEL, ONLINE, DECODE = 7, 4, 9, 5, 4, 6, 11
+CRF, LOCAL, SGD, PERCEPTRON, DEVEL, ONLINE, DECODE, BCD = 7, 4, 9, 5, 4, 6, 11, 8
 
 
 class Chain(Structure):
@@ -63,6 +63,11 @@ class Chain(Structure):
 
         return OnlineEpochs(corpus.space, corpus.data, corpus.frozen)
 
+    def coordinate_blocks(self, corpus: Corpus) -> object | None:
+        from crfkit.kernels.bcd import BlockDescent
+
+        return BlockDescent(corpus.space, corpus.data, corpus.empirical)
+
     def decode(self, model: Weighted, data: Dataset, request: DecodeRequest) -> Decoded:
         r = request
         if not (r.kernels or r.nbest > 1 or r.log_z or r.marginals or r.posterior) \
@@ -99,6 +104,8 @@ class Chain(Structure):
             yield PERCEPTRON, _perceptron
         elif algo in ("l2sgd", "pa", "arow"):
             yield ONLINE, lambda: _online(algo)
+        elif algo == "bcd":
+            yield BCD, _bcd
         if devel:
             yield DEVEL, _devel
 
@@ -147,3 +154,9 @@ def _devel() -> list[tuple[object, ...]]:
     from crfkit.kernels import decoder
 
     return [(decoder.decode_block,)]
+
+
+def _bcd() -> list[tuple[object, ...]]:
+    from crfkit.kernels import bcd
+
+    return [(bcd.sweep,), (bcd.occurrence_index,)]
