@@ -185,15 +185,16 @@ def transition_sweep(W, space, data, per_token, lat, empirical, rho1, rho2, kapp
     for k in range(L * L):
         g[k] -= empirical[off + k]
     if bound_update(W, off, g, h, L * L, rho1, rho2, kappa, old):
-        load_exp_transitions(W, off, True, lat[6])
+        load_exp_transitions(W, off, True, lat[6], lat[10])
         for s in range(len(seq_ptr) - 1):
             a_ok[s] = min(a_ok[s], 1)
             b_from[s] = max(b_from[s], seq_ptr[s + 1] - seq_ptr[s] - 1)
 
 
 @njit(**JIT)
-def load_exp_transitions(W, off, has_trans, expT):
-    """expT = exp(transitions - their max) (all ones without a transition block)."""
+def load_exp_transitions(W, off, has_trans, expT, expTT):
+    """expT = exp(transitions - their max) (all ones without a transition block), and
+    expTT its transpose."""
     L = expT.shape[0]
     m = 0.0
     if has_trans:
@@ -203,6 +204,7 @@ def load_exp_transitions(W, off, has_trans, expT):
     for a in range(L):
         for b in range(L):
             expT[a, b] = np.exp(W[off + a * L + b] - m) if has_trans else 1.0
+            expTT[b, a] = expT[a, b]
 
 
 @njit(**JIT)
@@ -222,7 +224,7 @@ def reset(W, space, data, tok_val, lat):
         refresh_expu(t, lat)
     for k in range(len(expw)):
         expw[k] = np.exp(W[n_u + k])
-    load_exp_transitions(W, space[6], space[7], lat[6])
+    load_exp_transitions(W, space[6], space[7], lat[6], lat[10])
     for s in range(len(seq_ptr) - 1):
         a_ok[s] = 0
         b_from[s] = seq_ptr[s + 1] - seq_ptr[s]
@@ -279,7 +281,7 @@ class BlockDescent:
         self.lat = (np.empty((n, L)), np.empty((n, L)), np.empty((n, L)), np.empty((n, L)),
                     np.zeros(data.n_seqs, dtype=np.int64),
                     np.zeros(data.n_seqs, dtype=np.int64), np.empty((L, L)),
-                    np.empty((L, L)), np.empty(space.n_b), np.empty(L))
+                    np.empty((L, L)), np.empty(space.n_b), np.empty(L), np.empty((L, L)))
         widest = max(L * L, int(np.diff(space.u_ptr).max(initial=0)
                                 + np.diff(space.b_ptr).max(initial=0)))
         self.g, self.h, self.old = np.empty(widest), np.empty(widest), np.empty(widest)

@@ -19,6 +19,8 @@ State over the corpus (``n`` tokens, ``L`` labels)::
     b_from (S,)   rows b_from[s] .. T-1 of sequence s's beta are valid (T: none)
     expT  (L, L)  exp(transitions - max); M (L, L), tmp (L,): scratch
     expw  (n_b,)  exp of every observation-bigram weight
+    expTT (L, L)  expT transposed: without observation bigrams, a forward entry is then
+                  the dot product of two contiguous rows, which vectorises
 
 Recurrences for local rows of one sequence (``M_t``: the transition factors into token
 t, ``expT`` times the ``expw`` of the bigram features firing at t)::
@@ -81,18 +83,41 @@ def ensure_alpha(s, i, per_token, lat, seq_ptr, space, tok_ptr, tok_obs):
         r = 1
     while r <= i:
         t = t0 + r
-        M = transition_factors(t, per_token, lat, tok_ptr, tok_obs, b_ptr, b_prev, b_cur)
-        total = 0.0
-        for b in range(L):
-            acc = 0.0
-            for a in range(L):
-                acc += alpha[t - 1, a] * M[a, b]
-            v = acc * expu[t, b]
-            alpha[t, b] = v
-            total += v
-        normalise_row(alpha[t], total)
+        if per_token:
+            forward_row(alpha, expu, t, transition_factors(t, per_token, lat, tok_ptr, tok_obs,
+                                                           b_ptr, b_prev, b_cur), L)
+        else:
+            forward_row_shared(alpha, expu, t, lat[10], L)
         r += 1
     a_ok[s] = r
+
+
+@njit(**JIT)
+def forward_row(alpha, expu, t, M, L):
+    """alpha[t] from alpha[t-1] through token t's own transition factors M."""
+    total = 0.0
+    for b in range(L):
+        acc = 0.0
+        for a in range(L):
+            acc += alpha[t - 1, a] * M[a, b]
+        v = acc * expu[t, b]
+        alpha[t, b] = v
+        total += v
+    normalise_row(alpha[t], total)
+
+
+@njit(**JIT)
+def forward_row_shared(alpha, expu, t, MT, L):
+    """alpha[t] from alpha[t-1] through the shared transition factors, given transposed."""
+    total = 0.0
+    for b in range(L):
+        acc = 0.0
+        for a in range(L):
+            acc += MT[b, a] * alpha[t - 1, a]
+        v = acc * expu[t, b]
+        alpha[t, b] = v
+        total += v
+    normalise_row(alpha[t], total)
 
 
 @njit(**JIT)
