@@ -61,7 +61,7 @@ def objective(wapiti_model: str, pattern: str, train: str, rho1: float, rho2: fl
     from crfkit.training.corpus import encode_training
 
     model = read_model(wapiti_model)
-    sequences = read_sequences(train, min_columns=2)
+    sequences = list(read_sequences(train, min_columns=2))
     corpus = encode_training(model.patterns or read_patterns(pattern), sequences,
                              init=model, all_features=True)
     g = np.empty_like(corpus.x0)
