@@ -12,10 +12,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from crfkit.features.patterns import parse_patterns
 from crfkit.kernels.bcd import BlockDescent
 from crfkit.kernels.objective import Objective
 from crfkit.optim import bcd, lbfgs
-from crfkit.features.patterns import parse_patterns
 from crfkit.training.corpus import encode_training
 from tests.helpers import PATTERNS, random_corpus
 
