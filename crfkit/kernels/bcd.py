@@ -1,8 +1,10 @@
 """Blockwise coordinate descent for the elastic net (Wapiti's ``-a bcd``): the kernels.
 
 One sweep visits every observation's block of weights (its unigram features and its
-observation-bigram features), then the transition block. For a block, the gradient ``g``
-and a diagonal curvature ``h`` of the negative log-likelihood are summed over the places
+observation-bigram features) in the order of their first occurrence, as Wapiti does, and
+the transition block where Wapiti's ``B`` pattern puts it (after the first token's). For
+a block, the gradient ``g`` and a diagonal curvature ``h`` of the negative log-likelihood
+are summed over the places
 where its observation fires (marginals from :mod:`crfkit.kernels.bcd_lattice`)::
 
     g_k = sum_occ v p_k - gold count_k        h_k = sum_occ v^2 p_k (1 - p_k)
@@ -143,10 +145,9 @@ def apply_bigram_change(o, W, space, data, lat, index):
 
 @njit(**JIT)
 def observation_sweep(W, space, data, tok_val, per_token, lat, index, empirical, rho1, rho2,
-                      kappa, g, h, old):
-    """One update of every observation's block, in observation order."""
-    n_obs = len(space[0]) - 1
-    for o in range(n_obs):
+                      kappa, g, h, old, first, last):
+    """One update of the blocks of observations ``index[4][first:last]``, in that order."""
+    for o in index[4][first:last]:
         nu, nb = block_gradient(o, W, space, data, tok_val, per_token, lat, index, empirical,
                                 g, h)
         if nu and bound_update(W, space[0][o], g, h, nu, rho1, rho2, kappa, old):
@@ -233,14 +234,18 @@ def reset(W, space, data, tok_val, lat):
 @njit(**JIT)
 def sweep(W, space, data, tok_val, per_token, lat, index, empirical, rho1, rho2, kappa, g,
           h, old):
-    """One iteration of blockwise coordinate descent: every observation block, then the
-    transition block, from a fresh state (so an iteration depends only on W)."""
+    """One iteration of blockwise coordinate descent from a fresh state (so an iteration
+    depends only on W): the observation blocks in the order of ``index[4]``, the
+    transition block after the first ``index[5]`` of them."""
     reset(W, space, data, tok_val, lat)
+    n_obs = len(index[4])
     observation_sweep(W, space, data, tok_val, per_token, lat, index, empirical, rho1, rho2,
-                      kappa, g, h, old)
+                      kappa, g, h, old, 0, index[5])
     if space[7]:
         transition_sweep(W, space, data, per_token, lat, empirical, rho1, rho2, kappa, g, h,
                          old)
+    observation_sweep(W, space, data, tok_val, per_token, lat, index, empirical, rho1, rho2,
+                      kappa, g, h, old, index[5], n_obs)
 
 
 @njit(**JIT)
@@ -264,6 +269,20 @@ def occurrence_index(tok_ptr, tok_obs, n_obs):
     return ptr, occ_tok, occ_j
 
 
+def visiting_order(ptr: np.ndarray, occ_j: np.ndarray, tok_ptr: np.ndarray
+                   ) -> tuple[np.ndarray, int]:
+    """The observations in the order of their first occurrence (the order in which Wapiti
+    numbers them, hence visits them; those that never occur last), and how many of them
+    first occur at the corpus's first token: the transition block is visited after those,
+    where Wapiti's bigram pattern ``B`` puts it when it is the last line."""
+    counts = np.diff(ptr)
+    first_seen = np.where(counts > 0, occ_j[np.minimum(ptr[:-1], max(len(occ_j) - 1, 0))],
+                          len(occ_j))
+    order = np.argsort(first_seen, kind="stable").astype(np.int64)
+    on_first_token = int(np.count_nonzero(first_seen < (tok_ptr[1] if len(tok_ptr) > 1 else 0)))
+    return order, on_first_token
+
+
 class BlockDescent:
     """The state of blockwise coordinate descent over one chain corpus (its occurrence
     index, cached lattice and block buffers), for :mod:`crfkit.optim.bcd`."""
@@ -277,7 +296,8 @@ class BlockDescent:
         self.per_token = space.n_b > 0
         ptr, occ_tok, occ_j = occurrence_index(data.tok_ptr, data.tok_obs, space.n_obs)
         tok_seq = np.repeat(np.arange(data.n_seqs, dtype=np.int64), data.lengths)
-        self.index = (ptr, occ_tok, occ_j, tok_seq)
+        order, first = visiting_order(ptr, occ_j, data.tok_ptr)
+        self.index = (ptr, occ_tok, occ_j, tok_seq, order, first)
         self.lat = (np.empty((n, L)), np.empty((n, L)), np.empty((n, L)), np.empty((n, L)),
                     np.zeros(data.n_seqs, dtype=np.int64),
                     np.zeros(data.n_seqs, dtype=np.int64), np.empty((L, L)),

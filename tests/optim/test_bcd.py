@@ -62,18 +62,20 @@ def test_soft_threshold_gives_exact_zeros_that_meet_the_l1_conditions(small_crf)
 
 @pytest.mark.parametrize("kappa", [1.0, 1.5, 4.0])
 def test_kappa_scales_the_first_block_step_as_the_bound_says(kappa):
-    """The first block (observation 0) moves from w = 0, where every token marginal is 1/L:
+    """The first block (the first token's first observation) moves from w = 0, where every
+    token marginal is 1/L (no transition block is visited before it):
     g = n/L - counts, h = n (1/L)(1 - 1/L) for n occurrences; the step is
     -g / (h a kappa), a = max(1, max |g/h|) (no penalty)."""
-    c = encode_training(parse_patterns("U:%x[0,0]\nU:%x[0,1]\nB\n"),
+    c = encode_training(parse_patterns("U:%x[0,0]\nU:%x[0,1]\n"),
                         random_corpus(4, n_seqs=10, max_len=5))
     s = c.space
     W = _bcd(c, 0.0, 0.0, kappa=kappa, maxiter=1).x
     L = s.n_labels
-    n = np.count_nonzero(c.data.tok_obs == 0)
-    counts = c.empirical[s.u_ptr[0]:s.u_ptr[1]]
+    o = c.data.tok_obs[0]
+    n = np.count_nonzero(c.data.tok_obs == o)
+    counts = c.empirical[s.u_ptr[o]:s.u_ptr[o + 1]]
     g = n / L - counts
     h = n / L * (1 - 1 / L)
     a = max(1.0, np.max(np.abs(g / h)))
     assert len(counts) > 1
-    np.testing.assert_allclose(W[s.u_ptr[0]:s.u_ptr[1]], -g / (h * a * kappa), rtol=1e-12)
+    np.testing.assert_allclose(W[s.u_ptr[o]:s.u_ptr[o + 1]], -g / (h * a * kappa), rtol=1e-12)
