@@ -20,7 +20,7 @@ MODEL_TYPE_NAMES = tuple(MODEL_TYPES)
 spelled out here so that ``--help`` lists them without importing the training code (a test
 keeps them equal)."""
 ALGORITHM_NAMES = ("l-bfgs", "sgd-l1", "ap", "l2sgd", "pa", "arow", "mira", "rprop", "rprop+",
-                   "rprop-")
+                   "rprop-", "bcd")
 
 
 def refuse_dask_crfsuite(dask_address: str | None) -> None:

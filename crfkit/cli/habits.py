@@ -119,16 +119,9 @@ HABITS: tuple[Habit, ...] = (
     Habit("Wapiti", ("tune",), ("-w",), "Wapiti's -w (stop when the token error is stable "
           "over N iterations) is crfkit train's -w; tune stops on the objective "
           "(-o/--stopwin), or choose on a devel set with --devel-patience N"),
-    Habit("Wapiti", TRAINING, ("-a", "--algo"), "Wapiti's bcd is not available: "
-          "-a list describes crfkit's algorithms (l-bfgs, rprop, sgd-l1, ...)",
-          _values("bcd")),
     Habit("Wapiti", TRAINING, ("--histsz",), "Wapiti's --histsz N is --history N here"),
-    Habit("Wapiti", TRAINING, ("--kappa",), "Wapiti's --kappa is bcd's, not available "
-          "here (-a list)"),
     Habit("Wapiti", TRAINING, ("--cutoff",), "Wapiti's rprop --cutoff is --rprop-cutoff "
           "here; crfkit's --cutoff N drops observations seen fewer than N times", _not_int),
-    Habit("Wapiti", TRAINING, ("-s", "--sparse"), "Wapiti's -s/--sparse is not needed here: "
-          "leave it out"),
     Habit("Wapiti", TRAINING, ("-j", "--jobsize"), "Wapiti's -j/--jobsize is not needed "
           "here: -t sets the threads, which take fixed blocks of sequences as they come free "
           "(smaller jobs only add work)"),

@@ -31,6 +31,7 @@ from crfkit.cli.train_groups import (
 from crfkit.errors import CrfkitError, UsageError
 from crfkit.io import shipped
 from crfkit.optim.options import (
+    BCD_OPTIONS,
     CALIBRATION_NAMES,
     CALIBRATION_OPTIONS,
     L1_GTOL,
@@ -134,6 +135,7 @@ from crfkit.training.run_options import OBJECTIVE_OPTIONS, STOP_ON_ERROR_OPTIONS
 @click.option("-L", "--logbase", default="log.crfkit", show_default=True, metavar="BASE",
               help="With -l: the start of the log file's name.")
 @click_options(MIRA_OPTIONS)
+@click_options(BCD_OPTIONS)
 @click.option("-q", "--quiet", is_flag=True,
               help="No progress or summary lines; warnings and errors are still shown.")
 @click.option("--regex", type=click.Choice(["crfkit", "wapiti"]), default="crfkit",
@@ -251,7 +253,8 @@ def _given(o: SimpleNamespace) -> dict[str, Any]:
              "mira_c": o.mira_c, "shrinking_size": o.shrinking_size,
              **{option.name: getattr(o, option.name) if option.kind is not None
                 else getattr(o, option.name) or None  # a flag not given: None, as the others
-                for option in (*RPROP_OPTIONS, *WAPITI_OPTIMISER_OPTIONS)}}
+                for option in (*RPROP_OPTIONS, *WAPITI_OPTIMISER_OPTIONS)},
+             "kappa": o.kappa, "sparse": o.sparse or None}
     return given
 
 

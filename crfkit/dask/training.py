@@ -259,6 +259,9 @@ def refuse_unavailable(patterns: list[Pattern] | None, options: TrainOptions
                          f"{', '.join(DASK_ALGORITHMS)} are)")
     if options.all_features or options.all_labels:
         raise UsageError("--all-features and --all-labels are not available with --dask")
+    if options.algo == "bcd":
+        raise UsageError("-a bcd is not available with --dask (its blocks are updated one "
+                         "after another over the whole corpus)")
     structure, model_type = resolve(options, None, patterns or None, command="dask")
     return structure, model_type
 

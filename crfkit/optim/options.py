@@ -75,7 +75,16 @@ SHRINKING_SIZE = Option("shrinking_size", ("-H", "--shrinking-size"), None,
                         "epoch without KKT violation (CRF++'s -H)  [default: 20]", kind=int,
                         metavar="N", reads=("mira",))
 
+KAPPA = Option("kappa", ("--kappa",), None,
+               "-a bcd: scales the curvature of each block's step bound; larger is slower "
+               "and safer (Wapiti's)  [default: 1.5]", kind=float, reads=("bcd",))
+SPARSE = Option("sparse", ("-s", "--sparse"), False,
+                "Wapiti's sparse forward-backward: accepted, changes nothing (crfkit's "
+                "kernels never exponentiate a zero block: see the algorithms guide)",
+                reads=("l-bfgs", "sgd-l1", "bcd"))
+
 SGD_OPTIONS = (ETA0, ALPHA, SEED)
+BCD_OPTIONS = (KAPPA, SPARSE)
 LBFGS_OPTIONS = (HISTORY, LINESEARCH, MAX_LINESEARCH)
 ONLINE_OPTIONS = (PA_TYPE, PA_C, VARIANCE, GAMMA)
 MIRA_OPTIONS = (MIRA_C, SHRINKING_SIZE)

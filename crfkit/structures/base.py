@@ -226,6 +226,11 @@ class Structure(ABC):
         """The epochs of an online algorithm: kind "sgd", "perceptron", "online" or
         "mira"."""
 
+    def coordinate_blocks(self, corpus: Corpus) -> object | None:
+        """The blockwise coordinate descent of ``-a bcd`` over the corpus's observation
+        blocks (an object with ``sweep(W, rho1, rho2, kappa)``); None: not this structure."""
+        return None
+
     def notes(self, objective: object) -> list[str]:
         """Warnings after L-BFGS (a skip chain: BP that did not converge)."""
         return []

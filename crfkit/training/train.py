@@ -288,6 +288,8 @@ def _budget(options: TrainOptions, *, devel: bool = False) -> MemoryBudget:
         rows = min(numba.get_num_threads(), N_BLOCKS)
     elif options.algo.startswith("rprop"):  # x, its previous value, steps, g, previous g
         vectors, rows = 7, min(numba.get_num_threads(), N_BLOCKS)
+    elif options.algo == "bcd":  # x, its kept copy, g, the factors, the returned weights
+        vectors, rows = 5, min(numba.get_num_threads(), N_BLOCKS)
     else:
         vectors, rows = 3, 0
     return MemoryBudget(limit, vectors + (2 if devel else 0), rows, process_memory()[1])

@@ -18,6 +18,7 @@ from crfkit.errors import UsageError
 from crfkit.model.types import MODEL_TYPES
 from crfkit.model.types import model_type as model_type_row
 from crfkit.optim import sgd
+from crfkit.optim.bcd import DEFAULT_KAPPA
 from crfkit.optim.optimality import L1_GTOL
 from crfkit.optim.options import CALIBRATION_NAMES
 from crfkit.structures import named
@@ -55,7 +56,8 @@ ALGORITHM_TERMS = {"l-bfgs": Terms(tuple(MODEL_TYPES), True, True),
                    "l2sgd": Terms(_ONLINE_TYPES, False, True),
                    "pa": Terms(_ONLINE_TYPES, False, False),
                    "arow": Terms(_ONLINE_TYPES, False, False),
-                   "mira": Terms(_ONLINE_TYPES, False, False)}
+                   "mira": Terms(_ONLINE_TYPES, False, False),
+                   "bcd": Terms(("crf",), True, True)}
 
 
 @dataclass
@@ -121,6 +123,8 @@ class TrainOptions:
     gamma: float = 1.0  # arow: loss / change trade-off
     mira_c: float = 1.0  # mira: cap on each sequence's sum of steps (CRF++'s -c)
     shrinking_size: int = 20  # mira: epochs decoded right before a sequence is skipped
+    kappa: float = DEFAULT_KAPPA  # bcd: scale of each block's curvature bound
+    sparse: bool = False  # Wapiti's --sparse: accepted, changes nothing (not recorded)
 
     def __post_init__(self) -> None:
         defaults = {**GENERAL_DEFAULTS, **ALGORITHM_DEFAULTS.get(self.algo, {})}
@@ -196,6 +200,7 @@ _RULES: tuple[Callable[[TrainOptions], str | None], ...] = (
     lambda o: _positive("--mira-c/--cost", o.mira_c),
     lambda o: None if o.shrinking_size >= 1 else
     f"-H/--shrinking-size must be >= 1, got {o.shrinking_size}",
+    lambda o: _positive("--kappa", o.kappa),
     lambda o: "-a l2sgd needs -2/--rho2 > 0"
     if o.algo == "l2sgd" and o.rho2 is not None and not o.rho2 > 0 else None,
 )
@@ -274,14 +279,15 @@ class Problem:
 
 # Options that only some algorithms read: recorded only for those.
 _RPROP = ("rprop", "rprop+", "rprop-")
-_ALGORITHM_OPTIONS = {"rho1": ("l-bfgs", "sgd-l1", *_RPROP), "rho2": ("l-bfgs", "l2sgd", *_RPROP),
+_ALGORITHM_OPTIONS = {"rho1": ("l-bfgs", "sgd-l1", "bcd", *_RPROP),
+                      "rho2": ("l-bfgs", "l2sgd", "bcd", *_RPROP),
                       "history": ("l-bfgs",), "eta0": ("sgd-l1",), "alpha": ("sgd-l1",),
                       **{key: _RPROP for key in
                          ("stpmin", "stpmax", "stpinc", "stpdec", "rprop_cutoff")},
                       "seed": ("sgd-l1", "ap", "l2sgd", "pa", "arow"),
                       "pa_type": ("pa",), "pa_c": ("pa",), "error_sensitive": ("pa",),
                       "averaging": ("pa",), "variance": ("arow",), "gamma": ("arow",),
-                      "mira_c": ("mira",), "shrinking_size": ("mira",)}
+                      "mira_c": ("mira",), "shrinking_size": ("mira",), "kappa": ("bcd",)}
 
 
 def recorded_options(options: TrainOptions, model_type: str, *, devel: bool,
@@ -308,7 +314,7 @@ def recorded_options(options: TrainOptions, model_type: str, *, devel: bool,
     unused += ("save_state", "restore_state")
     # read by OWL-QN only (L2 and other algorithms' files stay what they were)
     unused += ("l1_gtol",) if options.rho1 == 0 or options.algo != "l-bfgs" else ()
-    for key in ("nthread", "rand_drawn", *unused):
+    for key in ("nthread", "rand_drawn", "sparse", *unused):
         del recorded[key]
     for key, algorithms in _ALGORITHM_OPTIONS.items():
         if options.algo not in algorithms:

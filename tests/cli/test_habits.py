@@ -44,12 +44,9 @@ ROWS = [
     (["train", "-T", "crf", "--me", "-p", PAT, "x"], "-T maxent"),
     (["label", "--me", "-m", "m", "x"], "reads the type from the model"),
     (["tune", "-p", PAT, "-w", "5", "x"], "--devel-patience"),
-    (["train", "-a", "bcd", "-p", PAT, "x"], "bcd is not available"),
     (["train", "--histsz", "8", "-p", PAT, "x"], "--history N"),
-    (["train", "--kappa", "1.5", "-p", PAT, "x"], "bcd's"),
     (["train", "-a", "rprop", "--cutoff", "-p", PAT, "x"], "--rprop-cutoff"),
     (["train", "-p", PAT, "--cutoff", "x"], "--rprop-cutoff"),
-    (["train", "-s", "-p", PAT, "x"], "--sparse"),
     (["train", "-j", "64", "-p", PAT, "x"], "--jobsize"),
     # CRFsuite learn and tag
     (["learn", "-m", "m", "data"], "crfkit train"),

@@ -61,7 +61,7 @@ def test_lists_of_algorithms_and_types(corpus):
     result = train_ok("-a", "list", str(corpus["train"]), str(out))
     assert [line.split()[0] for line in result.stdout.splitlines()] == [
         "l-bfgs", "sgd-l1", "ap", "l2sgd", "pa", "arow", "mira", "rprop", "rprop+",
-        "rprop-"]
+        "rprop-", "bcd"]
     result = train_ok("-T", "list")
     assert [line.split()[0] for line in result.stdout.splitlines()] == ["crf", "memm", "maxent",
                                                                         "skipchain"]

@@ -17,7 +17,7 @@ from crfkit.space import Dataset, merge_spaces
 from crfkit.structures.base import Corpus, DecodeRequest, Kernels, Structure
 
 # compile seconds of each kernel group (README's 2-core machine; first run, empty cache)
-CRF, LOCAL, SGD, PERCEPTRON, DEVEL, ONLINE, DECODE, MIRA = 7, 4, 9, 5, 4, 6, 11, 5
+CRF, LOCAL, SGD, PERCEPTRON, DEVEL, ONLINE, DECODE, MIRA, BCD = 7, 4, 9, 5, 4, 6, 11, 5, 8
 
 
 class Chain(Structure):
@@ -67,6 +67,11 @@ class Chain(Structure):
 
         return OnlineEpochs(corpus.space, corpus.data, corpus.frozen)
 
+    def coordinate_blocks(self, corpus: Corpus) -> object | None:
+        from crfkit.kernels.bcd import BlockDescent
+
+        return BlockDescent(corpus.space, corpus.data, corpus.empirical)
+
     def decode(self, model: Weighted, data: Dataset, request: DecodeRequest) -> Decoded:
         r = request
         if not (r.kernels or r.nbest > 1 or r.log_z or r.marginals or r.posterior) \
@@ -105,6 +110,8 @@ class Chain(Structure):
             yield ONLINE, lambda: _online(algo)
         elif algo == "mira":
             yield MIRA, _mira
+        elif algo == "bcd":
+            yield BCD, _bcd
         if devel:
             yield DEVEL, _devel
 
@@ -159,3 +166,9 @@ def _devel() -> list[tuple[object, ...]]:
     from crfkit.kernels import decoder
 
     return [(decoder.decode_block,)]
+
+
+def _bcd() -> list[tuple[object, ...]]:
+    from crfkit.kernels import bcd
+
+    return [(bcd.sweep,), (bcd.occurrence_index,)]

@@ -68,6 +68,8 @@ class SkipChain(Chain):
         return meta.get("type") == cls.name
 
     def refuse(self, setting: Setting) -> None:
+        if setting.algo == "bcd":
+            raise UsageError("-a bcd trains linear chains: train skip-chain models with -a l-bfgs")
         if setting.command == "tune":
             raise UsageError("crfkit tune does not train skip-chain models (s: patterns) yet: "
                              "train them with crfkit train -2 X")
