@@ -39,6 +39,7 @@ import numpy as np
 from numba import njit
 
 from crfkit.config import JIT
+from crfkit.kernels.scaled import shared_row
 
 
 @njit(**JIT)
@@ -109,15 +110,7 @@ def forward_row(alpha, expu, t, M, L):
 @njit(**JIT)
 def forward_row_shared(alpha, expu, t, MT, L):
     """alpha[t] from alpha[t-1] through the shared transition factors, given transposed."""
-    total = 0.0
-    for b in range(L):
-        acc = 0.0
-        for a in range(L):
-            acc += MT[b, a] * alpha[t - 1, a]
-        v = acc * expu[t, b]
-        alpha[t, b] = v
-        total += v
-    normalise_row(alpha[t], total)
+    normalise_row(alpha[t], shared_row(alpha, expu, t, MT, L))
 
 
 @njit(**JIT)

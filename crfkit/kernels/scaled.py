@@ -151,14 +151,21 @@ def shared_forward(expu, MT, T, L, alpha, scale):
     transpose ``MT``: alpha[t, b] is then a dot product of two contiguous rows."""
     forward_start(expu, L, alpha, scale)
     for t in range(1, T):
-        s = 0.0
-        for b in range(L):
-            acc = 0.0
-            for a in range(L):
-                acc += MT[b, a] * alpha[t - 1, a]
-            v = acc * expu[t, b]
-            alpha[t, b] = v
-            s += v
-        if not rescale(alpha, t, L, scale, s):
+        if not rescale(alpha, t, L, scale, shared_row(alpha, expu, t, MT, L)):
             return False
     return True
+
+
+@njit(inline="always", **JIT)
+def shared_row(alpha, expu, t, MT, L):
+    """alpha[t] = (alpha[t-1] through the shared transition factors MT, transposed) times
+    token t's unigram factors, unscaled; returns the row's sum."""
+    s = 0.0
+    for b in range(L):
+        acc = 0.0
+        for a in range(L):
+            acc += MT[b, a] * alpha[t - 1, a]
+        v = acc * expu[t, b]
+        alpha[t, b] = v
+        s += v
+    return s
