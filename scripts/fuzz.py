@@ -566,6 +566,22 @@ def train_base_models() -> list[bytes]:
     return [m.to_bytes() for m in models]
 
 
+def fresh_base_models(tmp: Path) -> list[bytes]:
+    """:func:`train_base_models` in a new interpreter. The bases' bits must not depend on
+    what this process ran before: a Numba reduction compiled for one array layout can serve
+    another, so the first specialisation a process made can move a weight's last bit."""
+    import subprocess
+
+    code = ("import runpy, sys; from pathlib import Path; "
+            "m = runpy.run_path(sys.argv[1]); "
+            "[Path(sys.argv[2], str(i)).write_bytes(b) "
+            "for i, b in enumerate(m['train_base_models']())]")
+    out = tmp / "bases"
+    out.mkdir(parents=True, exist_ok=True)
+    subprocess.run([sys.executable, "-c", code, __file__, str(out)], check=True)
+    return [(out / str(i)).read_bytes() for i in range(len(list(out.iterdir())))]
+
+
 class ModelTarget:
     name = "model"
 
@@ -574,7 +590,7 @@ class ModelTarget:
         from crfkit.io.reader import read_sequences
 
         self.tmp = tmp
-        self.bases = train_base_models()
+        self.bases = fresh_base_models(tmp)
         self.decoded = [fileformat.loads(b) for b in self.bases]
         self.headers = [_split_container(b) for b in self.bases]
         test = list(itertools.islice(read_sequences(ROOT / "data/address-test.txt"), 4))
