@@ -627,7 +627,7 @@ class ModelTarget:
         return st.fixed_dictionaries({
             "mode": st.sampled_from(["bytes", "magic", "truncate", "flip", "flip_crc",
                                      "flip_crc_header", "header", "header", "version",
-                                     *["structured"] * 7]),
+                                     *["structured"] * 7, *["weights"] * 3]),
             "base": base,
             "raw": raw_ops,
             "cut": st.integers(0, 1 << 24),
@@ -663,7 +663,22 @@ class ModelTarget:
             return with_crc(patched[:-4]) if case["cut"] % 2 else patched
         if mode == "header":
             return self.header_mutation(case)
+        if mode == "weights":
+            return self.weight_mutation(case)
         return self.structured_mutation(case)
+
+    def weight_mutation(self, case) -> bytes:
+        """A valid model with other weights (finite, up to +-16): the accepted side of the
+        target, whatever else the draws hit (their values depend on the process's loaded
+        modules, which Hypothesis reads constants from)."""
+        from crfkit.io import fileformat
+
+        meta, arrays = self.decoded[case["base"]]
+        arrays = {name: arr.copy() for name, arr in arrays.items()}
+        weights = arrays["weights"]
+        for pos, value, _ in case["raw"]:
+            weights[pos % weights.size] = (value - 128) / 8.0
+        return fileformat.dumps(meta, arrays)
 
     def header_mutation(self, case) -> bytes:
         prefix, header, payload = self.headers[case["base"]]
