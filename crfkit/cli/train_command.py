@@ -32,7 +32,6 @@ from crfkit.errors import CrfkitError, UsageError
 from crfkit.io import shipped
 from crfkit.optim.options import (
     BCD_OPTIONS,
-    CALIBRATION_NAMES,
     CALIBRATION_OPTIONS,
     L1_GTOL,
     LBFGS_OPTIONS,
@@ -42,6 +41,7 @@ from crfkit.optim.options import (
     SGD_OPTIONS,
     WAPITI_OPTIMISER_OPTIONS,
 )
+from crfkit.options import Option
 from crfkit.progress import Progress
 from crfkit.structures import STRUCTURE, declared_train_options
 from crfkit.training.run_options import OBJECTIVE_OPTIONS, STOP_ON_ERROR_OPTIONS
@@ -239,23 +239,25 @@ def _given(o: SimpleNamespace) -> dict[str, Any]:
     given = {"algo": o.algo, "model_type": o.model_type, "likely": o.likely,
              "likely_after": o.likely_after, "rho1": o.rho1, "rho2": o.rho2,
              "maxiter": o.maxiter, "stopeps": o.stopeps, "stopwin": o.stopwin,
-             "l1_gtol": o.l1_gtol, "cutoff": o.cutoff,
-             "nthread": o.nthread, "history": o.history, "linesearch": o.linesearch,
-             "max_linesearch": o.max_linesearch, "eta0": o.eta0, "alpha": o.alpha,
-             **{name: getattr(o, name) for name in CALIBRATION_NAMES},
-             "seed": o.seed, "devel_patience": o.devel_patience,
-             **{option.name: getattr(o, option.name) for option in STOP_ON_ERROR_OPTIONS},
+             "cutoff": o.cutoff, "nthread": o.nthread, "devel_patience": o.devel_patience,
              "keep_best_devel": o.keep_best_devel or None, "compact": o.compact or None,
              "all_features": o.all_features or None, "all_labels": o.all_labels or None,
              "max_memory": None if o.max_memory is None else parse_size(o.max_memory),
              "structure": structure_values(vars(o), train_options()),
-             "pa_type": o.pa_type, "pa_c": o.pa_c, "variance": o.variance, "gamma": o.gamma,
-             "mira_c": o.mira_c, "shrinking_size": o.shrinking_size,
-             **{option.name: getattr(o, option.name) if option.kind is not None
-                else getattr(o, option.name) or None  # a flag not given: None, as the others
-                for option in (*RPROP_OPTIONS, *WAPITI_OPTIMISER_OPTIONS)},
-             "kappa": o.kappa, "sparse": o.sparse or None}
+             **_declared_values(o, ALGORITHM_OPTIONS)}
     return given
+
+
+# the algorithms' declared options (crfkit.optim.options), read as TrainOptions' fields
+ALGORITHM_OPTIONS = (L1_GTOL, *SGD_OPTIONS, *LBFGS_OPTIONS, *CALIBRATION_OPTIONS,
+                     *ONLINE_OPTIONS, *MIRA_OPTIONS, *RPROP_OPTIONS, *WAPITI_OPTIMISER_OPTIONS,
+                     *BCD_OPTIONS, *STOP_ON_ERROR_OPTIONS)
+
+
+def _declared_values(o: SimpleNamespace, declared: tuple[Option, ...]) -> dict[str, Any]:
+    """The values of declared options, None where not given (a flag left off: None too)."""
+    return {d.name: getattr(o, d.name) if d.kind is not None else getattr(o, d.name) or None
+            for d in declared}
 
 
 def _rho2_of(rho2: float | None, cost: float | None) -> float | None:
