@@ -9,6 +9,8 @@ stops on it and keeps them (the manual gives the measurements behind these defau
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 
 from crfkit.evaluation.scoring import evaluate
@@ -39,7 +41,11 @@ class Monitor:
         """
         self.progress = progress
         self.log = log
-        self.n_tokens = max(1, data.n_tokens)
+        self.data = data
+        # training tokens with one gold label (a label set is -1): those errors count on
+        self.counted = data.labels >= 0 if len(data.labels) == data.n_tokens else None
+        self.n_tokens = max(1, data.n_tokens if self.counted is None
+                            else int(np.count_nonzero(self.counted)))
         self.n_seqs = max(1, data.n_seqs)
         self.model_type = model_type
         self.corpus = corpus
@@ -73,8 +79,9 @@ class Monitor:
             elif self.patience and info.it - self.best_iteration >= self.patience:
                 stop = (f"no development F1 improvement for {self.patience} iterations "
                         f"(best {self.best_f1:.2f} at iteration {self.best_iteration})")
-        token_error = max(info.token_errors, 0) / self.n_tokens
-        sequence_error = max(info.sequence_errors, 0) / self.n_seqs
+        token_errors, sequence_errors = self.training_errors(info)
+        token_error = token_errors / self.n_tokens
+        sequence_error = sequence_errors / self.n_seqs
         stop = stop or self.stable(error if self.devel is not None else 100.0 * token_error)
         self.progress.iteration(info.it, info.f, token_error, sequence_error, info.seconds, extra)
         if self.log is not None:
@@ -82,17 +89,52 @@ class Monitor:
                                     (error, f1) if self.devel is not None else None))
         return stop
 
+    def training_errors(self, info: Iteration) -> tuple[int, int]:
+        """The training token and sequence errors of an iteration: those the algorithm
+        counted, else (a latent objective, label sets) those of decoding the training
+        sequences as ``label`` does, at the tokens with one gold label."""
+        if info.token_errors >= 0 or self.counted is None or not self.data.n_tokens:
+            return max(info.token_errors, 0), max(info.sequence_errors, 0)
+        data = self.data
+        errors = counted_errors(self.decode(info.x, data), data.labels, self.counted,
+                                data.seq_ptr)
+        return errors.tokens, errors.sequences
+
+    def decode(self, x: np.ndarray, data: Dataset) -> np.ndarray:
+        """The best label path of every sequence of ``data`` under weights x, flat."""
+        weights = Weights(self.corpus.space, x, MODEL_TYPES[self.model_type].normalisation)
+        return self.structure.decode(weights, data, DecodeRequest()).paths[:, 0]
+
     def score(self, x: np.ndarray) -> tuple[float, float]:
         """Token error (%) and chunk F1 of the development set under weights x; tokens
         with a partial gold label are left out of both (:mod:`crfkit.evaluation.partial`)."""
         devel = self.devel
-        weights = Weights(self.corpus.space, x, MODEL_TYPES[self.model_type].normalisation)
-        ids = self.structure.decode(weights, devel, DecodeRequest()).paths[:, 0]
+        ids = self.decode(x, devel)
         report = evaluate(self.gold, split_tags(self.names[ids], devel.seq_ptr),
                           partial="skip")
-        known = self.known
-        error = 100.0 * float(np.mean(ids[known] != devel.labels[known])) if known.any() else 0.0
+        errors = counted_errors(ids, devel.labels, self.known, devel.seq_ptr)
+        error = 100.0 * errors.tokens / errors.counted if errors.counted else 0.0
         return error, report.f1
+
+
+@dataclass(frozen=True)
+class CountedErrors:
+    """Errors at the counted tokens (one gold label each): a sequence is wrong when one of
+    its counted tokens is; ``counted`` is how many tokens were counted."""
+
+    tokens: int
+    sequences: int
+    counted: int
+
+
+def counted_errors(predicted: np.ndarray, gold: np.ndarray, counted: np.ndarray,
+                   seq_ptr: np.ndarray) -> CountedErrors:
+    """The errors of a flat prediction against flat gold ids where ``counted`` is True (the
+    one rule of training and development scoring: a partial gold label is left out)."""
+    wrong = (predicted != gold) & counted
+    sequence_of = np.repeat(np.arange(len(seq_ptr) - 1), np.diff(seq_ptr))
+    return CountedErrors(int(wrong.sum()), len(np.unique(sequence_of[wrong])),
+                         int(np.count_nonzero(counted)))
 
 
 class StableError:
