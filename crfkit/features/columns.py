@@ -38,7 +38,9 @@ class TokenColumns:
     ``ids[c][t]`` is the id of token t's value in column c, ``distinct[c][i]``
     the value of id i (ids in order of first appearance). Only the columns
     asked for (that the corpus has) are there. ``n_columns`` is the corpus's
-    column count (0 when empty), ``first_line`` the line of its first token.
+    column count (0 when empty), ``first_line`` the line of its first token,
+    ``first_lines`` each sequence's (a token's line is its sequence's plus its
+    position: what an error names, once the rows are gone).
     """
 
     lengths: np.ndarray  # int64 (n_seqs,): tokens per sequence
@@ -46,6 +48,15 @@ class TokenColumns:
     distinct: dict[int, list[str]]
     n_columns: int = 0
     first_line: int = 0
+    first_lines: np.ndarray | None = None  # int64 (n_seqs,)
+
+    def line_of(self, token: int) -> int | None:
+        """The source line of a token (by its index in the corpus); None without lines."""
+        if self.first_lines is None:
+            return None
+        ends = np.cumsum(self.lengths)
+        s = int(np.searchsorted(ends, token, side="right"))
+        return int(self.first_lines[s]) + token - int(ends[s] - self.lengths[s])
 
     @property
     def n_seqs(self) -> int:
@@ -74,7 +85,9 @@ def columns_of(seqs: Seq[Sequence], wanted: Iterable[int]) -> TokenColumns:
     for c in _resolve(wanted, n_columns) if rows else {c for c in wanted if c >= 0}:
         ids[c], distinct[c] = intern_column(rows, c)
     first_line = seqs[0].lines[0] if len(seqs) and seqs[0].lines else 0
-    return TokenColumns(lengths, ids, distinct, n_columns, first_line)
+    first_lines = np.fromiter((s.lines[0] if s.lines else 0 for s in seqs), dtype=np.int64,
+                              count=len(seqs))
+    return TokenColumns(lengths, ids, distinct, n_columns, first_line, first_lines)
 
 
 def collect_columns(sequences: Iterable[Sequence], wanted: Iterable[int], *,
@@ -91,6 +104,7 @@ def collect_columns(sequences: Iterable[Sequence], wanted: Iterable[int], *,
         collector.check(seq)
         pending += seq.rows
         collector.lengths.append(len(seq.rows))
+        collector.first_lines.append(seq.lines[0])
         if len(pending) >= chunk_tokens:
             collector.add(pending)
             pending = []
@@ -109,6 +123,7 @@ class _Collector:
         self.n_columns = 0
         self.first_line = 0
         self.lengths: list[int] = []
+        self.first_lines: list[int] = []
         self.seen: dict[int, dict[str, int]] = {}
         self.first: dict[int, list[np.ndarray]] = {}
         self.n_tokens = 0
@@ -144,7 +159,8 @@ class _Collector:
             ids[c] = rank[first]
         distinct = {c: list(self.seen.pop(c)) for c in self.columns}
         return TokenColumns(np.array(self.lengths, dtype=np.int64), ids, distinct,
-                            self.n_columns, self.first_line)
+                            self.n_columns, self.first_line,
+                            np.array(self.first_lines, dtype=np.int64))
 
 
 def _resolve(wanted: Iterable[int], n_columns: int) -> list[int]:

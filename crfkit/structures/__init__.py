@@ -80,6 +80,16 @@ def choose(choice: Choice) -> Structure:
     return structure
 
 
+def for_label_sets(structure: Structure) -> Structure | None:
+    """The structure that trains ``structure``'s model from label sets (``?``, ``A|B``):
+    itself if it can, else the one registered to train in its place (the chain's: the
+    plain crf over label sets, whose model file is a chain's), else None."""
+    if structure.label_sets:
+        return structure
+    stand_in = next((c for c in structures() if c.label_sets_for == structure.name), None)
+    return None if stand_in is None else stand_in()
+
+
 def of_model(meta: Mapping[str, Any]) -> Structure:
     """The structure a model file header holds (the chain's files carry no mark)."""
     for cls in structures():

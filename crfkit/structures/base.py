@@ -37,7 +37,8 @@ class Corpus:
     ``x0``: the starting weights; ``frozen``: weights L-BFGS keeps at their start;
     ``part``: what the structure adds to the chain's encoding (a skip chain's graph);
     ``allowed``: the labels each token allows (n_tokens, L) where the annotation has label
-    sets (``?``, ``A|B``), None when every token has its one gold label."""
+    sets (``?``, ``A|B``), None when every token has its one gold label; ``first_lines``:
+    each sequence's first line in the source (what errors name once the rows are gone)."""
 
     featurizer: Featurizer
     space: FeatureSpace
@@ -49,6 +50,7 @@ class Corpus:
     part: object = None
     frozen: np.ndarray | None = None
     allowed: np.ndarray | None = None
+    first_lines: np.ndarray | None = None
 
 
 @dataclass(frozen=True)
@@ -95,6 +97,7 @@ class Setting:
     likely: bool = False
     all_features: bool = False
     all_labels: bool = False
+    label_sets: tuple[str, int | None] | None = None  # (file, line) of the first label set
 
 
 @dataclass(frozen=True)
@@ -161,6 +164,7 @@ class Structure(ABC):
     record_after: ClassVar[str] = ""   # recorded options: its entries after this key
     documents: ClassVar[bool] = False  # labels whole documents (one thread, never cut)
     label_sets: ClassVar[bool] = False  # trains from partial labels (? and A|B)
+    label_sets_for: ClassVar[str] = ""  # the structure it trains in place of on label sets
     needs_rows: ClassVar[bool] = False  # training keeps the rows and -DOCSTART- marks
 
     # -- choosing and refusing (one UsageError line each) --------------------------------
@@ -212,7 +216,8 @@ class Structure(ABC):
     def attach(self, corpus: Corpus, sequences: list[Sequence], starts: list[int],
                values: Mapping[str, Any], init: ModelView | None,
                progress: Progress) -> None:
-        """Add the structure's own part to an encoded corpus (``corpus.part``, weights)."""
+        """Add the structure's own part to an encoded corpus (``corpus.part``, weights).
+        ``sequences`` and ``starts`` (documents) are empty unless it ``needs_rows``."""
         return None  # nothing to refuse / add: the chain's behaviour
 
     # -- optimising ----------------------------------------------------------------------------

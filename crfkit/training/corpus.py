@@ -83,9 +83,8 @@ def encode_training(patterns: list[Pattern], sequences: list[Sequence] | TokenCo
     structure = structure or named("chain")
     columns, rows = _training_columns(patterns, sequences, source, init)
     n_token_columns = columns.n_columns - 1
-    sets = partial_gold(columns.distinct[n_token_columns], columns.ids[n_token_columns],
-                        [] if init is None else list(init.labels), lengths=columns.lengths,
-                        rows=rows, source=source, label_sets=structure.label_sets)
+    sets = partial_gold(columns, n_token_columns, [] if init is None else list(init.labels),
+                        source=source, label_sets=structure.label_sets)
     labels, y, allowed = sets if sets is not None else (*_gold(columns, n_token_columns,
                                                                init), None)
     tables = None
@@ -93,6 +92,7 @@ def encode_training(patterns: list[Pattern], sequences: list[Sequence] | TokenCo
         tables = [StringTable(t.strings) for t in init.featurizer.tables]
     featurizer = Featurizer(patterns, tables=tables)
     pos, components = featurizer.components_of(columns, grow=True)
+    first_lines = columns.first_lines
     del columns, sequences  # the interned columns live on in components
     obs = featurizer.build_vocab(components, cutoff=cutoff)
     del components
@@ -114,7 +114,7 @@ def encode_training(patterns: list[Pattern], sequences: list[Sequence] | TokenCo
     if tok_val is not None:  # %v patterns: the gold totals are sums of values
         empirical = valued_totals(space, data)
     return Corpus(featurizer, space, data, empirical, labels, n_token_columns, x0,
-                  allowed=allowed)
+                  allowed=allowed, first_lines=first_lines)
 
 
 def _first_order_space(featurizer: Featurizer, obs: np.ndarray, first: np.ndarray,

@@ -8,49 +8,56 @@ set naming any other is an error at its line, most likely a typo.
 
 from __future__ import annotations
 
-from collections.abc import Sequence as Seq
-
 import numpy as np
 
 from crfkit.errors import InputError
+from crfkit.features.columns import TokenColumns
 from crfkit.io.label_sets import is_partial, members
-from crfkit.io.reader import Sequence
 
 
-def partial_gold(gold: list[str], ids: np.ndarray, known: list[str], *, lengths: np.ndarray,
-                 rows: Seq[Sequence] | None, source: str, label_sets: bool
-                 ) -> tuple[list[str], np.ndarray, np.ndarray] | None:
-    """(labels, gold ids with -1 for sets, allowed (n_tokens, L)) of a label column with
-    sets (``gold``: its distinct values, ``ids``: each token's), None if it has none.
-    ``known``: the initial model's labels, first; ``rows`` give the error lines."""
+def first_label_set(gold: list[str], ids: np.ndarray) -> int | None:
+    """The index of the first token whose gold label is a set (None: every token has one
+    label); ``gold``: the label column's distinct values, ``ids``: each token's."""
     partial = np.array([is_partial(g) for g in gold], dtype=bool)
     if not partial.any():
         return None
-    first = int(np.flatnonzero(partial[ids])[0])
+    return int(np.flatnonzero(partial[ids])[0])
+
+
+def partial_gold(columns: TokenColumns, label_column: int, known: list[str], *,
+                 source: str, label_sets: bool
+                 ) -> tuple[list[str], np.ndarray, np.ndarray] | None:
+    """(labels, gold ids with -1 for sets, allowed (n_tokens, L)) of a label column with
+    sets, None if it has none. ``known``: the initial model's labels, first."""
+    gold, ids = columns.distinct[label_column], columns.ids[label_column]
+    first = first_label_set(gold, ids)
+    if first is None:
+        return None
     if not label_sets:
-        raise InputError(f"the label {gold[ids[first]]!r} is a label set: train with "
-                         f"--latent K to sum over the labels it allows (--latent 1: a plain "
-                         f"crf)", path=source, line=_line(rows, lengths, first))
+        raise InputError(f"the label {gold[ids[first]]!r} is a label set, which this model "
+                         f"structure does not train from (a plain crf and --latent K do)",
+                         path=source, line=columns.line_of(first))
+    partial = np.array([is_partial(g) for g in gold], dtype=bool)
     seen = set(known)
     labels = list(known) + [g for g in gold if not is_partial(g) and g not in seen]
     index = {label: i for i, label in enumerate(labels)}
     allowed_of = np.zeros((len(gold), len(labels)), dtype=bool)
     for i, g in enumerate(gold):
-        allowed_of[i] = _allowed(g, index, len(labels), rows, lengths, ids, i, source)
+        allowed_of[i] = _allowed(g, index, len(labels), columns, ids, i, source)
     y = np.array([-1 if p else index[g] for g, p in zip(gold, partial, strict=True)],
                  dtype=np.int32)
     return labels, y[ids], allowed_of[ids]
 
 
-def _allowed(label: str, index: dict[str, int], L: int, rows, lengths, ids, i: int,
-             source: str) -> np.ndarray:
+def _allowed(label: str, index: dict[str, int], L: int, columns: TokenColumns,
+             ids: np.ndarray, i: int, source: str) -> np.ndarray:
     """The allowed-label row of one distinct gold value."""
     row = np.zeros(L, dtype=bool)
     try:
         names = members(label)
     except ValueError as err:
         raise InputError(str(err), path=source,
-                         line=_line(rows, lengths, int(np.argmax(ids == i)))) from None
+                         line=columns.line_of(int(np.argmax(ids == i)))) from None
     if names is None:
         row[:] = True
         return row
@@ -58,18 +65,9 @@ def _allowed(label: str, index: dict[str, int], L: int, rows, lengths, ids, i: i
         if name not in index:
             raise InputError(f"the label set {label!r} names {name!r}, a label no token of "
                              f"the training data has alone", path=source,
-                             line=_line(rows, lengths, int(np.argmax(ids == i))))
+                             line=columns.line_of(int(np.argmax(ids == i))))
         row[index[name]] = True
     return row
-
-
-def _line(rows: Seq[Sequence] | None, lengths: np.ndarray, token: int) -> int | None:
-    """The line of a token (None when the corpus came without its rows)."""
-    if rows is None:
-        return None
-    ends = np.cumsum(lengths)
-    s = int(np.searchsorted(ends, token, side="right"))
-    return rows[s].lines[token - int(ends[s] - lengths[s])]
 
 
 def feature_tokens(obs: np.ndarray, first: np.ndarray, y: np.ndarray,

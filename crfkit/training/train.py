@@ -17,7 +17,7 @@ import numpy as np
 
 from crfkit.config import N_BLOCKS
 from crfkit.errors import UsageError
-from crfkit.features.columns import collect_columns
+from crfkit.features.columns import TokenColumns, collect_columns, columns_of
 from crfkit.features.patterns import Pattern
 from crfkit.features.strings import StringTable
 from crfkit.io.reader import Sequence
@@ -26,7 +26,7 @@ from crfkit.model.model import Model, compact
 from crfkit.model.types import DEFAULT_TYPE, MODEL_TYPES
 from crfkit.optim import INTERRUPTED, IterationHook, Result
 from crfkit.progress import Progress
-from crfkit.structures import choose, named
+from crfkit.structures import choose, for_label_sets, named
 from crfkit.structures.base import Choice, Setting, Structure
 from crfkit.training.algorithms import (
     ALGORITHMS,
@@ -44,6 +44,7 @@ from crfkit.training.corpus import (
     split_documents,
     training_columns,
 )
+from crfkit.training.gold import first_label_set
 from crfkit.training.jitcache import announce_compile
 from crfkit.training.memory import (
     Estimate,
@@ -90,12 +91,21 @@ def train(patterns: list[Pattern] | None, sequences: Iterable[Sequence],
         raise UsageError("--likely-features cannot be combined with -d/--devel or -m/--model")
     structure, model_type = resolve(options, init, patterns, devel=devel is not None)
     progress = progress or Progress(quiet=True)
-    patterns = _resolve_patterns(patterns, model_type, init, structure, progress)
+    given_patterns, patterns = patterns, _resolve_patterns(patterns, model_type, init,
+                                                           structure, progress)
+    started = time.perf_counter()
+    read = _read(patterns, sequences, structure, source, progress)
+    stand_in = _for_label_sets(structure, read, source, options, model_type,
+                               devel=devel is not None)
+    if stand_in is not structure:  # label sets: the plain crf over them, unasked
+        structure = stand_in
+        progress.message("* label sets (? and A|B) in the training data: training sums over "
+                         "the labellings they allow")
+        patterns = _resolve_patterns(given_patterns, model_type, init, structure, progress)
     announce_compile(progress, options.algo, model_type, devel is not None, structure)
     set_thread_count(options.nthread)
     budget = _budget(options, devel=devel is not None)
-    started = time.perf_counter()
-    corpus = _encode(patterns, sequences, options, model_type=model_type, init=init,
+    corpus = _encode(patterns, read, options, model_type=model_type, init=init,
                      budget=budget, source=source, progress=progress, structure=structure)
     space, data = corpus.space, corpus.data
     dev_set = None if devel is None else encode_devel(corpus, list(devel), devel_source)
@@ -137,11 +147,36 @@ def resolve(options: TrainOptions, init: Model | None, patterns: list[Pattern] |
     if model_type not in ALGORITHMS[options.algo].types:
         raise UsageError(f"-a {options.algo} cannot train a {model_type} model (it trains "
                          f"{', '.join(ALGORITHMS[options.algo].types)}); use -a l-bfgs")
-    structure.refuse(Setting(command, options.algo, model_type, options.structure, devel=devel,
-                             likely=options.likely is not None,
-                             all_features=options.all_features,
-                             all_labels=options.all_labels))
+    structure.refuse(_setting(options, model_type, command, devel))
     return structure, model_type
+
+
+def _setting(options: TrainOptions, model_type: str, command: str, devel: bool,
+             label_sets: tuple[str, int | None] | None = None) -> Setting:
+    """What the structure of a training may refuse."""
+    return Setting(command, options.algo, model_type, options.structure, devel=devel,
+                   likely=options.likely is not None, all_features=options.all_features,
+                   all_labels=options.all_labels, label_sets=label_sets)
+
+
+def _for_label_sets(structure: Structure, read: TokenColumns | tuple[list[Sequence], list[int]],
+                    source: str, options: TrainOptions, model_type: str, *,
+                    devel: bool) -> Structure:
+    """The structure that trains on the data read: the one chosen, unless the data has label
+    sets (``?``, ``A|B``) and another trains in its place (the registry's
+    :func:`~crfkit.structures.for_label_sets`); that one refuses what it cannot train, at
+    the first label set's line. A structure that cannot train from them refuses them when
+    the corpus is encoded."""
+    columns = read if isinstance(read, TokenColumns) else columns_of(read[0], [-1])
+    label = columns.n_columns - 1
+    first = None if label < 0 else first_label_set(columns.distinct[label],
+                                                   columns.ids[label])
+    stand_in = None if first is None else for_label_sets(structure)
+    if stand_in is None or stand_in is structure:
+        return structure
+    stand_in.refuse(_setting(options, model_type, "train", devel,
+                             label_sets=(source, columns.line_of(first))))
+    return stand_in
 
 
 def structure_of(model: Model) -> Structure:
@@ -225,20 +260,30 @@ def _optimise(problem: Problem, monitor: Monitor, progress: Progress,
     return run_with_likely_features(problem, monitor, run, progress)
 
 
-def _encode(patterns: list[Pattern], sequences: Iterable[Sequence], options: TrainOptions, *,
-            model_type: str, init: Model | None, budget: MemoryBudget, source: str,
-            progress: Progress, structure: Structure) -> Corpus:
+def _read(patterns: list[Pattern], sequences: Iterable[Sequence], structure: Structure,
+          source: str, progress: Progress) -> TokenColumns | tuple[list[Sequence], list[int]]:
+    """The training corpus as interned columns (the common case: no row outlives its
+    chunk), or its sequences and document starts for a structure that needs the rows."""
+    if not structure.needs_rows and not any(p.value for p in patterns):
+        progress.status("* reading, extracting and counting features")
+        return collect_columns((s for s in sequences if isinstance(s, Sequence)),
+                               training_columns(patterns), source=source)
+    return split_documents(sequences)  # -DOCSTART- items mark documents
+
+
+def _encode(patterns: list[Pattern], read: TokenColumns | tuple[list[Sequence], list[int]],
+            options: TrainOptions, *, model_type: str, init: Model | None,
+            budget: MemoryBudget, source: str, progress: Progress,
+            structure: Structure) -> Corpus:
     """The training corpus encoded for the kernels, its rows freed (or never all held)."""
     settings = {"cutoff": options.cutoff, "source": source, "model_type": model_type,
                 "init": init, "all_features": options.all_features,
                 "all_labels": options.all_labels, "budget": budget, "structure": structure}
-    if not structure.needs_rows and not any(p.value for p in patterns):
-        # The common case reads only interned columns: no row outlives its chunk.
-        progress.status("* reading, extracting and counting features")
-        columns = collect_columns((s for s in sequences if isinstance(s, Sequence)),
-                                  training_columns(patterns), source=source)
-        return encode_training(patterns, columns, **settings)
-    training, starts = split_documents(sequences)  # -DOCSTART- items mark documents
+    if isinstance(read, TokenColumns):
+        corpus = encode_training(patterns, read, **settings)
+        structure.attach(corpus, [], [], options.structure, init, progress)  # rows gone
+        return corpus
+    training, starts = read
     progress.status(f"* extracting and counting features of {len(training):,} sequences")
     corpus = encode_training(patterns, training, **settings)
     structure.attach(corpus, training, starts, options.structure, init, progress)

@@ -6,7 +6,8 @@
 The free pass is the chain's objective run on the state-level space with no gold counts
 (its kernels do not know states from labels); the clamped pass
 (:mod:`crfkit.structures.latent.clamped`) replaces the constant gold counts of a fully
-observed chain. Non-convex for K > 1; for K = 1 with label sets, convex (Tsuboi et al.).
+observed chain. Non-convex for K > 1, and for K = 1 once a token allows several labels
+(a difference of two log-partition functions; Tsuboi et al.).
 """
 
 from __future__ import annotations

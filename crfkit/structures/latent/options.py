@@ -10,9 +10,9 @@ DECODE_MODES = ("states", "labels")
 
 LATENT = Option(
     "latent", ("--latent",), None,
-    "Hidden states per label (a latent-dynamic crf; 1: a plain crf). Needed to train from "
-    "label sets (? and A|B in the label column). The objective is non-convex for K > 1: a "
-    "run is reproducible for its --latent-seed  [default: 1]", int,
+    "Hidden states per label (a latent-dynamic crf; 1: a plain crf). Label sets (? and A|B "
+    "in the label column) train without it, as with --latent 1. The objective is "
+    "non-convex for K > 1: a run is reproducible for its --latent-seed  [default: 1]", int,
     "K", check=lambda v: None if v is None or v >= 1 else f"--latent must be >= 1, got {v}")
 LATENT_SEED = Option(
     "latent_seed", ("--latent-seed",), 0,

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 
-from crfkit.errors import UsageError
+from crfkit.errors import InputError, UsageError
 from crfkit.kernels.decoded import Decoded, Weighted
 from crfkit.space import Dataset, merge_spaces
 from crfkit.structures.base import (
@@ -51,7 +51,8 @@ class Latent(Chain):
     title: ClassVar[str] = "latent-dynamic chain"
     train_options, label_options = TRAIN_OPTIONS, LABEL_OPTIONS
     label_sets: ClassVar[bool] = True
-    needs_rows: ClassVar[bool] = True  # the rows' line numbers name a sequence with no path
+    # a chain's training on label sets is this one's at K = 1 (the same model file)
+    label_sets_for: ClassVar[str] = "chain"
     record_after: ClassVar[str] = "model_type"
 
     def __init__(self) -> None:
@@ -76,6 +77,8 @@ class Latent(Chain):
         self._take(setting.values)
         if setting.command == "dask":
             raise UsageError("--latent is not available with --dask")
+        if setting.label_sets is not None and not self.K_given:
+            self._refuse_for_label_sets(setting, *setting.label_sets)
         if setting.model_type != "crf":
             raise UsageError(f"a {setting.model_type} model has no hidden states: --latent "
                              f"trains a crf (drop -T/--type)")
@@ -85,13 +88,30 @@ class Latent(Chain):
         if setting.likely:
             raise UsageError("--likely-features trains a first-order crf: not with --latent")
 
+    @staticmethod
+    def _refuse_for_label_sets(setting: Setting, path: str, line: int | None) -> None:
+        """In the chain's place (no --latent): what cannot train from the data's label
+        sets, refused at the first one."""
+        if setting.algo not in ("l-bfgs", "sgd-l1"):
+            raise InputError(f"a label set (? or A|B): -a {setting.algo} cannot train from "
+                             f"label sets; use -a l-bfgs (with -1 for L1) or -a sgd-l1",
+                             path=path, line=line)
+        if setting.model_type != "crf":
+            raise InputError(f"a label set (? or A|B): a {setting.model_type} model cannot "
+                             f"train from label sets; train a crf (drop -T/--type)",
+                             path=path, line=line)
+        if setting.likely:
+            raise InputError("a label set (? or A|B): --likely-features cannot train from "
+                             "label sets", path=path, line=line)
+
     # -- encoding ----------------------------------------------------------------------------
     def patterns(self, patterns, progress):
         observed = [p for p in patterns if p.has_bigram and not p.is_constant]
         if observed:
             p = observed[0]
+            model = "a latent-dynamic model" if self.K_given else "training on label sets"
             raise UsageError(f"pattern {p.text!r} (line {p.line}) has observation bigrams: "
-                             f"a latent-dynamic model takes u patterns and a bare B")
+                             f"{model} takes u patterns and a bare B")
         return super().patterns(patterns, progress)
 
     def encode_space(self, space, empirical, enc):
@@ -125,7 +145,8 @@ class Latent(Chain):
         if allowed is None:
             allowed = np.zeros((corpus.data.n_tokens, len(corpus.labels)), dtype=bool)
             allowed[np.arange(corpus.data.n_tokens), corpus.data.labels] = True
-        lines = [seq.lines[0] for seq in sequences]
+        lines = (corpus.first_lines if corpus.first_lines is not None
+                 else [seq.lines[0] for seq in sequences])
         corpus.part = LatentPart(allowed, self.K, lines)
         if init is None and self.K > 1:
             corpus.x0 = corpus.x0 + perturbation(len(corpus.x0), int(values.get(

@@ -1,0 +1,37 @@
+"""Training on label sets (? and A|B) without --latent: the plain crf over them, unasked."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.helpers import CHUNK_TRAIN, one_error_line, run
+
+PATTERNS = "U00:%x[0,0]\nU01:%x[0,1]\nB\n"
+PARTIAL = CHUNK_TRAIN.replace("cat NN I-NP", "cat NN ?").replace("ran VBD B-VP", "ran VBD B-VP|O")
+
+
+@pytest.mark.parametrize("algo", [["-i", 5], ["-i", 5, "-1", 0.1], ["-a", "sgd-l1", "-i", 3]])
+def test_a_plain_training_on_label_sets_is_latent_1_byte_for_byte(tmp_path, algo):
+    (tmp_path / "p.pat").write_text(PATTERNS)
+    (tmp_path / "t.txt").write_text(PARTIAL)
+    models, said = [], []
+    for latent in ([], ["--latent", 1]):
+        models.append(tmp_path / f"m{len(models)}.model")
+        result = run("train", "-p", tmp_path / "p.pat", *algo, *latent, tmp_path / "t.txt",
+                     models[-1])
+        assert result.exit_code == 0, result.stderr
+        said.append("* label sets" in result.stderr)
+    assert said == [True, False]  # the unasked run says why it sums
+    assert models[0].read_bytes() == models[1].read_bytes()
+
+
+@pytest.mark.parametrize("options, needle", [(["-a", "rprop"], "-a rprop"),
+                                             (["-a", "pa"], "-a pa"),
+                                             (["-T", "memm"], "memm")])
+def test_what_cannot_sum_over_label_sets_is_refused_at_the_first(tmp_path, options, needle):
+    (tmp_path / "p.pat").write_text(PATTERNS)
+    (tmp_path / "t.txt").write_text(PARTIAL)
+    result = run("train", *options, "-p", tmp_path / "p.pat", tmp_path / "t.txt",
+                 tmp_path / "m")
+    one_error_line(result, "t.txt:2:", needle, "label set")
+    assert not (tmp_path / "m").exists()
