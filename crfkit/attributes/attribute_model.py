@@ -37,7 +37,6 @@ import numpy as np
 from crfkit.attributes.encoder import AttributeEncoder
 from crfkit.errors import InputError, ModelFormatError
 from crfkit.io import fileformat
-from crfkit.io.label_sets import is_partial
 from crfkit.model.types import MODEL_TYPES
 from crfkit.space import Dataset, FeatureSpace, pointer
 
@@ -245,23 +244,23 @@ class AttributeTraining:
 
 def train(data: Dataset, labels: list[str], attributes: list[str], options,
           settings: AttributeTraining | None = None, *, progress=None,
-          log: list[dict] | None = None, on_weights=None,
-          holdout: bool = False) -> AttributeModel:
+          log: list[dict] | None = None, on_weights=None, holdout: bool = False,
+          first_lines: np.ndarray | None = None, path: str = "<input>") -> AttributeModel:
     """Train an attribute model on ``data`` (gold label ids in ``data.labels``, observation
     ``o`` named ``attributes[o]``) with ``options`` (a :class:`crfkit.training.train.TrainOptions`).
 
     ``data`` is renumbered by frequency in place (module docstring). ``on_weights``, if
     given, is called after every iteration with the model of the current weights;
     ``holdout``: it labels held-out data (so the compile notice counts the decoder).
+    Labels may be label sets (``?``, ``A|B``: :mod:`crfkit.attributes.label_sets`);
+    ``first_lines`` (each sequence's line in ``path``) place their errors.
     """
     from crfkit.kernels.blocks import set_thread_count
     from crfkit.progress import Progress
-    from crfkit.training.corpus import Corpus
     from crfkit.training.jitcache import announce_compile
-    from crfkit.training.train import ALGORITHMS, Monitor, Problem, recorded_options
+    from crfkit.training.train import ALGORITHMS, Monitor, recorded_options
     from crfkit.vectors import dot
 
-    refuse_label_sets(labels)
     settings = settings or AttributeTraining()
     options.validate()
     model_type = options.model_type or "crf"
@@ -271,17 +270,15 @@ def train(data: Dataset, labels: list[str], attributes: list[str], options,
     announce_compile(progress, options.algo, model_type, holdout, attributes=True)
     set_thread_count(options.nthread)
     attributes = frequency_order(data, attributes)
-    space, empirical, frozen = attribute_space(
-        data, len(attributes), len(labels), min_freq=settings.min_freq,
-        all_states=settings.all_states, all_transitions=settings.all_transitions,
-        label_pairs=MODEL_TYPES[model_type].label_pairs)
-    corpus = Corpus(None, space, data, empirical, labels, 0, np.zeros(space.n_weights),
-                    frozen=frozen)
+    problem, space = _problem(data, labels, len(attributes), options, settings, model_type,
+                              first_lines, path, progress)
+    labels = problem.corpus.labels
     progress.message(f"* {model_type}, {options.algo}: {data.n_seqs} sequences, "
                      f"{data.n_tokens} tokens, {len(labels)} labels, {len(attributes)} "
                      f"attributes, {space.n_weights} features"
                      f"{' (real-valued)' if data.tok_val is not None else ''}")
-    monitor = Monitor(progress, data, model_type=model_type, corpus=corpus, log=log)
+    monitor = Monitor(progress, data, model_type=model_type, corpus=problem.corpus, log=log,
+                      structure=problem.structure)
 
     def hook(info) -> str | None:
         asked = monitor(info)
@@ -295,7 +292,7 @@ def train(data: Dataset, labels: list[str], attributes: list[str], options,
             on_weights(AttributeModel(list(labels), attributes, space, info.x, model_type))
         return asked
 
-    result = ALGORITHMS[options.algo].run(Problem(model_type, corpus, options), hook)
+    result = ALGORITHMS[options.algo].run(problem, hook)
     progress.message(f"* stopped after {result.iterations} iterations: {result.reason}")
     info = {"algorithm": options.algo, "options": recorded_options(options, model_type,
                                                                    devel=False),
@@ -305,19 +302,43 @@ def train(data: Dataset, labels: list[str], attributes: list[str], options,
     return AttributeModel(list(labels), attributes, space, result.x.copy(), model_type, info)
 
 
-LABEL_SETS_UNSUPPORTED = ("attribute models (--format crfsuite, crfkit.sklearn) do not train "
-                          "from label sets yet: train from a column file with a pattern file")
+def _problem(data: Dataset, labels: list[str], n_obs: int, options, settings: AttributeTraining,
+             model_type: str, first_lines: np.ndarray | None, path: str, progress):
+    """The training problem of an attribute corpus, and its (label-level) feature space:
+    the chain's; with label sets, the registry's structure that sums over them
+    (:mod:`crfkit.attributes.label_sets`), on the same space."""
+    from crfkit.attributes.label_sets import feature_data, label_sets, pair_counts
+    from crfkit.structures import for_label_sets, named
+    from crfkit.structures.base import Encoding, Setting
+    from crfkit.training.corpus import Corpus
+    from crfkit.training.train import Problem
 
-
-def refuse_label_sets(labels: list[str], *, path: str | None = None,
-                      line: int | None = None) -> None:
-    """Refuse a partial label (``?``, ``A|B``) in training: attribute training has only
-    one gold label per token, and taking ``?`` for a label of its own would be silently
-    wrong."""
-    found = next((label for label in labels if is_partial(label)), None)
-    if found is not None:
-        raise InputError(f"the label {found!r} is a label set: {LABEL_SETS_UNSUPPORTED}",
-                         path=path, line=line)
+    sets = label_sets(data, labels, first_lines, path)
+    label_pairs = MODEL_TYPES[model_type].label_pairs
+    if sets is None:
+        space, empirical, frozen = attribute_space(
+            data, n_obs, len(labels), min_freq=settings.min_freq,
+            all_states=settings.all_states, all_transitions=settings.all_transitions,
+            label_pairs=label_pairs)
+        return Problem(model_type, Corpus(None, space, data, empirical, labels, 0,
+                                          np.zeros(space.n_weights), frozen=frozen),
+                       options), space
+    structure = for_label_sets(named("chain"))
+    structure.refuse(Setting("train", options.algo, model_type, {}, label_sets=sets.where))
+    space, _, _ = attribute_space(feature_data(data, sets), n_obs, len(sets.labels),
+                                  min_freq=settings.min_freq, all_states=settings.all_states,
+                                  label_pairs=label_pairs)
+    data.labels = sets.y
+    count = pair_counts(data, sets.allowed).ravel()
+    exists = ((count > 0) | settings.all_transitions) & (count >= settings.min_freq)
+    frozen = space.trans_offset + np.flatnonzero(~exists)
+    states, empirical = structure.encode_space(space, np.zeros(space.n_weights), Encoding(
+        None, None, None, sets.y, False))
+    corpus = Corpus(None, states, data, empirical, sets.labels, 0, np.zeros(space.n_weights),
+                    frozen=frozen if len(frozen) else None, allowed=sets.allowed,
+                    first_lines=first_lines)
+    structure.attach(corpus, [], [], {}, None, progress)
+    return Problem(model_type, corpus, options, structure), space
 
 
 def label_ids(y: Iterable[Iterable[str]], labels: list[str], lengths: np.ndarray, *,

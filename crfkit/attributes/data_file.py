@@ -9,8 +9,8 @@ The first unescaped ``:`` of a field separates the attribute from its value
 the name. The label field is read in labelling too (it is the gold label
 that ``crfkit label --format crfsuite`` writes next to its prediction); it may be a
 partial label, ``?`` or ``A|B`` (:mod:`crfkit.io.label_sets`), which labelling keeps
-as the gold label (``crfkit eval`` leaves it out) and training refuses, at its line,
-until attribute training sums over label sets. Errors
+as the gold label (``crfkit eval`` leaves it out) and training sums over the labels it
+allows (:mod:`crfkit.attributes.label_sets`). Errors
 name the file, line and column. The same attributes given to
 :class:`crfkit.sklearn.CRF` as ``{name: value}`` dicts give the same model:
 both paths go through :class:`crfkit.attributes.encoder.AttributeEncoder`.
@@ -147,9 +147,9 @@ def encode_file(path: str, vocab: dict[str, int], labels: list[str], *, grow: bo
 
 
 def encode_sequences(sequences: Iterable[Sequence], vocab: dict[str, int], labels: list[str],
-                     *, grow: bool, path: str = "-"):
-    """:func:`encode_file` of sequences already read (``path``: where they come from)."""
-    from crfkit.attributes.attribute_model import refuse_label_sets
+                     *, grow: bool, path: str = "-", first_lines: list[int] | None = None):
+    """:func:`encode_file` of sequences already read (``path``: where they come from;
+    ``first_lines``, if given, gets each sequence's line)."""
     from crfkit.attributes.encoder import AttributeEncoder
 
     encoder = AttributeEncoder(vocab, grow=grow)
@@ -157,10 +157,10 @@ def encode_sequences(sequences: Iterable[Sequence], vocab: dict[str, int], label
     gold = []
     for seq in sequences:
         encoder.end(encoder.add_pairs(seq.tokens))
-        for k, label in enumerate(seq.labels):
+        if first_lines is not None:
+            first_lines.append(seq.line)
+        for label in seq.labels:
             i = index.get(label)
-            if i is None and grow:
-                refuse_label_sets([label], path=path, line=seq.line + k)
             if i is None:
                 i = index[label] = len(labels)
                 labels.append(label)
@@ -189,13 +189,16 @@ def train_sequences(sequences: Iterable[Sequence], options, settings, *, progres
 
     vocab: dict[str, int] = {}
     labels = list(labels or [])
-    data = encode_sequences(sequences, vocab, labels, grow=True, path=path)
+    lines: list[int] = []
+    data = encode_sequences(sequences, vocab, labels, grow=True, path=path, first_lines=lines)
     names = [""] * len(vocab)
     for name, i in vocab.items():
         names[i] = name
     del vocab
     return train(data, labels, names, options, settings, progress=progress,
-                 on_weights=on_weights, holdout=on_weights is not None)
+                 on_weights=on_weights, holdout=on_weights is not None,
+                 first_lines=np.array(lines, dtype=np.int64),
+                 path="<stdin>" if path == "-" else path)
 
 
 def labels_in_order(sequences: Iterable[Sequence]) -> list[str]:

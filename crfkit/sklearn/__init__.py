@@ -139,7 +139,7 @@ class CRF(EstimatorParams):
             names[i] = name
         del vocab
         log: list[dict] = []
-        hook = _IterationScorer(log, None if X_dev is None else (X_dev, y_dev), labels)
+        hook = _IterationScorer(log, None if X_dev is None else (X_dev, y_dev))
         with threads(self.n_jobs):
             model = attrs.train(data, labels, names, options, settings,
                                 progress=_progress(self.verbose), log=log,
@@ -323,8 +323,8 @@ def _algorithm_options(crf: CRF, algorithm: str, options) -> None:
 class _IterationScorer:
     """After each iteration: sklearn-crfsuite's log keys, and the held-out evaluation."""
 
-    def __init__(self, log: list[dict], holdout, labels: list[str]) -> None:
-        self.log, self.labels = log, labels
+    def __init__(self, log: list[dict], holdout) -> None:
+        self.log = log
         self.X_dev, self.y_dev = (None, None) if holdout is None else \
             (list(holdout[0]), [list(s) for s in holdout[1]])
 
@@ -335,7 +335,8 @@ class _IterationScorer:
         add_schema(row, model.weights, self.log[-2]["seconds"] if len(self.log) > 1 else 0.0)
         if self.X_dev is not None:
             pred = Tagger(model).tag_many(self.X_dev)
-            row.update(holdout_scores(self.y_dev, pred, self.labels))
+            # the model's labels: label sets (? and A|B) in y are none of them
+            row.update(holdout_scores(self.y_dev, pred, model.labels))
 
 
 def not_fitted_error(message: str) -> Exception:

@@ -32,9 +32,10 @@ def test_fit_hands_the_strings_to_training(monkeypatch):
     assert seen["y"] == [["?", "N|V"]]
 
 
-def test_training_refuses_label_sets_until_attribute_training_sums_over_them():
-    with pytest.raises(ValueError, match="'\\?' is a label set"):
-        CRF(max_iterations=1).fit([[{"w": "a"}, {"w": "b"}]], [["N", None]])
+def test_training_sums_over_label_sets():
+    crf = CRF(max_iterations=3).fit([[{"w": "a"}, {"w": "b"}], [{"w": "b"}, {"w": "c"}]],
+                                    [["N", None], ["V", {"N", "V"}]])
+    assert sorted(crf.classes_) == ["N", "V"]  # None and the set are no labels of their own
 
 
 def test_holdout_scores_leave_partial_gold_tokens_out():
