@@ -311,6 +311,7 @@ def _problem(data: Dataset, labels: list[str], n_obs: int, options, settings: At
     from crfkit.structures import for_label_sets, named
     from crfkit.structures.base import Encoding, Setting
     from crfkit.training.corpus import Corpus
+    from crfkit.training.gold import set_only_warning
     from crfkit.training.train import Problem
 
     sets = label_sets(data, labels, first_lines, path)
@@ -325,6 +326,9 @@ def _problem(data: Dataset, labels: list[str], n_obs: int, options, settings: At
                        options), space
     structure = for_label_sets(named("chain"))
     structure.refuse(Setting("train", options.algo, model_type, {}, label_sets=sets.where))
+    warning = set_only_warning(sets.labels, sets.y, 0)
+    if warning is not None:
+        progress.warning(warning)
     space, _, _ = attribute_space(feature_data(data, sets), n_obs, len(sets.labels),
                                   min_freq=settings.min_freq, all_states=settings.all_states,
                                   label_pairs=label_pairs)

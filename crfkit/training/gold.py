@@ -2,8 +2,11 @@
 
 A token with a set has no one gold label (id -1) but a row of allowed labels; only a
 structure that sums over the allowed paths (``Structure.label_sets``) trains from them.
-The labels of a model are those that occur alone somewhere (and the initial model's): a
-set naming any other is an error at its line, most likely a typo.
+The labels of a model are those that occur alone somewhere (and the initial model's), then
+those that only sets name: such a label gets the features of its set tokens
+(:func:`feature_tokens`), so it has weights and labelling can give it (an annotation
+that marks one chunk type names the others only in the complement sets of the tokens
+outside it). Since it may as well be a typo, training names it (:func:`set_only_labels`).
 """
 
 from __future__ import annotations
@@ -38,36 +41,54 @@ def partial_gold(columns: TokenColumns, label_column: int, known: list[str], *,
                          f"structure does not train from (a plain crf and --latent K do)",
                          path=source, line=columns.line_of(first))
     partial = np.array([is_partial(g) for g in gold], dtype=bool)
+    named = [_members(g, columns, ids, i, source) if p else (g,)
+             for i, (g, p) in enumerate(zip(gold, partial, strict=True))]
     seen = set(known)
-    labels = list(known) + [g for g in gold if not is_partial(g) and g not in seen]
+    labels = list(known) + [g for g, p in zip(gold, partial, strict=True)
+                            if not p and g not in seen]
+    seen.update(labels)
+    labels += list(dict.fromkeys(n for names in named if names is not None for n in names
+                                 if n not in seen))
     index = {label: i for i, label in enumerate(labels)}
     allowed_of = np.zeros((len(gold), len(labels)), dtype=bool)
-    for i, g in enumerate(gold):
-        allowed_of[i] = _allowed(g, index, len(labels), columns, ids, i, source)
+    for i, names in enumerate(named):
+        if names is None:
+            allowed_of[i] = True
+        else:
+            allowed_of[i, [index[n] for n in names]] = True
     y = np.array([-1 if p else index[g] for g, p in zip(gold, partial, strict=True)],
                  dtype=np.int32)
     return labels, y[ids], allowed_of[ids]
 
 
-def _allowed(label: str, index: dict[str, int], L: int, columns: TokenColumns,
-             ids: np.ndarray, i: int, source: str) -> np.ndarray:
-    """The allowed-label row of one distinct gold value."""
-    row = np.zeros(L, dtype=bool)
+def _members(label: str, columns: TokenColumns, ids: np.ndarray, i: int,
+             source: str) -> tuple[str, ...] | None:
+    """The labels one distinct gold value allows (None: every label), a malformed set an
+    error at its first line."""
     try:
-        names = members(label)
+        return members(label)
     except ValueError as err:
         raise InputError(str(err), path=source,
                          line=columns.line_of(int(np.argmax(ids == i)))) from None
-    if names is None:
-        row[:] = True
-        return row
-    for name in names:
-        if name not in index:
-            raise InputError(f"the label set {label!r} names {name!r}, a label no token of "
-                             f"the training data has alone", path=source,
-                             line=columns.line_of(int(np.argmax(ids == i))))
-        row[index[name]] = True
-    return row
+
+
+def set_only_labels(labels: list[str], y: np.ndarray, n_known: int) -> list[str]:
+    """The labels past the first ``n_known`` (an initial model's) that no token has alone:
+    only label sets name them."""
+    alone = np.zeros(len(labels), dtype=bool)
+    alone[y[y >= 0]] = True
+    return [label for i, label in enumerate(labels) if i >= n_known and not alone[i]]
+
+
+def set_only_warning(labels: list[str], y: np.ndarray, n_known: int) -> str | None:
+    """The line that names the labels only label sets name (None: there are none)."""
+    only = set_only_labels(labels, y, n_known)
+    if not only:
+        return None
+    shown = ", ".join(map(repr, only[:5])) + (f" and {len(only) - 5} more" if len(only) > 5
+                                               else "")
+    return (f"only label sets name {shown} (no token has it alone: a typo?); a label of the "
+            f"model all the same")
 
 
 def feature_tokens(obs: np.ndarray, first: np.ndarray, y: np.ndarray,

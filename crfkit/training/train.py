@@ -44,7 +44,7 @@ from crfkit.training.corpus import (
     split_documents,
     training_columns,
 )
-from crfkit.training.gold import first_label_set
+from crfkit.training.gold import first_label_set, set_only_warning
 from crfkit.training.jitcache import announce_compile
 from crfkit.training.memory import (
     Estimate,
@@ -107,6 +107,8 @@ def train(patterns: list[Pattern] | None, sequences: Iterable[Sequence],
     budget = _budget(options, devel=devel is not None)
     corpus = _encode(patterns, read, options, model_type=model_type, init=init,
                      budget=budget, source=source, progress=progress, structure=structure)
+    if corpus.allowed is not None:
+        _name_set_only_labels(corpus, init, progress)
     space, data = corpus.space, corpus.data
     dev_set = None if devel is None else encode_devel(corpus, list(devel), devel_source)
     if dev_set is not None:
@@ -258,6 +260,15 @@ def _optimise(problem: Problem, monitor: Monitor, progress: Progress,
     from crfkit.training.likely_features import run_with_likely_features
 
     return run_with_likely_features(problem, monitor, run, progress)
+
+
+def _name_set_only_labels(corpus: Corpus, init: Model | None, progress: Progress) -> None:
+    """Warn of the labels that only label sets name (a typo, or an annotation that names a
+    label only in sets)."""
+    warning = set_only_warning(corpus.labels, corpus.data.labels,
+                               0 if init is None else len(init.labels))
+    if warning is not None:
+        progress.warning(warning)
 
 
 def _read(patterns: list[Pattern], sequences: Iterable[Sequence], structure: Structure,

@@ -35,3 +35,18 @@ def test_what_cannot_sum_over_label_sets_is_refused_at_the_first(tmp_path, optio
                  tmp_path / "m")
     one_error_line(result, "t.txt:2:", needle, "label set")
     assert not (tmp_path / "m").exists()
+
+
+def test_a_label_only_sets_name_is_named_and_learnt(tmp_path):
+    # C is no token's label alone, but the intersection of the sets on z: z is C
+    data = "a A\nb B\n\nd D\na A\n\nz B|C\n\nz C|D\n\nx ?\nz C|D\n"
+    (tmp_path / "p.pat").write_text("U00:%x[0,0]\nB\n")
+    (tmp_path / "t.txt").write_text(data)
+    model = tmp_path / "m.model"
+    result = run("train", "-p", tmp_path / "p.pat", "-i", 30, tmp_path / "t.txt", model)
+    assert result.exit_code == 0, result.stderr
+    warnings = [line for line in result.stderr.splitlines() if "warning" in line]
+    assert len(warnings) == 1 and "'C'" in warnings[0]
+    labelled = run("label", "-m", model, input="z\na\nb\n")
+    assert labelled.exit_code == 0, labelled.stderr
+    assert [line.split()[-1] for line in labelled.stdout.splitlines() if line] == ["C", "A", "B"]

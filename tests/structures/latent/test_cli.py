@@ -37,10 +37,10 @@ def test_label_sets_need_an_algorithm_that_sums_and_known_labels(tmp_path):
     result = run("train", "-a", "ap", "-p", tmp_path / "p.pat", tmp_path / "t.txt",
                  tmp_path / "m")
     one_error_line(result, "t.txt:2:", "-a ap", "label set")
-    (tmp_path / "t.txt").write_text(PARTIAL.replace("B-VP|O", "B-VP|B-XP"))
+    (tmp_path / "t.txt").write_text(PARTIAL.replace("B-VP|O", "B-VP||O"))
     result = run("train", "--latent", 2, "-p", tmp_path / "p.pat", tmp_path / "t.txt",
                  tmp_path / "m")
-    one_error_line(result, "t.txt:10:", "'B-XP'")
+    one_error_line(result, "t.txt:10:", "'B-VP||O'")
 
 
 def test_a_latent_model_labels_in_every_mode(tmp_path):
