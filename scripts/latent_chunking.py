@@ -2,13 +2,15 @@
 
     python scripts/latent_chunking.py timing [--iterations 5] [--rounds 2]
     python scripts/latent_chunking.py accuracy --latent 2 [--maxiter 300] [-2 RHO2]
+    python scripts/latent_chunking.py accuracy --order 2 [--patterns FILE]
 
 ``timing`` trains first order, ``--latent 2`` and ``--latent 3`` on the full training
 set with patterns/chunking.pat, alternating, and prints each one's median seconds per
 iteration (from the progress lines) and its ratio to first order's, beside K^2.
 ``accuracy`` holds out the last 10% of train.txt as a development set, trains on the rest
 keeping the weights of the best development F1 (the only choice made, on training data),
-labels test.txt and prints crfkit eval's summary line. ``--latent 1`` gives first order.
+labels test.txt and prints crfkit eval's summary line. ``--latent 1`` gives first order,
+``--order 2`` second order (no hidden states) on the same split and pattern file.
 """
 
 from __future__ import annotations
@@ -70,14 +72,16 @@ def accuracy(args: argparse.Namespace, work: Path) -> None:
     train, devel = work / "train90.txt", work / "devel10.txt"
     train.write_text("\n\n".join(blocks[:cut]) + "\n\n")
     devel.write_text("\n\n".join(blocks[cut:]) + "\n\n")
-    model = work / f"latent{args.latent}.model"
-    log = crfkit("train", "-p", str(PATTERNS / args.patterns), "--latent", str(args.latent),
-                 "--latent-seed", str(args.seed), "-2", str(args.rho2), "-i",
-                 str(args.maxiter), "-d", str(devel), "--keep-best-devel", str(train),
-                 str(model), log=work / f"latent{args.latent}.log")
+    name = f"order{args.order}" if args.order > 1 else f"latent{args.latent}"
+    structure = (["--order", str(args.order)] if args.order > 1 else
+                 ["--latent", str(args.latent), "--latent-seed", str(args.seed)])
+    model = work / f"{name}.model"
+    log = crfkit("train", "-p", str(PATTERNS / args.patterns), *structure, "-2", str(args.rho2),
+                 "-i", str(args.maxiter), "-d", str(devel), "--keep-best-devel", str(train),
+                 str(model), log=work / f"{name}.log")
     print("\n".join(line for line in log.splitlines() if line.startswith("*")))
     out = work / "test.out"
-    decode = ["--latent-decode", args.decode] if args.latent > 1 else []
+    decode = ["--latent-decode", args.decode] if args.latent > 1 and args.order == 1 else []
     crfkit("label", "-m", str(model), *decode, str(DATA / "test.txt"), str(out))
     print(crfkit("eval", str(out)).splitlines()[1])
 
@@ -89,6 +93,7 @@ def main() -> None:
     parser.add_argument("--iterations", type=int, default=5)
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--latent", type=int, default=2)
+    parser.add_argument("--order", type=int, default=1, choices=(1, 2))
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("-2", "--rho2", type=float, default=1.0)
     parser.add_argument("--maxiter", type=int, default=300)
