@@ -44,6 +44,11 @@ if TYPE_CHECKING:
     from crfkit.io.model_checker import ModelChecker
 
 CLAMPED = 5  # compile seconds of the clamped pass
+# the algorithms that sum over states and label sets: those that minimise the structure's
+# objective (l-bfgs, OWL-QN and rprop call it) and sgd-l1 (its epochs); the others need a
+# gold path (the online ones) or the gold counts of a chain (bcd)
+SUMMING = ("l-bfgs", "sgd-l1", "rprop", "rprop+", "rprop-")
+USE = "use -a l-bfgs (with -1 for L1), -a rprop or -a sgd-l1"
 
 
 class Latent(Chain):
@@ -77,25 +82,23 @@ class Latent(Chain):
         self._take(setting.values)
         if setting.command == "dask":
             raise UsageError("--latent is not available with --dask")
-        if setting.label_sets is not None and not self.K_given:
+        if setting.label_sets is not None:
             self._refuse_for_label_sets(setting, *setting.label_sets)
         if setting.model_type != "crf":
             raise UsageError(f"a {setting.model_type} model has no hidden states: --latent "
                              f"trains a crf (drop -T/--type)")
-        if setting.algo not in ("l-bfgs", "sgd-l1") and self.K > 1:
-            raise UsageError(f"-a {setting.algo} cannot train a latent-dynamic model; use "
-                             f"-a l-bfgs (with -1 for L1) or -a sgd-l1")
+        if setting.algo not in SUMMING and self.K > 1:
+            raise UsageError(f"-a {setting.algo} cannot train a latent-dynamic model; {USE}")
         if setting.likely:
             raise UsageError("--likely-features trains a first-order crf: not with --latent")
 
     @staticmethod
     def _refuse_for_label_sets(setting: Setting, path: str, line: int | None) -> None:
-        """In the chain's place (no --latent): what cannot train from the data's label
-        sets, refused at the first one."""
-        if setting.algo not in ("l-bfgs", "sgd-l1"):
+        """What cannot train from the data's label sets (with --latent K or in the chain's
+        place), refused at the first one."""
+        if setting.algo not in SUMMING:
             raise InputError(f"a label set (? or A|B): -a {setting.algo} cannot train from "
-                             f"label sets; use -a l-bfgs (with -1 for L1) or -a sgd-l1",
-                             path=path, line=line)
+                             f"label sets; {USE}", path=path, line=line)
         if setting.model_type != "crf":
             raise InputError(f"a label set (? or A|B): a {setting.model_type} model cannot "
                              f"train from label sets; train a crf (drop -T/--type)",
@@ -164,11 +167,15 @@ class Latent(Chain):
         part = corpus.part
         if part is None:
             return super().epochs(kind, corpus)
-        if kind != "sgd":
-            raise UsageError("label sets (? and A|B) train with -a l-bfgs or -a sgd-l1")
+        if kind != "sgd":  # refused before encoding (refuse): a guard
+            raise UsageError(f"label sets (? and A|B) and hidden states: {USE}")
         from crfkit.structures.latent.epochs import LatentSgdEpochs
 
         return LatentSgdEpochs(corpus.space, corpus.data, part.allowed, part.K, part.lines)
+
+    def coordinate_blocks(self, corpus: Corpus) -> object | None:
+        """The chain's bcd needs its gold counts: none over states or label sets."""
+        return super().coordinate_blocks(corpus) if corpus.part is None else None
 
     def recorded(self, values: Mapping[str, Any]) -> dict[str, Any]:
         if self.K == 1:
