@@ -178,6 +178,11 @@ class Structure(ABC):
         """Whether a model file header holds this structure."""
         return meta.get("structure") == cls.name
 
+    def continues(self, init: str, values: Mapping[str, Any]) -> bool:
+        """Whether, chosen by the options ``values``, it trains on from a model of the
+        structure named ``init`` (its own; one whose model is the same kind may say yes)."""
+        return init == self.name
+
     def continue_from(self, values: Mapping[str, Any]) -> None:
         """Refuse options that contradict an initial model of this structure."""
         return None  # nothing to refuse / add: the chain's behaviour

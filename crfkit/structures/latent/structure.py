@@ -71,6 +71,16 @@ class Latent(Chain):
         is the chain's training, model and file, bit for bit)."""
         return choice.values.get("latent") is not None or super().claims(choice)
 
+    def continues(self, init: str, values: Mapping[str, Any]) -> bool:
+        """A chain's model too at --latent 1 (a plain crf, the same model); not at K > 1."""
+        if init != self.label_sets_for:
+            return super().continues(init, values)
+        self._take(values)
+        if self.K > 1:
+            raise UsageError(f"the initial model is a linear chain (one state per label): it "
+                             f"cannot continue with --latent {self.K} (--latent 1 can)")
+        return True
+
     def continue_from(self, values: Mapping[str, Any]) -> None:
         self._take(values)
 
@@ -131,6 +141,8 @@ class Latent(Chain):
         if self.K_given and K != self.K:
             raise UsageError(f"the initial model has {K} states per label: it cannot "
                              f"continue with --latent {self.K}")
+        if K == 1 and not isinstance(space, LatentSpace):  # full labels: the chain's
+            return super().merge_init(space, empirical, init_space, init_weights)
         if K != self.K:  # --latent not given: the initial model's
             space, self.K = state_space(label_space(space, self.K), K), K
         merged, _, x0 = merge_spaces(space, np.zeros(space.n_weights), init_space,
