@@ -42,8 +42,6 @@ class Monitor:
         self.progress = progress
         self.log = log
         self.errors = TrainingErrors(data, corpus, model_type, structure)
-        self.model_type = model_type
-        self.corpus = corpus
         self.devel = None if devel is None else devel.data
         self.patience = patience
         self.stable = StableError(error_window, error_eps)
