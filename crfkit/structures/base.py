@@ -98,6 +98,7 @@ class Setting:
     all_features: bool = False
     all_labels: bool = False
     label_sets: tuple[str, int | None] | None = None  # (file, line) of the first label set
+    init: ModelView | None = None  # the initial model (train -m)
 
 
 @dataclass(frozen=True)

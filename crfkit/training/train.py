@@ -148,16 +148,17 @@ def resolve(options: TrainOptions, init: Model | None, patterns: list[Pattern] |
     if model_type not in ALGORITHMS[options.algo].types:
         raise UsageError(f"-a {options.algo} cannot train a {model_type} model (it trains "
                          f"{', '.join(ALGORITHMS[options.algo].types)}); use -a l-bfgs")
-    structure.refuse(_setting(options, model_type, command, devel))
+    structure.refuse(_setting(options, model_type, command, devel, init=init))
     return structure, model_type
 
 
 def _setting(options: TrainOptions, model_type: str, command: str, devel: bool,
-             label_sets: tuple[str, int | None] | None = None) -> Setting:
+             label_sets: tuple[str, int | None] | None = None,
+             init: Model | None = None) -> Setting:
     """What the structure of a training may refuse."""
     return Setting(command, options.algo, model_type, options.structure, devel=devel,
                    likely=options.likely is not None, all_features=options.all_features,
-                   all_labels=options.all_labels, label_sets=label_sets)
+                   all_labels=options.all_labels, label_sets=label_sets, init=init)
 
 
 def for_label_sets_in(structure: Structure, columns: TokenColumns, source: str,

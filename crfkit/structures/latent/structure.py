@@ -97,7 +97,9 @@ class Latent(Chain):
         if setting.model_type != "crf":
             raise UsageError(f"a {setting.model_type} model has no hidden states: --latent "
                              f"trains a crf (drop -T/--type)")
-        if setting.algo not in SUMMING and self.K > 1:
+        K = self.K if self.K_given or setting.init is None else getattr(
+            setting.init.space, "K", 1)  # -m without --latent: the initial model's
+        if setting.algo not in SUMMING and K > 1:
             raise UsageError(f"-a {setting.algo} cannot train a latent-dynamic model; {USE}")
         if setting.likely:
             raise UsageError("--likely-features trains a first-order crf: not with --latent")

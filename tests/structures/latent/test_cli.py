@@ -58,6 +58,8 @@ def test_a_latent_model_labels_in_every_mode(tmp_path):
     info = run("info", model).stdout
     assert "states:" in info and "2 per label, 8 in all" in info
     assert re.search(r"^labels:\s+4: ", info, re.M)
+    result = run("train", "-a", "ap", "-m", model, data, tmp_path / "again")
+    one_error_line(result, "-a ap cannot train a latent-dynamic model")  # its K, unsaid
     assert "B-NP#1" in run("dump", model).stdout
 
 
