@@ -72,10 +72,11 @@ def choose(choice: Choice) -> Structure:
                          f"{claimed[1].name}): give the options of one")
     structure = claimed[0]() if claimed else named("chain")
     if choice.init is not None:
-        if claimed and structure.name != choice.init:
+        if not claimed:
+            structure = named(choice.init)
+        elif not structure.continues(choice.init, choice.values):
             raise UsageError(f"the initial model is a {named(choice.init).title}: it cannot "
                              f"continue as a {structure.title}")
-        structure = named(choice.init)
         structure.continue_from(choice.values)
     return structure
 

@@ -98,6 +98,7 @@ class Setting:
     all_features: bool = False
     all_labels: bool = False
     label_sets: tuple[str, int | None] | None = None  # (file, line) of the first label set
+    init: ModelView | None = None  # the initial model (train -m)
 
 
 @dataclass(frozen=True)
@@ -177,6 +178,11 @@ class Structure(ABC):
     def recognises(cls, meta: Mapping[str, Any]) -> bool:
         """Whether a model file header holds this structure."""
         return meta.get("structure") == cls.name
+
+    def continues(self, init: str, values: Mapping[str, Any]) -> bool:
+        """Whether, chosen by the options ``values``, it trains on from a model of the
+        structure named ``init`` (its own; one whose model is the same kind may say yes)."""
+        return init == self.name
 
     def continue_from(self, values: Mapping[str, Any]) -> None:
         """Refuse options that contradict an initial model of this structure."""

@@ -41,15 +41,7 @@ class Monitor:
         """
         self.progress = progress
         self.log = log
-        self.data = data
-        # training tokens with one gold label (a label set is -1): those errors count on
-        self.counted = data.labels >= 0 if len(data.labels) == data.n_tokens else None
-        self.n_tokens = max(1, data.n_tokens if self.counted is None
-                            else int(np.count_nonzero(self.counted)))
-        self.n_seqs = max(1, data.n_seqs)
-        self.model_type = model_type
-        self.corpus = corpus
-        self.structure = structure or named("chain")
+        self.errors = TrainingErrors(data, corpus, model_type, structure)
         self.devel = None if devel is None else devel.data
         self.patience = patience
         self.stable = StableError(error_window, error_eps)
@@ -79,9 +71,7 @@ class Monitor:
             elif self.patience and info.it - self.best_iteration >= self.patience:
                 stop = (f"no development F1 improvement for {self.patience} iterations "
                         f"(best {self.best_f1:.2f} at iteration {self.best_iteration})")
-        token_errors, sequence_errors = self.training_errors(info)
-        token_error = token_errors / self.n_tokens
-        sequence_error = sequence_errors / self.n_seqs
+        token_error, sequence_error = self.errors.rates(info)
         stop = stop or self.stable(error if self.devel is not None else 100.0 * token_error)
         self.progress.iteration(info.it, info.f, token_error, sequence_error, info.seconds, extra)
         if self.log is not None:
@@ -89,10 +79,42 @@ class Monitor:
                                     (error, f1) if self.devel is not None else None))
         return stop
 
-    def training_errors(self, info: Iteration) -> tuple[int, int]:
-        """The training token and sequence errors of an iteration: those the algorithm
-        counted, else (a latent objective, label sets) those of decoding the training
-        sequences as ``label`` does, at the tokens with one gold label."""
+    def score(self, x: np.ndarray) -> tuple[float, float]:
+        """Token error (%) and chunk F1 of the development set under weights x; tokens
+        with a partial gold label are left out of both (:mod:`crfkit.evaluation.partial`)."""
+        devel = self.devel
+        ids = self.errors.decode(x, devel)
+        report = evaluate(self.gold, split_tags(self.names[ids], devel.seq_ptr),
+                          partial="skip")
+        errors = counted_errors(ids, devel.labels, self.known, devel.seq_ptr)
+        error = 100.0 * errors.tokens / errors.counted if errors.counted else 0.0
+        return error, report.f1
+
+
+class TrainingErrors:
+    """The training error rates of each iteration, as the progress line and the logs of
+    ``train`` and ``tune`` show them: the errors the algorithm counted, else (a latent
+    objective, label sets) those of decoding the training sequences as ``label`` does, at
+    the tokens with one gold label (:func:`counted_errors`)."""
+
+    def __init__(self, data: Dataset, corpus: Corpus, model_type: str,
+                 structure: Structure | None = None) -> None:
+        """``structure``: what decodes (None: the linear chain)."""
+        self.data, self.corpus, self.model_type = data, corpus, model_type
+        self.structure = structure or named("chain")
+        # training tokens with one gold label (a label set is -1): those errors count on
+        self.counted = data.labels >= 0 if len(data.labels) == data.n_tokens else None
+        self.n_tokens = max(1, data.n_tokens if self.counted is None
+                            else int(np.count_nonzero(self.counted)))
+        self.n_seqs = max(1, data.n_seqs)
+
+    def rates(self, info: Iteration) -> tuple[float, float]:
+        """The token and sequence error rates (fractions) of an iteration."""
+        tokens, sequences = self.counts(info)
+        return tokens / self.n_tokens, sequences / self.n_seqs
+
+    def counts(self, info: Iteration) -> tuple[int, int]:
+        """The training token and sequence errors of an iteration (class docstring)."""
         if info.token_errors >= 0 or self.counted is None or not self.data.n_tokens:
             return max(info.token_errors, 0), max(info.sequence_errors, 0)
         data = self.data
@@ -104,17 +126,6 @@ class Monitor:
         """The best label path of every sequence of ``data`` under weights x, flat."""
         weights = Weights(self.corpus.space, x, MODEL_TYPES[self.model_type].normalisation)
         return self.structure.decode(weights, data, DecodeRequest()).paths[:, 0]
-
-    def score(self, x: np.ndarray) -> tuple[float, float]:
-        """Token error (%) and chunk F1 of the development set under weights x; tokens
-        with a partial gold label are left out of both (:mod:`crfkit.evaluation.partial`)."""
-        devel = self.devel
-        ids = self.decode(x, devel)
-        report = evaluate(self.gold, split_tags(self.names[ids], devel.seq_ptr),
-                          partial="skip")
-        errors = counted_errors(ids, devel.labels, self.known, devel.seq_ptr)
-        error = 100.0 * errors.tokens / errors.counted if errors.counted else 0.0
-        return error, report.f1
 
 
 @dataclass(frozen=True)

@@ -95,12 +95,11 @@ def train(patterns: list[Pattern] | None, sequences: Iterable[Sequence],
                                                            structure, progress)
     started = time.perf_counter()
     read = _read(patterns, sequences, structure, source, progress)
-    stand_in = _for_label_sets(structure, read, source, options, model_type,
-                               devel=devel is not None)
+    columns = read if isinstance(read, TokenColumns) else columns_of(read[0], [-1])
+    stand_in = for_label_sets_in(structure, columns, source, options, model_type, progress,
+                                 devel=devel is not None)
     if stand_in is not structure:  # label sets: the plain crf over them, unasked
         structure = stand_in
-        progress.message("* label sets (? and A|B) in the training data: training sums over "
-                         "the labellings they allow")
         patterns = _resolve_patterns(given_patterns, model_type, init, structure, progress)
     announce_compile(progress, options.algo, model_type, devel is not None, structure)
     set_thread_count(options.nthread)
@@ -149,35 +148,39 @@ def resolve(options: TrainOptions, init: Model | None, patterns: list[Pattern] |
     if model_type not in ALGORITHMS[options.algo].types:
         raise UsageError(f"-a {options.algo} cannot train a {model_type} model (it trains "
                          f"{', '.join(ALGORITHMS[options.algo].types)}); use -a l-bfgs")
-    structure.refuse(_setting(options, model_type, command, devel))
+    structure.refuse(_setting(options, model_type, command, devel, init=init))
     return structure, model_type
 
 
 def _setting(options: TrainOptions, model_type: str, command: str, devel: bool,
-             label_sets: tuple[str, int | None] | None = None) -> Setting:
+             label_sets: tuple[str, int | None] | None = None,
+             init: Model | None = None) -> Setting:
     """What the structure of a training may refuse."""
     return Setting(command, options.algo, model_type, options.structure, devel=devel,
                    likely=options.likely is not None, all_features=options.all_features,
-                   all_labels=options.all_labels, label_sets=label_sets)
+                   all_labels=options.all_labels, label_sets=label_sets, init=init)
 
 
-def _for_label_sets(structure: Structure, read: TokenColumns | tuple[list[Sequence], list[int]],
-                    source: str, options: TrainOptions, model_type: str, *,
-                    devel: bool) -> Structure:
-    """The structure that trains on the data read: the one chosen, unless the data has label
-    sets (``?``, ``A|B``) and another trains in its place (the registry's
-    :func:`~crfkit.structures.for_label_sets`); that one refuses what it cannot train, at
-    the first label set's line. A structure that cannot train from them refuses them when
-    the corpus is encoded."""
-    columns = read if isinstance(read, TokenColumns) else columns_of(read[0], [-1])
+def for_label_sets_in(structure: Structure, columns: TokenColumns, source: str,
+                      options: TrainOptions, model_type: str, progress: Progress, *,
+                      command: str = "train", devel: bool = False) -> Structure:
+    """The structure that trains on ``columns`` (the training data, its label column last):
+    the one chosen, unless the data has label sets (``?``, ``A|B``) and another trains in
+    its place (the registry's :func:`~crfkit.structures.for_label_sets`, said on
+    ``progress``); the one that trains them refuses what it cannot, at the first label
+    set's line. A structure that cannot train from them refuses them when the corpus is
+    encoded. The one decision of ``train`` and ``tune``."""
     label = columns.n_columns - 1
     first = None if label < 0 else first_label_set(columns.distinct[label],
                                                    columns.ids[label])
     stand_in = None if first is None else for_label_sets(structure)
-    if stand_in is None or stand_in is structure:
+    if stand_in is None:
         return structure
-    stand_in.refuse(_setting(options, model_type, "train", devel,
+    stand_in.refuse(_setting(options, model_type, command, devel,
                              label_sets=(source, columns.line_of(first))))
+    if stand_in is not structure:
+        progress.message("* label sets (? and A|B) in the training data: training sums over "
+                         "the labellings they allow")
     return stand_in
 
 

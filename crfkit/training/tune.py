@@ -23,6 +23,7 @@ import numpy as np
 from crfkit import config
 from crfkit.errors import UsageError
 from crfkit.evaluation.scoring import evaluate
+from crfkit.features.columns import columns_of
 from crfkit.features.patterns import Pattern
 from crfkit.io.reader import Sequence as Sentence
 from crfkit.kernels.bestpath import Weights
@@ -34,11 +35,12 @@ from crfkit.progress import Progress
 from crfkit.structures.base import DecodeRequest, Setting, Structure
 from crfkit.training.corpus import Corpus, encode_training, model_patterns
 from crfkit.training.jitcache import announce_compile
-from crfkit.training.monitor import split_tags
+from crfkit.training.monitor import TrainingErrors, split_tags
 from crfkit.training.train import (
     ALGORITHMS,
     Problem,
     TrainOptions,
+    for_label_sets_in,
     log_row,
     recorded_options,
     resolve,
@@ -78,13 +80,12 @@ def _train_point(fold: Fold, strength: Strength, start: np.ndarray | None,
     point_options = replace(options, rho1=strength.rho1, rho2=strength.rho2)
 
     log: list[dict] = []
-    n_tokens, n_seqs = max(1, corpus.data.n_tokens), max(1, corpus.data.n_seqs)
+    errors = TrainingErrors(corpus.data, corpus, model_type, fold.structure)
 
     def hook(info: Iteration) -> str | None:
         if start is None and info.it == options.likely_after and fold.early_x is None:
             fold.early_x = info.x.copy()  # where train --likely-features would look
-        log.append(log_row(info, max(info.token_errors, 0) / n_tokens,
-                           max(info.sequence_errors, 0) / n_seqs, None))
+        log.append(log_row(info, *errors.rates(info), None))
         if on_iteration is not None:  # the table's next row can be minutes away
             on_iteration(f"* {strength}: iteration {info.it}, objective {info.f:.6g}")
         return INTERRUPTED if stop.is_set() else None
@@ -224,6 +225,8 @@ def tune(patterns: list[Pattern], sequences: list[Sentence], options: TrainOptio
     _validate(options, t, path)
     progress = progress or Progress(quiet=True)
     structure, model_type = resolve(options, None, patterns, devel=True, command="tune")
+    structure = for_label_sets_in(structure, columns_of(sequences, [-1]), source, options,
+                                  model_type, progress, command="tune", devel=True)
     patterns = model_patterns(structure.patterns(patterns, None), model_type)
     announce_compile(progress, "l-bfgs", model_type, True, structure)
     folds, mode = encode_folds(patterns, sequences, options, t, (model_type, structure), devel,
@@ -350,12 +353,12 @@ def _converge(corpus: Corpus, options: TrainOptions, kind: tuple[str, Structure]
     Ctrl-C keeps the weights reached."""
     stop = threading.Event()
 
+    errors = TrainingErrors(corpus.data, corpus, kind[0], kind[1])
+
     def hook(info: Iteration) -> str | None:
-        result.final_log.append(log_row(info, max(info.token_errors, 0) / n_tokens,
-                                        max(info.sequence_errors, 0) / n_seqs, None))
+        result.final_log.append(log_row(info, *errors.rates(info), None))
         return INTERRUPTED if stop.is_set() else None
 
-    n_tokens, n_seqs = max(1, corpus.data.n_tokens), max(1, corpus.data.n_seqs)
     progress.message(f"* training on to -e {options.stopeps:g} from the best point's weights")
     began = time.perf_counter()
     with _sigint_sets(stop, state):

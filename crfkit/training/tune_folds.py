@@ -75,6 +75,9 @@ def encode_fold(patterns: list[Pattern], train: list[Sentence], heldout: list[Se
     corpus = encode_training(patterns, train, cutoff=options.cutoff, source=source,
                              model_type=model_type, all_features=options.all_features,
                              all_labels=options.all_labels, structure=structure)
+    # its part (a latent model's allowed states); no rows: tune refuses the structures
+    # that need them
+    structure.attach(corpus, [], [], options.structure, None, Progress(quiet=True))
     dev = encode_devel(corpus, heldout, heldout_source)
     names = np.array(dev.label_names, dtype=object)
     return Fold(corpus, dev, split_tags(names[dev.data.labels], dev.data.seq_ptr), structure)

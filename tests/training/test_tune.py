@@ -288,3 +288,22 @@ def test_a_best_strength_at_the_edge_of_the_grid_is_told() -> None:
     assert edge_warning([Strength(0.0, 1.0)], Strength(0.0, 1.0)) is None  # no grid
     grid = strength_path([1.0, 0.1], [1.0])
     assert "--rho1 below 0.1" in edge_warning(grid, Strength(0.1, 1.0))
+
+
+def test_tune_trains_label_sets_as_train_does_and_logs_real_errors(tmp_path) -> None:
+    # 'a' is A twice and B once: one error in 4 tokens with one label, 1 sequence of 5
+    data = tmp_path / "t.txt"
+    data.write_text("a A\n\na B\n\na A\n\nb A|B\n\nb B\n")
+    (tmp_path / "p.pat").write_text("U00:%x[0,0]\nB\n")
+    patterns = read_patterns(tmp_path / "p.pat")
+    sequences = list(read_sequences(data))
+    points = []
+    for latent in ({}, {"latent": 1}):
+        options = TrainOptions(maxiter=8, nthread=1, structure=latent)
+        result = tune(patterns, sequences, options, [Strength(0.0, 1.0)], devel=sequences,
+                      source=str(data))
+        points.append(result.points[0])
+        last = result.points[0].logs[0][-1]
+        assert (last["token_error"], last["sequence_error"]) == (25.0, 20.0)
+        assert result.final_log and result.final_log[-1]["token_error"] == 25.0
+    assert points[0].objective == points[1].objective  # the same training, unasked

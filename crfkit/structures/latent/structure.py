@@ -44,6 +44,11 @@ if TYPE_CHECKING:
     from crfkit.io.model_checker import ModelChecker
 
 CLAMPED = 5  # compile seconds of the clamped pass
+# the algorithms that sum over states and label sets: those that minimise the structure's
+# objective (l-bfgs, OWL-QN and rprop call it) and sgd-l1 (its epochs); the others need a
+# gold path (the online ones) or the gold counts of a chain (bcd)
+SUMMING = ("l-bfgs", "sgd-l1", "rprop", "rprop+", "rprop-")
+USE = "use -a l-bfgs (with -1 for L1), -a rprop or -a sgd-l1"
 
 
 class Latent(Chain):
@@ -66,6 +71,16 @@ class Latent(Chain):
         is the chain's training, model and file, bit for bit)."""
         return choice.values.get("latent") is not None or super().claims(choice)
 
+    def continues(self, init: str, values: Mapping[str, Any]) -> bool:
+        """A chain's model too at --latent 1 (a plain crf, the same model); not at K > 1."""
+        if init != self.label_sets_for:
+            return super().continues(init, values)
+        self._take(values)
+        if self.K > 1:
+            raise UsageError(f"the initial model is a linear chain (one state per label): it "
+                             f"cannot continue with --latent {self.K} (--latent 1 can)")
+        return True
+
     def continue_from(self, values: Mapping[str, Any]) -> None:
         self._take(values)
 
@@ -77,25 +92,25 @@ class Latent(Chain):
         self._take(setting.values)
         if setting.command == "dask":
             raise UsageError("--latent is not available with --dask")
-        if setting.label_sets is not None and not self.K_given:
+        if setting.label_sets is not None:
             self._refuse_for_label_sets(setting, *setting.label_sets)
         if setting.model_type != "crf":
             raise UsageError(f"a {setting.model_type} model has no hidden states: --latent "
                              f"trains a crf (drop -T/--type)")
-        if setting.algo not in ("l-bfgs", "sgd-l1") and self.K > 1:
-            raise UsageError(f"-a {setting.algo} cannot train a latent-dynamic model; use "
-                             f"-a l-bfgs (with -1 for L1) or -a sgd-l1")
+        K = self.K if self.K_given or setting.init is None else getattr(
+            setting.init.space, "K", 1)  # -m without --latent: the initial model's
+        if setting.algo not in SUMMING and K > 1:
+            raise UsageError(f"-a {setting.algo} cannot train a latent-dynamic model; {USE}")
         if setting.likely:
             raise UsageError("--likely-features trains a first-order crf: not with --latent")
 
     @staticmethod
     def _refuse_for_label_sets(setting: Setting, path: str, line: int | None) -> None:
-        """In the chain's place (no --latent): what cannot train from the data's label
-        sets, refused at the first one."""
-        if setting.algo not in ("l-bfgs", "sgd-l1"):
+        """What cannot train from the data's label sets (with --latent K or in the chain's
+        place), refused at the first one."""
+        if setting.algo not in SUMMING:
             raise InputError(f"a label set (? or A|B): -a {setting.algo} cannot train from "
-                             f"label sets; use -a l-bfgs (with -1 for L1) or -a sgd-l1",
-                             path=path, line=line)
+                             f"label sets; {USE}", path=path, line=line)
         if setting.model_type != "crf":
             raise InputError(f"a label set (? or A|B): a {setting.model_type} model cannot "
                              f"train from label sets; train a crf (drop -T/--type)",
@@ -128,6 +143,8 @@ class Latent(Chain):
         if self.K_given and K != self.K:
             raise UsageError(f"the initial model has {K} states per label: it cannot "
                              f"continue with --latent {self.K}")
+        if K == 1 and not isinstance(space, LatentSpace):  # full labels: the chain's
+            return super().merge_init(space, empirical, init_space, init_weights)
         if K != self.K:  # --latent not given: the initial model's
             space, self.K = state_space(label_space(space, self.K), K), K
         merged, _, x0 = merge_spaces(space, np.zeros(space.n_weights), init_space,
@@ -164,11 +181,15 @@ class Latent(Chain):
         part = corpus.part
         if part is None:
             return super().epochs(kind, corpus)
-        if kind != "sgd":
-            raise UsageError("label sets (? and A|B) train with -a l-bfgs or -a sgd-l1")
+        if kind != "sgd":  # refused before encoding (refuse): a guard
+            raise UsageError(f"label sets (? and A|B) and hidden states: {USE}")
         from crfkit.structures.latent.epochs import LatentSgdEpochs
 
         return LatentSgdEpochs(corpus.space, corpus.data, part.allowed, part.K, part.lines)
+
+    def coordinate_blocks(self, corpus: Corpus) -> object | None:
+        """The chain's bcd needs its gold counts: none over states or label sets."""
+        return super().coordinate_blocks(corpus) if corpus.part is None else None
 
     def recorded(self, values: Mapping[str, Any]) -> dict[str, Any]:
         if self.K == 1:

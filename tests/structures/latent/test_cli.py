@@ -58,6 +58,8 @@ def test_a_latent_model_labels_in_every_mode(tmp_path):
     info = run("info", model).stdout
     assert "states:" in info and "2 per label, 8 in all" in info
     assert re.search(r"^labels:\s+4: ", info, re.M)
+    result = run("train", "-a", "ap", "-m", model, data, tmp_path / "again")
+    one_error_line(result, "-a ap cannot train a latent-dynamic model")  # its K, unsaid
     assert "B-NP#1" in run("dump", model).stdout
 
 
@@ -85,3 +87,20 @@ def test_refusals_are_one_line(tmp_path):
     result = run("train", "--latent", 2, "-p", tmp_path / "p.pat", tmp_path / "t.txt",
                  tmp_path / "m")
     one_error_line(result, "B01", "observation bigrams")
+
+
+def test_latent_1_continues_a_chain_model_as_plain_training_does(tmp_path):
+    chain = trained_model(tmp_path, PATTERNS, CHUNK_TRAIN, "-i", 5)
+    (tmp_path / "t.txt").write_text(PARTIAL)
+    models = []
+    for data, latent in [(PARTIAL, []), (PARTIAL, ["--latent", 1]),
+                         (CHUNK_TRAIN, []), (CHUNK_TRAIN, ["--latent", 1])]:
+        (tmp_path / "t.txt").write_text(data)
+        models.append(tmp_path / f"m{len(models)}")
+        result = run("train", "-q", "-m", chain, "-i", 5, *latent, tmp_path / "t.txt",
+                     models[-1])
+        assert result.exit_code == 0, result.stderr
+    assert models[0].read_bytes() == models[1].read_bytes()  # label sets: the same model
+    assert models[2].read_bytes() == models[3].read_bytes()  # full labels: the chain's
+    result = run("train", "-m", chain, "--latent", 2, tmp_path / "t.txt", tmp_path / "k2")
+    one_error_line(result, "linear chain", "--latent 2", "--latent 1 can")

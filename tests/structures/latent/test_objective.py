@@ -13,7 +13,9 @@ from crfkit.features.patterns import parse_patterns
 from crfkit.structures.latent.objective import LatentObjective, LatentPart
 from crfkit.structures.latent.states import state_space
 from crfkit.structures.latent.structure import Latent
+from crfkit.training.algorithms import ALGORITHMS, make_objective
 from crfkit.training.corpus import encode_training
+from crfkit.training.train_options import Problem, TrainOptions
 from tests.helpers import random_corpus
 
 PATTERNS = parse_patterns("U00:%x[0,0]\nU01:%x[-1,0]/%x[0,0]\nU02:%x[0,1]\nB\n")
@@ -140,3 +142,23 @@ def test_an_sgd_step_follows_the_objectives_gradient():
     loss, *_ = epochs(W, np.array([0]), 0, 0.1, 1.0, 0.0, np.zeros_like(w), np.zeros(1))
     assert loss == pytest.approx(f, rel=1e-12)
     assert np.allclose(W, w - 0.1 * g, rtol=0, atol=1e-12)
+
+
+def test_rprop_minimises_the_label_set_objective_as_l_bfgs_does():
+    # the run's objectives are brute force's at the start and after its first step, and that
+    # step goes against the gradient L-BFGS minimises with (checked above by differences)
+    corpus = latent_corpus(2, seed=1)
+    allowed = partial_mask(corpus, 7)
+    corpus.part = LatentPart(allowed, 2, corpus.part.lines)
+    structure = Latent()
+    structure.K = 2
+    problem = Problem("crf", corpus, TrainOptions(algo="rprop", maxiter=2, rho2=0.4),
+                      structure)
+    seen = []
+    ALGORITHMS["rprop"].run(problem, lambda info: seen.append((info.f, info.x.copy())))
+    g = np.empty_like(corpus.x0)
+    make_objective(problem)(corpus.x0, g)
+    (f0, x1), (f1, _) = seen
+    assert f0 == pytest.approx(brute_loss(corpus.x0, corpus, allowed, 0.4), rel=1e-9)
+    assert f1 == pytest.approx(brute_loss(x1, corpus, allowed, 0.4), rel=1e-9)
+    assert np.array_equal(np.sign(x1 - corpus.x0), -np.sign(g))
