@@ -267,11 +267,12 @@ def train(data: Dataset, labels: list[str], attributes: list[str], options,
     if data.n_tokens == 0:
         raise InputError("training data is empty (no tokens)")
     progress = progress or Progress(quiet=True)
+    sets = _checked_label_sets(data, labels, options, model_type, first_lines, path)
     announce_compile(progress, options.algo, model_type, holdout, attributes=True)
     set_thread_count(options.nthread)
     attributes = frequency_order(data, attributes)
     problem, space = _problem(data, labels, len(attributes), options, settings, model_type,
-                              first_lines, path, progress)
+                              sets, first_lines, progress)
     labels = problem.corpus.labels
     progress.message(f"* {model_type}, {options.algo}: {data.n_seqs} sequences, "
                      f"{data.n_tokens} tokens, {len(labels)} labels, {len(attributes)} "
@@ -302,19 +303,33 @@ def train(data: Dataset, labels: list[str], attributes: list[str], options,
     return AttributeModel(list(labels), attributes, space, result.x.copy(), model_type, info)
 
 
-def _problem(data: Dataset, labels: list[str], n_obs: int, options, settings: AttributeTraining,
-             model_type: str, first_lines: np.ndarray | None, path: str, progress):
-    """The training problem of an attribute corpus, and its (label-level) feature space:
-    the chain's; with label sets, the registry's structure that sums over them
-    (:mod:`crfkit.attributes.label_sets`), on the same space."""
-    from crfkit.attributes.label_sets import feature_data, label_sets, pair_counts
+def _checked_label_sets(data: Dataset, labels: list[str], options, model_type: str,
+                        first_lines: np.ndarray | None, path: str):
+    """The corpus's label sets (None without any), refused at their line for an algorithm
+    that cannot sum over them: before the compile notice, so a refusal is one line."""
+    from crfkit.attributes.label_sets import label_sets
     from crfkit.structures import for_label_sets, named
-    from crfkit.structures.base import Encoding, Setting
+    from crfkit.structures.base import Setting
+
+    sets = label_sets(data, labels, first_lines, path)
+    if sets is not None:
+        for_label_sets(named("chain")).refuse(
+            Setting("train", options.algo, model_type, {}, label_sets=sets.where))
+    return sets
+
+
+def _problem(data: Dataset, labels: list[str], n_obs: int, options, settings: AttributeTraining,
+             model_type: str, sets, first_lines: np.ndarray | None, progress):
+    """The training problem of an attribute corpus, and its (label-level) feature space:
+    the chain's; with label sets (``sets``), the registry's structure that sums over them
+    (:mod:`crfkit.attributes.label_sets`), on the same space."""
+    from crfkit.attributes.label_sets import feature_data, pair_counts
+    from crfkit.structures import for_label_sets, named
+    from crfkit.structures.base import Encoding
     from crfkit.training.corpus import Corpus
     from crfkit.training.gold import set_only_warning
     from crfkit.training.train import Problem
 
-    sets = label_sets(data, labels, first_lines, path)
     label_pairs = MODEL_TYPES[model_type].label_pairs
     if sets is None:
         space, empirical, frozen = attribute_space(
@@ -325,7 +340,6 @@ def _problem(data: Dataset, labels: list[str], n_obs: int, options, settings: At
                                           np.zeros(space.n_weights), frozen=frozen),
                        options), space
     structure = for_label_sets(named("chain"))
-    structure.refuse(Setting("train", options.algo, model_type, {}, label_sets=sets.where))
     warning = set_only_warning(sets.labels, sets.y, 0)
     if warning is not None:
         progress.warning(warning)
