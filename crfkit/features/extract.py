@@ -42,7 +42,7 @@ from crfkit.io.reader import Sequence
 _DIRECT_SLOTS_PER_TOKEN = 8
 # Labelling looks tuples up by their mixed-radix code while the table of all
 # possible codes stays within this many slots per batch token (or the minimum).
-_CODE_SLOTS_PER_TOKEN = 4
+_CODE_SLOTS_PER_TOKEN = 8
 _CODE_MIN_SLOTS = 1 << 16
 
 
