@@ -30,7 +30,9 @@ from dataclasses import asdict
 from typing import TextIO
 
 from crfkit.errors import CrfkitError
+from crfkit.io.columnar import TokenBlock, read_token_blocks
 from crfkit.io.reader import Item, Sequence, read_items
+from crfkit.labelling.columnar import columnar_applies, label_blocks
 from crfkit.labelling.label import LabelOptions, LabelStats, TokenMeter, label_stream
 from crfkit.model.model import Model
 
@@ -98,17 +100,24 @@ def _label_part(model: Model, path: str, start: int, stop: int, out_path: str,
     token line)."""
     columns = [0]
 
-    def noting_columns(items: Iterable[Item]) -> Iterator[Item]:
+    def noting_columns(items: Iterable[Item | TokenBlock]) -> Iterator[Item | TokenBlock]:
         for item in items:
             if not columns[0] and type(item) is Sequence:
                 columns[0] = len(item.rows[0])
+            elif not columns[0] and type(item) is TokenBlock:
+                columns[0] = item.n_columns
             yield item
 
     with io.BufferedReader(_ByteRange(path, start, stop)) as stream, \
             open(out_path, "w", encoding=encoding, newline="") as out:
-        items = read_items(stream, encoding=encoding, sep=sep, name=path)
-        stats = label_stream(model, noting_columns(items), out, options, source=path,
-                             progress=progress)
+        if columnar_applies(model, options, sep=sep, live=False, doc_sep=None):
+            blocks = read_token_blocks(stream, encoding=encoding, sep=sep, name=path)
+            stats = label_blocks(model, noting_columns(blocks), out, options, source=path,
+                                 progress=progress)
+        else:
+            items = read_items(stream, encoding=encoding, sep=sep, name=path)
+            stats = label_stream(model, noting_columns(items), out, options, source=path,
+                                 progress=progress)
     return stats, columns[0]
 
 
