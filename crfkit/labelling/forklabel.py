@@ -146,6 +146,7 @@ def label_file_in_two(model: Model, path: str, out: TextIO, options: LabelOption
     if offset is None:
         return None
     size = os.path.getsize(path)
+    model.featurizer.vocab.index  # noqa: B018 - built once here, both halves share it
     shared = _SharedCount()
     if meter is not None:
         meter.also = shared.value
@@ -178,7 +179,20 @@ def label_file_in_two(model: Model, path: str, out: TextIO, options: LabelOption
         theirs, their_columns = json.loads(reply)
         if their_columns != my_columns:  # the one-process reader refuses this
             return None
-        for part in (first, second):
+        _copy_parts(out, (first, second), encoding)
+    return LabelStats(**{key: getattr(mine, key) + theirs[key] for key in theirs})
+
+
+def _copy_parts(out: TextIO, parts: Iterable[str], encoding: str) -> None:
+    """Append the halves' text to ``out``: as bytes when it has a binary buffer (they are
+    in its encoding already), else decoded."""
+    buffer = getattr(out, "buffer", None)
+    if buffer is not None:
+        out.flush()
+    for part in parts:
+        if buffer is not None:
+            with open(part, "rb") as data:
+                shutil.copyfileobj(data, buffer)
+        else:
             with open(part, encoding=encoding, newline="") as text:
                 shutil.copyfileobj(text, out)
-    return LabelStats(**{key: getattr(mine, key) + theirs[key] for key in theirs})
