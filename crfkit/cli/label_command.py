@@ -179,7 +179,9 @@ def _label_into(out: Any, model: Any, options: Any, o: SimpleNamespace, *, encod
                 meter: TokenMeter | None, whole_documents: bool, doc_sep: str | None) -> Any:
     """Label INPUT into ``out``: on a Dask cluster, in two processes (a file, several cores,
     no documents to keep whole), else as a stream in this process."""
+    from crfkit.io.columnar import read_token_blocks
     from crfkit.io.reader import is_live, read_items
+    from crfkit.labelling.columnar import columnar_applies, label_blocks
     from crfkit.labelling.label import label_stream
 
     threads = o.nthread or cores()
@@ -198,9 +200,14 @@ def _label_into(out: Any, model: Any, options: Any, o: SimpleNamespace, *, encod
             return stats
     if meter is not None:
         meter.restart()
-    items = read_items(o.input_file, encoding=encoding, sep=o.sep,
-                       pauses=is_live(o.input_file), doc_sep=doc_sep)
     source = "<stdin>" if o.input_file == "-" else o.input_file
+    live = is_live(o.input_file)
+    if columnar_applies(model, options, sep=o.sep, live=live, doc_sep=doc_sep):
+        blocks = read_token_blocks(o.input_file, encoding=encoding, sep=o.sep)
+        return label_blocks(model, blocks, out, options, source=source,
+                            progress=meter.add if meter is not None else None)
+    items = read_items(o.input_file, encoding=encoding, sep=o.sep, pauses=live,
+                       doc_sep=doc_sep)
     return label_stream(model, items, out, options, source=source, threads=threads,
                         progress=meter.add if meter is not None else None)
 

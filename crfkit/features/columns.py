@@ -24,7 +24,7 @@ import numpy as np
 
 from crfkit.errors import InputError
 from crfkit.features.patterns import Pattern
-from crfkit.features.strings import intern_column
+from crfkit.features.strings import intern_column, intern_values
 from crfkit.io.reader import Sequence
 
 # Tokens interned per step of collect_columns: their rows are alive at once.
@@ -88,6 +88,17 @@ def columns_of(seqs: Seq[Sequence], wanted: Iterable[int]) -> TokenColumns:
     first_lines = np.fromiter((s.lines[0] if s.lines else 0 for s in seqs), dtype=np.int64,
                               count=len(seqs))
     return TokenColumns(lengths, ids, distinct, n_columns, first_line, first_lines)
+
+
+def columns_of_fields(fields: list[str], n_columns: int, lengths: np.ndarray,
+                      wanted: Iterable[int], first_line: int) -> TokenColumns:
+    """:func:`columns_of` for tokens held as one flat list of fields, row after row
+    (:class:`crfkit.io.columnar.TokenBlock`): a column is a slice of that list, taken
+    without touching a string."""
+    ids, distinct = {}, {}
+    for c in _resolve(wanted, n_columns) if fields else {c for c in wanted if c >= 0}:
+        ids[c], distinct[c] = intern_values(fields[c::n_columns])
+    return TokenColumns(lengths, ids, distinct, n_columns if fields else 0, first_line)
 
 
 def collect_columns(sequences: Iterable[Sequence], wanted: Iterable[int], *,

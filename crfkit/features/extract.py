@@ -42,7 +42,7 @@ from crfkit.io.reader import Sequence
 _DIRECT_SLOTS_PER_TOKEN = 8
 # Labelling looks tuples up by their mixed-radix code while the table of all
 # possible codes stays within this many slots per batch token (or the minimum).
-_CODE_SLOTS_PER_TOKEN = 4
+_CODE_SLOTS_PER_TOKEN = 8
 _CODE_MIN_SLOTS = 1 << 16
 
 
@@ -147,6 +147,8 @@ class Featurizer:
         # crfkit.structures.skipchain.graph).
         self.listed = [i for i, p in enumerate(patterns)
                        if not (p.is_constant and p.kind in "bt") and p.kind not in "se"]
+        # (pattern, table sizes) -> (the vocabulary, the id of every code): see _code_ids
+        self._code_tables: dict[tuple[int, bytes], tuple[ObservationVocab, np.ndarray]] = {}
 
     # -- step 1-3: command values -------------------------------------------------
     def components(self, seqs: Seq[Sequence], *, grow: bool) -> tuple[Positions, Components]:
@@ -293,37 +295,65 @@ class Featurizer:
         for j, p in enumerate(self.listed):
             rows = components.rows(p)
             radix = radix_of[components.commands[p].transform]
-            if float(np.prod(radix.astype(np.float64))) <= code_limit:
-                out[:, j] = self._lookup_by_code(p, rows, radix)
+            size = float(np.prod(radix.astype(np.float64)))
+            if size <= code_limit:
+                whole = size <= _CODE_SLOTS_PER_TOKEN * n_tokens
+                out[:, j] = self._lookup_by_code(p, rows, radix, whole)
             else:
                 out[:, j] = self.vocab.lookup(tuple_keys(p, rows), rows)
         return out
 
-    def _lookup_by_code(self, p: int, rows: np.ndarray, radix: np.ndarray) -> np.ndarray:
+    def _lookup_by_code(self, p: int, rows: np.ndarray, radix: np.ndarray,
+                        whole: bool) -> np.ndarray:
         """Pattern p's ids, looking each distinct tuple up once.
 
         When all possible tuples are few (a POS trigram, a single word), a
-        tuple's mixed-radix code addresses a table directly: the distinct
-        codes of the batch are found with a presence array, hashed and looked
-        up, and the tokens then read their id by code. A batch repeats its
-        tuples many times, so this hashes and probes far fewer keys.
+        tuple's mixed-radix code addresses a table directly. With ``whole``
+        (a batch at least as large as that table, in slots per token) the ids
+        of all codes are looked up once and kept for later batches
+        (:meth:`_code_ids`); otherwise the distinct codes of the batch are
+        found with a presence array, hashed and looked up. Either way the
+        tokens then read their id by code: a batch repeats its tuples many
+        times, so this hashes and probes far fewer keys.
         """
         code = np.zeros(len(rows), dtype=np.int64)
         for c in range(rows.shape[1]):
             code *= radix[c]
             code += rows[:, c]
             code += 1
+        id_of_code = self._code_ids(p, radix, build=whole)
+        if id_of_code is not None:
+            return id_of_code[code]
         present = np.zeros(int(np.prod(radix)), dtype=np.bool_)
         present[code] = True
         distinct = np.flatnonzero(present)
-        tuples = np.empty((len(distinct), rows.shape[1]), dtype=np.int32)
-        rest = distinct
-        for c in range(rows.shape[1] - 1, -1, -1):
+        id_of_code = np.empty(len(present), dtype=np.int32)  # read only at the batch's codes
+        id_of_code[distinct] = self._code_lookup(p, radix, distinct)
+        return id_of_code[code]
+
+    def _code_ids(self, p: int, radix: np.ndarray, *, build: bool) -> np.ndarray | None:
+        """The id of every code of pattern p, kept while the vocabulary and the table
+        sizes stay; None if not kept and ``build`` is false."""
+        key = (p, radix.tobytes())
+        kept = self._code_tables.get(key)
+        if kept is not None and kept[0] is self.vocab:
+            return kept[1]
+        if not build:
+            return None
+        ids = self._code_lookup(p, radix, np.arange(int(np.prod(radix))))
+        # tables of another vocabulary are never read again: do not keep it alive
+        self._code_tables = {k: v for k, v in self._code_tables.items() if v[0] is self.vocab}
+        self._code_tables[key] = (self.vocab, ids)
+        return ids
+
+    def _code_lookup(self, p: int, radix: np.ndarray, codes: np.ndarray) -> np.ndarray:
+        """Pattern p's ids of mixed-radix ``codes`` (digit d: table id d - 1, or unseen)."""
+        tuples = np.empty((len(codes), len(radix)), dtype=np.int32)
+        rest = codes
+        for c in range(len(radix) - 1, -1, -1):
             rest, digit = np.divmod(rest, radix[c])
             tuples[:, c] = digit - 1
-        id_of_code = np.empty(len(present), dtype=np.int32)  # read only at the batch's codes
-        id_of_code[distinct] = self.vocab.lookup(tuple_keys(p, tuples), tuples)
-        return id_of_code[code]
+        return self.vocab.lookup(tuple_keys(p, tuples), tuples)
 
     def observation_strings(self) -> list[str]:
         """Every observation's text, in id order (for dump and debugging).

@@ -47,13 +47,17 @@ class StringTable:
 
 
 def intern_column(rows: list[list[str]], column: int) -> tuple[np.ndarray, list[str]]:
-    """Column ids of every token (int64) and the distinct strings, in order of appearance.
+    """Column ids of every token (int64) and the distinct strings, in order of appearance."""
+    return intern_values(list(map(itemgetter(column), rows)))
+
+
+def intern_values(values: list[str]) -> tuple[np.ndarray, list[str]]:
+    """Ids of ``values`` (int64) and the distinct strings, in order of appearance.
 
     One C-level pass: ``setdefault`` maps each value to the position where it
     first occurs; the positions that map to themselves are the first
     occurrences, and their ranks are the dense ids.
     """
-    values = list(map(itemgetter(column), rows))
     n = len(values)
     first_seen = np.fromiter(map({}.setdefault, values, range(n)), dtype=np.int64, count=n)
     is_first = first_seen == np.arange(n)

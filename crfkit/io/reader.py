@@ -121,7 +121,7 @@ def read_sequences(source: str | os.PathLike | BinaryIO | None, *, encoding: str
     :class:`UsageError` for a bad ``encoding``, ``sep`` or ``min_columns``; the
     options are checked when the generator is created, before any reading.
     """
-    codec = _check_options(encoding, sep, min_columns)
+    codec = check_options(encoding, sep, min_columns)
     return _read(source, codec, encoding, sep, name, min_columns)  # type: ignore[return-value]
 
 
@@ -133,7 +133,7 @@ def read_items(source: str | os.PathLike | BinaryIO | None, *, encoding: str = "
     every read that may wait (for input that :func:`is_live`). ``doc_sep``: a
     regex; lines it matches (``re.search``, after the separators are normalised)
     are document markers too."""
-    codec = _check_options(encoding, sep, min_columns)
+    codec = check_options(encoding, sep, min_columns)
     separator = None
     if doc_sep is not None:
         try:
@@ -144,7 +144,7 @@ def read_items(source: str | os.PathLike | BinaryIO | None, *, encoding: str = "
                  doc_sep=separator)
 
 
-def _check_options(encoding: str, sep: str, min_columns: int) -> str:
+def check_options(encoding: str, sep: str, min_columns: int) -> str:
     """Check the reading options up front; return the codec name to decode with."""
     codec = check_encoding(encoding)
     if sep not in _SEPARATORS:
@@ -170,7 +170,7 @@ def _read(
     stream, display, close = open_source(source)
     display = name or display
     try:
-        parser = _Parser(display, sep, min_columns, markers)
+        parser = BlockParser(display, sep, min_columns, markers)
         parser.doc_sep = doc_sep
         for text in text_blocks(stream, display, codec, encoding, pauses):
             if text is None:
@@ -183,7 +183,7 @@ def _read(
             stream.close()
 
 
-class _Parser:
+class BlockParser:
     """Turns blocks of whole lines into sequences, keeping state across blocks.
 
     Per-line Python code is what makes readers slow, so a block is first
@@ -217,7 +217,7 @@ class _Parser:
         error: InputError | None = None
         with _gc_paused():
             try:
-                self._parse(self._normalize(text), done)
+                self._parse(self.normalize(text), done)
             except InputError as err:
                 error = err
         yield from done
@@ -236,7 +236,7 @@ class _Parser:
             self.marker = None
         return last
 
-    def _normalize(self, text: str) -> str:
+    def normalize(self, text: str) -> str:
         """Rewrite a block so that fields are split by exactly one ``sep_char``."""
         if self.sep == "tab":
             if "\n " in text or "\n\t" in text or text.startswith((" ", "\t")):

@@ -30,7 +30,9 @@ from dataclasses import asdict
 from typing import TextIO
 
 from crfkit.errors import CrfkitError
+from crfkit.io.columnar import TokenBlock, read_token_blocks
 from crfkit.io.reader import Item, Sequence, read_items
+from crfkit.labelling.columnar import columnar_applies, label_blocks
 from crfkit.labelling.label import LabelOptions, LabelStats, TokenMeter, label_stream
 from crfkit.model.model import Model
 
@@ -98,17 +100,24 @@ def _label_part(model: Model, path: str, start: int, stop: int, out_path: str,
     token line)."""
     columns = [0]
 
-    def noting_columns(items: Iterable[Item]) -> Iterator[Item]:
+    def noting_columns(items: Iterable[Item | TokenBlock]) -> Iterator[Item | TokenBlock]:
         for item in items:
             if not columns[0] and type(item) is Sequence:
                 columns[0] = len(item.rows[0])
+            elif not columns[0] and type(item) is TokenBlock:
+                columns[0] = item.n_columns
             yield item
 
     with io.BufferedReader(_ByteRange(path, start, stop)) as stream, \
             open(out_path, "w", encoding=encoding, newline="") as out:
-        items = read_items(stream, encoding=encoding, sep=sep, name=path)
-        stats = label_stream(model, noting_columns(items), out, options, source=path,
-                             progress=progress)
+        if columnar_applies(model, options, sep=sep, live=False, doc_sep=None):
+            blocks = read_token_blocks(stream, encoding=encoding, sep=sep, name=path)
+            stats = label_blocks(model, noting_columns(blocks), out, options, source=path,
+                                 progress=progress)
+        else:
+            items = read_items(stream, encoding=encoding, sep=sep, name=path)
+            stats = label_stream(model, noting_columns(items), out, options, source=path,
+                                 progress=progress)
     return stats, columns[0]
 
 
@@ -137,6 +146,7 @@ def label_file_in_two(model: Model, path: str, out: TextIO, options: LabelOption
     if offset is None:
         return None
     size = os.path.getsize(path)
+    model.featurizer.vocab.index  # noqa: B018 - built once here, both halves share it
     shared = _SharedCount()
     if meter is not None:
         meter.also = shared.value
@@ -169,7 +179,20 @@ def label_file_in_two(model: Model, path: str, out: TextIO, options: LabelOption
         theirs, their_columns = json.loads(reply)
         if their_columns != my_columns:  # the one-process reader refuses this
             return None
-        for part in (first, second):
+        _copy_parts(out, (first, second), encoding)
+    return LabelStats(**{key: getattr(mine, key) + theirs[key] for key in theirs})
+
+
+def _copy_parts(out: TextIO, parts: Iterable[str], encoding: str) -> None:
+    """Append the halves' text to ``out``: as bytes when it has a binary buffer (they are
+    in its encoding already), else decoded."""
+    buffer = getattr(out, "buffer", None)
+    if buffer is not None:
+        out.flush()
+    for part in parts:
+        if buffer is not None:
+            with open(part, "rb") as data:
+                shutil.copyfileobj(data, buffer)
+        else:
             with open(part, encoding=encoding, newline="") as text:
                 shutil.copyfileobj(text, out)
-    return LabelStats(**{key: getattr(mine, key) + theirs[key] for key in theirs})

@@ -165,7 +165,7 @@ def encode_sequences(featurizer: Featurizer, sequences: list[Sequence], source: 
                    obs_matrix=obs if labels is None else None, tok_val=tok_val)
 
 
-class _Decoder:
+class Decoder:
     """Checks, masks and decodes batches under one set of options."""
 
     def __init__(self, model: Model, options: LabelOptions, source: str) -> None:
@@ -180,18 +180,18 @@ class _Decoder:
                                          "--constraints": bool(options.constraints)})
         _refuse_foreign_options(model, options)
 
-    def check_columns(self, batch: list[Sequence]) -> None:
+    def check_columns(self, n_columns: int, line: int) -> None:
+        """Refuse a batch with fewer columns than the model and the options need."""
         opts = self.options
         expected = self.model.n_token_columns + (1 if opts.check or opts.force else 0)
-        n_columns = len(batch[0].rows[0])
         if n_columns < expected:
             what = ("token columns plus a gold label (-c)" if opts.check else
                     "token columns plus a forced-label column (--force)" if opts.force else
                     "token columns")
             raise InputError(f"the model needs {expected} columns ({what}), found {n_columns}",
-                             path=self.source, line=batch[0].lines[0])
+                             path=self.source, line=line)
 
-    def token_mask(self, batch: list[Sequence], data: Dataset) -> np.ndarray | None:
+    def token_mask(self, batch: list[Sequence] | None, data: Dataset) -> np.ndarray | None:
         """Allowed labels per token: forced labels and sequence-start constraints."""
         if not self.options.force and self.start_ok is None:
             return None
@@ -227,21 +227,30 @@ class _Decoder:
                markers: list[int] | None = None) -> Decoded:
         """Decode a batch; ``markers``: the sequences that start a document (structures
         that label documents; without any, every sequence is a document)."""
-        self.check_columns(batch)
+        self.check_columns(len(batch[0].rows[0]), batch[0].lines[0])
         data = encode(self.model, batch, self.source)
-        token_ok = self.token_mask(batch, data)
+        return self.decode_data(data, self.token_mask(batch, data),
+                                lambda s, t: batch[s].lines[t], log_z=log_z,
+                                marginals=marginals, sequences=batch, markers=markers)
+
+    def decode_data(self, data: Dataset, token_ok: np.ndarray | None,
+                    line_of: Callable[[int, int], int], *, log_z: bool, marginals: bool,
+                    sequences: list[Sequence] | None = None,
+                    markers: list[int] | None = None) -> Decoded:
+        """Decode an encoded batch; ``line_of(s, t)``: the line of token t of sequence s."""
         opts = self.options
         request = DecodeRequest(nbest=opts.n, log_z=log_z, marginals=marginals,
                                 posterior=opts.posterior, token_ok=token_ok,
                                 trans_ok=self.trans_ok, kernels=opts.prefer_kernels,
-                                sequences=batch, starts=markers or [],
+                                sequences=sequences, starts=markers or [],
                                 values={k: v for k, v in opts.structure.items()
                                         if v is not None})
         dec = self.structure.decode(self.model, data, request)
-        self.check_decoded(batch, data, dec, token_ok, log_z or marginals or opts.posterior)
+        self.check_decoded(line_of, data, dec, token_ok,
+                           log_z or marginals or opts.posterior)
         return dec
 
-    def check_decoded(self, batch: list[Sequence], data: Dataset, dec: Decoded,
+    def check_decoded(self, line_of: Callable[[int, int], int], data: Dataset, dec: Decoded,
                       token_ok: np.ndarray | None, normalised: bool) -> None:
         """One error line for a sequence no allowed path labels, or an underflow."""
         impossible = np.flatnonzero(~(dec.scores[:, 0] > -np.inf))
@@ -251,11 +260,11 @@ class _Decoder:
             t = 0 if token_ok is None else _first_dead_token(token_ok[t0:t1], self.trans_ok)
             raise InputError("no label sequence satisfies both the forced labels and "
                              f"--constraints {self.options.constraints}",
-                             path=self.source, line=batch[s].lines[t])
+                             path=self.source, line=line_of(s, t))
         if normalised and not np.isfinite(dec.log_z).all():
             s = int(np.flatnonzero(~np.isfinite(dec.log_z))[0])
             raise CrfkitError("numerical underflow in forward-backward (extreme weights)",
-                              path=self.source, line=batch[s].lines[0])
+                              path=self.source, line=line_of(s, 0))
 
 
 def _refuse_foreign_options(model: Model, options: LabelOptions) -> None:
@@ -296,7 +305,7 @@ def label(model: Model, sequences: Iterable[Sequence | list[list[str]]], *, nbes
     """
     options = LabelOptions(nbest=nbest, marginals=marginals, posterior=posterior, force=force,
                            constraints=constraints)
-    decoder = _Decoder(model, options, "<input>")
+    decoder = Decoder(model, options, "<input>")
     names = np.array(model.labels, dtype=object)
     results = []
     for batch in batches((_as_sequence(s) for s in sequences), BATCH_TOKENS):
@@ -319,7 +328,7 @@ def label_sequences(model: Model, sequences: list[Sequence]) -> list[list[str]]:
 
 
 def _viterbi_only(model: Model, sequences: list[Sequence]) -> Iterator[LabelResult]:
-    decoder = _Decoder(model, LabelOptions(), "<input>")
+    decoder = Decoder(model, LabelOptions(), "<input>")
     names = np.array(model.labels, dtype=object)
     for batch in batches(sequences, BATCH_TOKENS):
         dec = decoder.decode(batch, log_z=False, marginals=False)
@@ -393,7 +402,7 @@ def label_stream(model: Model, sequences: Iterable[Item], out: TextIO,
     ``progress`` is called with the number of tokens of every batch written.
     """
     opts = options or LabelOptions()
-    decoder = _Decoder(model, opts, source)
+    decoder = Decoder(model, opts, source)
     writer = ColumnWriter(model.labels, separator=opts.separator, labels_only=opts.labels_only,
                           scores=opts.scores, marginals=opts.marginals, blocks=opts.blocks,
                           paths=1 if opts.blocks else opts.n)

@@ -132,7 +132,7 @@ def test_claims_as_the_type_was_resolved(model_type, patterns):
 
 def test_refusals_say_what_the_workflows_said(model, tmp_path):
     from crfkit.dask.training import refuse_unavailable
-    from crfkit.labelling.label import LabelOptions, _Decoder
+    from crfkit.labelling.label import Decoder, LabelOptions
     from crfkit.training.tune import Strength, tune
 
     s = SkipChain()
@@ -151,7 +151,7 @@ def test_refusals_say_what_the_workflows_said(model, tmp_path):
                           ("--force", LabelOptions(force=True)),
                           ("--constraints", LabelOptions(constraints="iob"))):
         assert error_of(lambda f=flag: s.refuse_labelling({f: True, "-p": True})) == \
-            error_of(lambda o=options: _Decoder(model, o, "x"))
+            error_of(lambda o=options: Decoder(model, o, "x"))
     s.refuse_labelling({"-n/--nbest": False, "--marginals": True})
 
 
