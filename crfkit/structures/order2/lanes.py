@@ -138,6 +138,9 @@ def backward_lanes(xu, xN, E, first, factored, lat2, lists, lens, T, L, alpha, b
     b_src, b_dst, b_slot = lists[3], lists[4], lists[5]
     pair_a = lat2.pair_a
     P, S = pair_a.shape[0], LANES
+    for p in range(P if T > 1 else 0):
+        for s in range(S):
+            beta[T - 1, p, s] = 1.0 if lens[s] == T else 0.0  # zeros keep lanes past their end at 0
     for t in range(T - 1, 0, -1):
         for s in range(S):
             if lens[s] - 1 == t:
@@ -186,10 +189,9 @@ def lane_states(xu, xN, first, factored, lat2, lens, t, cur_a, cur_b, inv, tmp, 
         f = first[p] if t == 1 else 1.0
         ap, bp, tp, mt = cur_a[p], cur_b[p], tmp[p], marg_t[pair_b[p]]
         acc = 0.0
-        for s in range(S):
-            live = t < lens[s]
-            m = ap[s] * bp[s] if live else 0.0
-            tp[s] = node[s] * bp[s] * inv[s] * f if live else 0.0
+        for s in range(S):  # beta is 0 in lanes past their end (alpha is finite there)
+            m = ap[s] * bp[s]
+            tp[s] = node[s] * bp[s] * inv[s] * f
             ap[s] = m
             mt[s] += m
             acc += m
