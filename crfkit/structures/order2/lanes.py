@@ -7,14 +7,25 @@ while first order's dense L x L products vectorise (that made an order-2
 iteration about 4x a first-order one on CoNLL-2000). Here ``LANES``
 sequences of similar length go through the lattice together: every state
 holds a vector of ``LANES`` values (``alpha[t, p, :]``), so each trigram edge
-is one vector multiply-add, and the edge lists need no runs at all.
+is one loop of ``LANES`` independent multiply-adds. The kernels read that
+length from the arrays' shape, not from the constant: a loop of constant
+length is unrolled into scalar code before LLVM's loop vectoriser sees it
+(and Numba leaves the SLP vectoriser off), while a runtime length gets
+vector instructions behind one overlap check per loop, which 32 lanes
+amortise (about a third less time per sequence than 8 unrolled lanes).
 
 Only the shared-edge case (no observation trigram, ``per_edge`` false: the
-``t`` patterns have no observation) runs here; scores, exponentials and the
-per-sequence expectations are the order-2 kernels' own, per sequence. A
+``t`` patterns have no observation) runs here. Without observation bigrams
+either, a pair state's node factor exp(psi[t, b] + transition[a, b]) splits
+into the unigram factor of its second label and a transition factor that
+is the same at every token: the transition goes into the edges' factors
+(and into the first token's pairs), so a lane loads L unigram factors per
+token instead of P node factors, and these are products of exponentiated
+weights as in first order (:func:`crfkit.kernels.lattice.unigram_factors`).
+The backward pass also sums the token marginals, for all lanes at once. A
 lane's numbers are those of :func:`crfkit.structures.order2.pair_lattice.loss_block2` up to
-the order of the sums (edges added by source instead of by destination,
-lanes summed before sequences), so training moves by float reassociation only.
+rounding (the order of the sums, factors multiplied instead of scores added
+then exponentiated), so training moves by float rounding only.
 """
 
 from __future__ import annotations
@@ -24,9 +35,10 @@ from numba import njit
 
 from crfkit.config import JIT
 from crfkit.kernels.gradient import posterior_errors
+from crfkit.kernels.lattice import exp_shifted, unigram_factors
 from crfkit.structures.order2 import pair_lattice as order2
 
-LANES = 8  # two AVX2 vectors of float64
+LANES = 32  # a lane vector's loops have this runtime length: vectorised, see the module docstring
 
 
 def edge_lists(lat2: tuple) -> tuple:
@@ -43,79 +55,107 @@ def edge_lists(lat2: tuple) -> tuple:
 
 
 @njit(**JIT)
-def forward_lanes(xu0, xN, E, lists, pair_a, lens, T, L, alpha, scale, inv, tmp, logz):
+def lane_edges(W, space, lat2, L):
+    """The shared rows of :func:`crfkit.structures.order2.pair_lattice.shared_rows` and the
+    lanes' factors: (shared, E, first, shift, factored). Without observation bigrams
+    (``factored``) a node's factor is its unigram exponential alone: the transition of
+    the destination pair goes into each edge's E and, at t = 1, into ``first``; with
+    them, nodes are the per-pair rows of ``exp_lattice`` and E, first are the plain
+    trigram and unit factors. ``shift`` is what each token t >= 2 adds to log Z."""
+    shared = order2.shared_rows(W, space, lat2, L, np.zeros((L, L)))
+    transP, triE, expT, expE, e_shift = shared[0], shared[1], shared[2], shared[4], shared[5]
+    P, K = transP.shape[0], triE.shape[0]
+    if order2.has_bigrams(space[2]):
+        return shared, expE[0], np.ones(P), e_shift, False
+    e_ptr = lat2.e_ptr
+    score = np.empty(K)
+    for p in range(P):
+        for j in range(e_ptr[p], e_ptr[p + 1]):
+            score[j] = triE[j] + transP[p]
+    E = np.empty(K)
+    return shared, E, expT, exp_shifted(score, E), True
+
+
+@njit(**JIT)
+def forward_lanes(xu, xN, E, first, factored, lat2, lens, T, L, alpha, scale, inv, logz):
     """Scaled forward pass of the lanes (``alpha[t, state, lane]``) over T tokens; logz[lane]
-    = the lane's sum of log scale over its own ``lens[lane]`` tokens (NaN on underflow).
-    Lanes past their length carry exp scores of 1: finite, never read."""
-    f_src, f_dst, f_slot = lists[0], lists[1], lists[2]
-    P, S = tmp.shape[0], tmp.shape[1]
+    = NaN if the lane underflows within its own ``lens[lane]`` tokens. A state's node
+    factor is ``xu[t, b]`` of its second label b when ``factored``, else ``xN[t, p]``
+    (:func:`lane_edges`). Lanes past their length carry exp scores of 1: finite, never read."""
+    pair_a, pair_b, e_ptr, e_src0 = lat2.pair_a, lat2.pair_b, lat2.e_ptr, lat2.e_src0
+    P, S = pair_a.shape[0], alpha.shape[2]
     for t in range(T):
-        prev, cur = alpha[t - 1], alpha[t]
+        cur = alpha[t]
         n = L if t == 0 else P
         if t == 0:
             for y in range(L):
                 for s in range(S):
-                    cur[y, s] = xu0[y, s]
-        elif t == 1:
-            for p in range(P):
+                    cur[y, s] = xu[0, y, s]
+        for p in range(P if t > 0 else 0):
+            node, row = xu[t, pair_b[p]] if factored else xN[t, p], cur[p]
+            if t == 1:
+                f, src = first[p], alpha[0, pair_a[p]]
                 for s in range(S):
-                    cur[p, s] = prev[pair_a[p], s] * xN[1, p, s]
-        else:
-            for p in range(P):
-                for s in range(S):
-                    tmp[p, s] = 0.0
-            for k in range(f_src.shape[0]):
-                e, q, p = E[f_slot[k]], f_src[k], f_dst[k]
-                for s in range(S):
-                    tmp[p, s] += prev[q, s] * e
-            for p in range(P):
-                for s in range(S):
-                    cur[p, s] = tmp[p, s] * xN[t, p, s]
-        for s in range(S):
-            inv[s] = 0.0
-        for p in range(n):
+                    row[s] = src[s] * f * node[s]
+                continue
             for s in range(S):
-                inv[s] += cur[p, s]
-        for s in range(S):
-            z = inv[s]
-            if not (z > 0.0 and z < np.inf):
-                if t < lens[s]:
-                    logz[s] = np.nan
-                z = 1.0
-            scale[t, s] = z
-            inv[s] = 1.0 / z
-        for p in range(n):
+                row[s] = 0.0
+            j0, q0 = e_ptr[p], e_src0[p]
+            for i in range(e_ptr[p + 1] - j0):
+                e, src = E[j0 + i], alpha[t - 1, q0 + i]
+                for s in range(S):
+                    row[s] += src[s] * e
             for s in range(S):
-                cur[p, s] *= inv[s]
+                row[s] *= node[s]
+        normalise_lanes(cur, n, lens, t, scale[t], inv, logz)
 
 
 @njit(**JIT)
-def backward_lanes(xN, E, lists, pair_a, pair_b, lens, T, L, alpha, beta, scale, tmp, pacc,
-                   eacc):
+def normalise_lanes(cur, n, lens, t, scale_t, inv, logz):
+    """Divide the first ``n`` states of each lane by their sum, kept in ``scale_t``."""
+    S = cur.shape[1]
+    for s in range(S):
+        inv[s] = 0.0
+    for p in range(n):
+        for s in range(S):
+            inv[s] += cur[p, s]
+    for s in range(S):
+        z = inv[s]
+        if not (z > 0.0 and z < np.inf):
+            if t < lens[s]:
+                logz[s] = np.nan
+            z = 1.0
+        scale_t[s] = z
+        inv[s] = 1.0 / z
+    for p in range(n):
+        for s in range(S):
+            cur[p, s] *= inv[s]
+
+
+@njit(**JIT)
+def backward_lanes(xu, xN, E, first, factored, lat2, lists, lens, T, L, alpha, beta, scale,
+                   tmp, inv, marg, pacc, eacc):
     """The backward pass matching :func:`forward_lanes`, fused with the shared expectations:
-    leaves each live lane's state marginals in ``alpha`` (zeros past its length), adds the
-    pair marginals to ``pacc`` and alpha[t-1, src] * (backward term) to ``eacc`` (still to
-    be multiplied by E, as :func:`crfkit.structures.order2.pair_lattice.flush_blocks` does)."""
+    leaves each live lane's state marginals in ``alpha`` and token marginals in ``marg``
+    (zeros past its length), adds the pair marginals to ``pacc`` and alpha[t-1, src] *
+    (backward term) to ``eacc`` (still to be multiplied by E, as
+    :func:`crfkit.structures.order2.pair_lattice.flush_blocks` does)."""
     b_src, b_dst, b_slot = lists[3], lists[4], lists[5]
-    P, S = tmp.shape[0], tmp.shape[1]
+    pair_a = lat2.pair_a
+    P, S = pair_a.shape[0], alpha.shape[2]
+    for p in range(P if T > 1 else 0):
+        for s in range(S):
+            beta[T - 1, p, s] = 1.0 if lens[s] == T else 0.0  # zeros keep lanes past their end at 0
     for t in range(T - 1, 0, -1):
-        cur_a, cur_b, N, sc = alpha[t], beta[t], xN[t], scale[t]
         for s in range(S):
             if lens[s] - 1 == t:
                 for p in range(P):
-                    cur_b[p, s] = 1.0
-        for p in range(P):
-            acc = 0.0
-            for s in range(S):
-                live = t < lens[s]
-                m = cur_a[p, s] * cur_b[p, s] if live else 0.0
-                tmp[p, s] = N[p, s] * cur_b[p, s] / sc[s] if live else 0.0
-                cur_a[p, s] = m
-                acc += m
-            pacc[p] += acc
+                    beta[t, p, s] = 1.0
+            inv[s] = 1.0 / scale[t, s]
+        lane_states(xu, xN, first, factored, lat2, lens, t, alpha[t], beta[t], inv, tmp,
+                    marg[t], pacc)
         prev_a, prev_b = alpha[t - 1], beta[t - 1]
-        n = L if t == 1 else P
-        for q in range(n):
+        for q in range(L if t == 1 else P):
             for s in range(S):
                 prev_b[q, s] = 0.0
         if t == 1:
@@ -135,45 +175,79 @@ def backward_lanes(xN, E, lists, pair_a, pair_b, lens, T, L, alpha, beta, scale,
         for y in range(L):
             if lens[s] == 1:
                 beta[0, y, s] = 1.0
-            alpha[0, y, s] = alpha[0, y, s] * beta[0, y, s] if lens[s] > 0 else 0.0
+            m = alpha[0, y, s] * beta[0, y, s] if lens[s] > 0 else 0.0
+            alpha[0, y, s] = m
+            marg[0, y, s] = m
 
 
 @njit(**JIT)
-def load_lane(W, space, lat2, tok_ptr, tok_obs, t0, T, L, shared, Wd, work, s, Tg, xu0, xN):
+def lane_states(xu, xN, first, factored, lat2, lens, t, cur_a, cur_b, inv, tmp, marg_t, pacc):
+    """Token t of the backward pass: the state marginals (into ``cur_a``, ``marg_t`` and
+    ``pacc``) and tmp[p] = node factor x beta[t, p] / scale, zero in lanes past their end."""
+    pair_b = lat2.pair_b
+    P, S = pair_b.shape[0], cur_a.shape[1]
+    for y in range(marg_t.shape[0]):
+        for s in range(S):
+            marg_t[y, s] = 0.0
+    for p in range(P):
+        node = xu[t, pair_b[p]] if factored else xN[t, p]
+        f = first[p] if t == 1 else 1.0
+        ap, bp, tp, mt = cur_a[p], cur_b[p], tmp[p], marg_t[pair_b[p]]
+        acc = 0.0
+        for s in range(S):  # beta is 0 in lanes past their end (alpha is finite there)
+            m = ap[s] * bp[s]
+            tp[s] = node[s] * bp[s] * inv[s] * f
+            ap[s] = m
+            mt[s] += m
+            acc += m
+        pacc[p] += acc
+
+
+@njit(**JIT)
+def load_lane(W, space, lat2, tok_ptr, tok_obs, t0, T, L, edges, Wd, factors, work, s, Tg, xu,
+              xN):
     """Scores and exponentials of one sequence into lane ``s`` (exp scores of 1 past its
-    length, up to the group's ``Tg`` tokens); returns the sum of the shifts."""
-    psi, node, edge, expu, expN, expE = work[:6]
-    P = xN.shape[1]
+    length, up to the group's ``Tg`` tokens); returns the sum of the shifts. ``edges`` as
+    :func:`lane_edges`; ``factors`` the exponentiated unigram weights of
+    :meth:`crfkit.kernels.objective.Objective.factors` (empty: exponentiate the scores)."""
+    psi, node, edge, expu = work[:4]
+    shared, factored = edges[0], edges[4]
     shift = 0.0
-    if T > 0:
+    if T > 0 and factored and factors[0].shape[0] > 0:
+        unigram_factors(factors[0], tok_ptr, tok_obs, space[0], space[1], t0, T, expu,
+                        factors[1])
+    elif T > 0:
         order2.unigram_rows(W, space, tok_ptr, tok_obs, t0, T, psi, Wd)
+    if T > 0 and factored:
+        for t in range(T if factors[0].shape[0] == 0 else 0):
+            shift += exp_shifted(psi[t], expu[t])
+        shift += (shared[3] if T > 1 else 0.0) + max(T - 2, 0) * edges[3]
+    elif T > 0:
         order2.lattice_scores(W, space, lat2, tok_ptr, tok_obs, t0, T, L, shared, False, psi,
                               node, edge, False)
         shift = order2.exp_lattice(W, space, lat2, tok_ptr, tok_obs, t0, T, L, shared, False,
-                                   psi, node, edge, expu, expN, expE)
-    for y in range(L):
-        xu0[y, s] = expu[0, y] if T > 0 else 1.0
-    for t in range(1, Tg):
-        for p in range(P):
-            xN[t, p, s] = expN[t, p] if t < T else 1.0
+                                   psi, node, edge, expu, work[4], work[5])
+    for t in range(Tg if factored else 1):
+        for y in range(L):
+            xu[t, y, s] = expu[t, y] if t < T else 1.0
+    for t in range(1, Tg if not factored else 0):
+        for p in range(xN.shape[1]):
+            xN[t, p, s] = work[4][t, p] if t < T else 1.0
     return shift
 
 
 @njit(**JIT)
-def lane_gradient(G, space, lat2, tok_ptr, tok_obs, t0, T, L, alpha, s, marg, Gd):
-    """The per-sequence expectations of lane ``s`` (state marginals in ``alpha``): token
-    marginals into ``marg``, observation bigrams into G, unigrams into G / ``Gd``."""
+def lane_gradient(G, space, lat2, tok_ptr, tok_obs, t0, T, L, alpha, lmarg, s, marg, Gd):
+    """The per-sequence expectations of lane ``s`` (state marginals in ``alpha``, token
+    marginals in ``lmarg``): token marginals into ``marg``, observation bigrams into G,
+    unigrams into G / ``Gd``."""
     b_ptr, b_prev, b_cur, n_u = space[2], space[3], space[4], space[5]
-    pair_b, pair_of = lat2.pair_b, lat2.pair_of
-    for y in range(L):
-        marg[0, y] = alpha[0, y, s]
-    bigrams = order2.has_bigrams(b_ptr)
-    for t in range(1, T):
+    pair_of = lat2.pair_of
+    for t in range(T):
         for y in range(L):
-            marg[t, y] = 0.0
-        for p in range(pair_b.shape[0]):
-            marg[t, pair_b[p]] += alpha[t, p, s]
-        for i in range(tok_ptr[t0 + t], tok_ptr[t0 + t + 1] if bigrams else 0):
+            marg[t, y] = lmarg[t, y, s]
+    for t in range(1, T if order2.has_bigrams(b_ptr) else 0):
+        for i in range(tok_ptr[t0 + t], tok_ptr[t0 + t + 1]):
             o = tok_obs[i]
             for k in range(b_ptr[o], b_ptr[o + 1]):
                 p = pair_of[b_prev[k] * L + b_cur[k]]
@@ -183,26 +257,38 @@ def lane_gradient(G, space, lat2, tok_ptr, tok_obs, t0, T, L, alpha, s, marg, Gd
 
 
 @njit(**JIT)
-def loss_block_lanes(W, space, lat2, lists, data, L, s0, s1, Wd, G, out):
-    """:func:`crfkit.structures.order2.pair_lattice.loss_block2` without observation trigrams,
-    ``LANES``
-    sequences at a time (sorted by length, so a group's lanes end close together)."""
+def lane_buffers(Tmax, L, P, K, factored):
+    """xu, xN (a dummy when ``factored``), alpha, beta, scale, inv, tmp, logz, lane marg,
+    pacc, eacc of a block."""
+    S, R = LANES, max(L, P)
+    TN = 1 if factored else Tmax
+    return (np.empty((Tmax, L, S)), np.empty((TN, P, S)), np.empty((Tmax, R, S)),
+            np.empty((Tmax, R, S)), np.empty((Tmax, S)), np.empty(S), np.empty((P, S)),
+            np.empty(S), np.empty((Tmax, L, S)), np.zeros(P), np.zeros(K))
+
+
+@njit(**JIT)
+def loss_block_lanes(W, space, lat2, lists, data, L, s0, s1, Wd, G, out, factors=None,
+                     dense_G=None):
+    """:func:`crfkit.structures.order2.pair_lattice.loss_block2` without observation
+    trigrams, ``LANES`` sequences at a time (sorted by length, so a group's lanes end
+    close together). ``lists`` as :func:`edge_lists`; ``factors`` as :func:`load_lane`
+    (None: exponentiate the scores); ``dense_G`` the dense rows' scratch (None: new)."""
     seq_ptr, tok_ptr, tok_obs, labels = data
-    pair_a, pair_b = lat2.pair_a, lat2.pair_b
-    P, K, S = pair_a.shape[0], lat2.e_tri.shape[0], LANES
+    P, K, S = lat2.pair_a.shape[0], lat2.e_tri.shape[0], LANES
     lengths = seq_ptr[s0 + 1:s1 + 1] - seq_ptr[s0:s1]
     order = s0 + np.argsort(lengths, kind="mergesort")
     Tmax = max(1, lengths.max()) if s1 > s0 else 1
     work = order2.work2(Tmax, L, P, K, False)
-    shared = order2.shared_rows(W, space, lat2, L, np.zeros((L, L)))
-    E = shared[4][0]
-    R = max(L, P)
-    xu0, xN = np.empty((L, S)), np.empty((Tmax, P, S))
-    alpha, beta = np.empty((Tmax, R, S)), np.empty((Tmax, R, S))
-    scale, inv, tmp, logz = np.empty((Tmax, S)), np.empty(S), np.empty((P, S)), np.empty(S)
+    edges = lane_edges(W, space, lat2, L)
+    E, first, factored = edges[1], edges[2], edges[4]
+    xu, xN, alpha, beta, scale, inv, tmp, logz, lmarg, pacc, eacc = lane_buffers(
+        Tmax, L, P, K, factored)
     lens, seqs = np.zeros(S, dtype=np.int64), np.zeros(S, dtype=np.int64)
-    pacc, eacc, Gd = np.zeros(P), np.zeros(K), np.zeros(Wd.shape)
+    Gd = np.zeros(Wd.shape) if dense_G is None else dense_G
+    Gd[:] = 0.0
     marg = work[10]
+    exp_weights = (np.empty(0), np.empty((0, L))) if factors is None else factors
     G[:] = 0.0
     logz_sum, tok_err, seq_err = 0.0, 0, 0
     for g in range(0, s1 - s0, S):
@@ -214,21 +300,21 @@ def loss_block_lanes(W, space, lat2, lists, data, L, s0, s1, Wd, G, out):
         for s in range(S):
             t0 = seq_ptr[seqs[s]] if seqs[s] >= 0 else 0
             logz[s] = 0.0
-            logz_sum += load_lane(W, space, lat2, tok_ptr, tok_obs, t0, lens[s], L, shared,
-                                  Wd, work, s, Tg, xu0, xN)
-        forward_lanes(xu0, xN, E, lists, pair_a, lens, Tg, L, alpha, scale, inv, tmp, logz)
+            logz_sum += load_lane(W, space, lat2, tok_ptr, tok_obs, t0, lens[s], L, edges,
+                                  Wd, exp_weights, work, s, Tg, xu, xN)
+        forward_lanes(xu, xN, E, first, factored, lat2, lens, Tg, L, alpha, scale, inv, logz)
         for s in range(S):
             for t in range(lens[s]):
                 logz[s] += np.log(scale[t, s])
             logz_sum += logz[s]
-        backward_lanes(xN, E, lists, pair_a, pair_b, lens, Tg, L, alpha, beta, scale, tmp,
-                       pacc, eacc)
+        backward_lanes(xu, xN, E, first, factored, lat2, lists, lens, Tg, L, alpha, beta, scale,
+                       tmp, inv, lmarg, pacc, eacc)
         for s in range(S):
             T = lens[s]
             if T == 0:
                 continue
             t0 = seq_ptr[seqs[s]]
-            lane_gradient(G, space, lat2, tok_ptr, tok_obs, t0, T, L, alpha, s, marg, Gd)
+            lane_gradient(G, space, lat2, tok_ptr, tok_obs, t0, T, L, alpha, lmarg, s, marg, Gd)
             wrong = posterior_errors(marg, labels, t0, T)
             tok_err += wrong
             seq_err += 1 if wrong else 0

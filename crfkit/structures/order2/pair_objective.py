@@ -29,17 +29,21 @@ class Objective2(Objective):
         self.per_edge = space.n_g > 0
         # without observation trigrams, sequences go through the lattice in SIMD lanes
         self.edge_lists = None if self.per_edge else lanes2.edge_lists(self.lattice)
+        # the lanes multiply exponentiated weights when no observation bigram reshapes a
+        # token's pair scores (as the linear chain does)
+        self.uses_factors = self.edge_lists is not None and space.n_b == 0
 
     def shared(self, w: np.ndarray) -> tuple:
         s = self.space
-        return (dense_rows(w, s.u_ptr, s.u_lab, self.n_dense, s.n_labels),)
+        Wd = dense_rows(w, s.u_ptr, s.u_lab, self.n_dense, s.n_labels)
+        return (Wd, self.factors(w)) if self.uses_factors else (Wd, None)
 
     def _loss_block(self, w: np.ndarray, shared: tuple, s0: int, s1: int, G: np.ndarray,
                     out: np.ndarray) -> None:
         if self.edge_lists is not None:
             lanes2.loss_block_lanes(w, self.space_arrays, self.lattice, self.edge_lists,
                                     self.data_arrays, self.space.n_labels, s0, s1, shared[0],
-                                    G, out)
+                                    G, out, shared[1], self.dense_expectations())
             return
         order2.loss_block2(w, self.space_arrays, self.lattice, self.data_arrays,
                            self.space.n_labels, s0, s1, self.per_edge, shared[0], G, out)

@@ -32,12 +32,12 @@ t:s0=%x[0,1]
 
 
 def random_space(rng: np.random.Generator, L: int, n_obs: int, dense: bool = False,
-                 has_trans: bool = True, has_tri: bool = True, obs_tri: bool = True
-                 ) -> Order2Space:
+                 has_trans: bool = True, has_tri: bool = True, obs_tri: bool = True,
+                 obs_bigrams: bool = True) -> Order2Space:
     """A space with random unigram / bigram / trigram features and random allowed states
     (every pair and trigram with ``dense``)."""
     u_keys = np.flatnonzero(rng.random(n_obs * L) < 0.7)
-    b_keys = np.flatnonzero(rng.random(n_obs * L * L) < 0.3)
+    b_keys = np.flatnonzero(rng.random(n_obs * L * L) < (0.3 if obs_bigrams else 0.0))
     if dense:
         pairs, tri = np.arange(L * L), np.arange(L**3)
     else:

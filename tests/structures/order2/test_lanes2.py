@@ -10,16 +10,21 @@ import numpy as np
 import pytest
 
 from crfkit.errors import CrfkitError
-from crfkit.kernels.lattice import dense_rows
+from crfkit.kernels.lattice import dense_factors, dense_rows
 from crfkit.structures.order2 import lanes as lanes2
 from crfkit.structures.order2 import pair_lattice as order2
 from crfkit.structures.order2.pair_objective import Objective2
 from tests.structures.order2.reference import random_data, random_space
 
 
-def both_kernels(space, data, W, n_dense):
-    """(f-part, gradient, errors) of the lane and the per-sequence kernels on one block."""
+def both_kernels(space, data, W, n_dense, factors=False):
+    """(f-part, gradient, errors) of the lane and the per-sequence kernels on one block;
+    with ``factors`` the lanes multiply exponentiated weights (as Objective2 has them do
+    without observation bigrams)."""
     Wd = dense_rows(W, space.u_ptr, space.u_lab, n_dense, space.n_labels)
+    expW, expWd = np.exp(W[:space.n_u]), np.empty(Wd.shape)
+    dense_factors(expW, space.u_ptr, space.u_lab, expWd)
+    extra = ((expW, expWd), np.full(Wd.shape, np.nan)) if factors else ()
     lat2 = space.lattice
     got = []
     for lanes in (True, False):
@@ -27,7 +32,7 @@ def both_kernels(space, data, W, n_dense):
         args = (space.arrays(), lat2)
         if lanes:
             lanes2.loss_block_lanes(W, *args, lanes2.edge_lists(lat2), data.arrays(),
-                                    space.n_labels, 0, data.n_seqs, Wd, G, out)
+                                    space.n_labels, 0, data.n_seqs, Wd, G, out, *extra)
         else:
             order2.loss_block2(W, *args, data.arrays(), space.n_labels, 0, data.n_seqs,
                                False, Wd, G, out)
@@ -49,6 +54,27 @@ def test_lanes_match_one_sequence_at_a_time(seed):
     assert out_lanes[1:].tolist() == out_one[1:].tolist()
     np.testing.assert_allclose(g_lanes, g_one, rtol=1e-11, atol=1e-12)
     assert np.abs(g_one).max() > 0.1  # the comparison is not between two empty rows
+
+
+@pytest.mark.parametrize("factors", [False, True])
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_lanes_without_observation_bigrams_match_one_sequence_at_a_time(seed, factors):
+    """Without observation bigrams a node is its unigram factor, the transitions ride on
+    the edges, and the unigram factors may be products of exponentiated weights."""
+    rng = np.random.default_rng(10 + seed)
+    L = 3 + seed
+    space = random_space(rng, L, 6, dense=seed == 2, obs_tri=False, has_tri=seed != 1,
+                         has_trans=seed != 0, obs_bigrams=False)
+    lengths = [int(x) for x in rng.integers(1, 9, size=lanes2.LANES + 5)]
+    lengths[seed] = 1
+    data = random_data(rng, lengths, 6, L)
+    W = rng.normal(scale=1.0, size=space.n_weights)
+    (g_lanes, out_lanes), (g_one, out_one) = both_kernels(space, data, W, seed % 3, factors)
+    assert out_lanes[0] == pytest.approx(out_one[0], rel=1e-12)
+    assert out_lanes[1:].tolist() == out_one[1:].tolist()
+    np.testing.assert_allclose(g_lanes, g_one, rtol=1e-11, atol=1e-12)
+    assert np.abs(g_one).max() > 0.1
+    assert Objective2(space, data, np.zeros(space.n_weights), rho2=1.0).uses_factors
 
 
 def test_objective_uses_lanes_without_observation_trigrams():
