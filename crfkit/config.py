@@ -13,11 +13,12 @@ Not ``nsz`` either: with it in the set, the kernels numba loads from its
 cache computed gradients that differed in the last bit from the ones it had
 compiled in the same run (Numba 0.68), so the first training after an
 install gave another model than the next; tests/test_reliability.py checks
-cold and cached runs agree.
+cold and cached runs agree. No C-callable wrapper (``no_cfunc_wrapper``): nothing
+takes a kernel's address, and each cost compile time on a first run.
 """
 
 JIT = {"cache": True, "nogil": True, "error_model": "numpy", "boundscheck": False,
-       "fastmath": {"contract", "reassoc", "arcp"}}
+       "fastmath": {"contract", "reassoc", "arcp"}, "no_cfunc_wrapper": True}
 
 # Sequences are split into this many blocks (fewer for tiny corpora) whatever
 # the thread count, and block results are summed in block order, so training

@@ -499,10 +499,13 @@ _GRADIENT_SCRIPT = """
 import sys
 import numpy as np
 from crfkit.training.corpus import encode_training
+from crfkit.kernels import objective as objective_module
 from crfkit.kernels.objective import Objective
 from crfkit.features.patterns import read_patterns
 from crfkit.io.reader import read_sequences
 from itertools import islice
+# compile every kernel here (not the loss kernel in a child, which the cache hands back)
+objective_module.compile_aside = lambda dispatcher, args: None
 corpus = encode_training(read_patterns(sys.argv[1]), list(islice(read_sequences(sys.argv[2]), 300)))
 objective = Objective(corpus.space, corpus.data, corpus.empirical, 1.0)
 w = np.random.default_rng(0).normal(scale=0.5, size=corpus.space.n_weights)

@@ -20,6 +20,7 @@ import numpy as np
 from crfkit import config
 from crfkit.errors import CrfkitError
 from crfkit.kernels import loss
+from crfkit.kernels.aside import Aside, compile_aside
 from crfkit.kernels.blocks import partition_blocks, run_blocks, thread_count
 from crfkit.kernels.lattice import FACTOR_RANGE, dense_factors, exp_range, max_abs
 from crfkit.space import Dataset, FeatureSpace
@@ -88,6 +89,18 @@ class Objective:
                                     s.trans_offset, s.has_trans, s.n_labels, self.n_dense)
         return (*scores, *self.factors(w))
 
+    def compile_loss_aside(self, w: np.ndarray) -> Aside | None:
+        """On a first run, the CRF loss kernel is compiled in a child process while this one
+        compiles the shared scores (:mod:`crfkit.kernels.aside`): the kernel's arguments
+        for an empty block, with stand-ins of the shared scores' types."""
+        if self.normalisation != config.NORM_GLOBAL:
+            return None
+        s = self.space
+        kernel = loss.CRF_LOSS_KERNELS[s.n_b > 0]
+        return compile_aside(kernel, (w, self.space_arrays, self.data_arrays, s.n_labels, 0, 0,
+                                      *standin_shared(s.n_labels), self.dense_expectations(),
+                                      self.G_blocks[0], self.out[0], self.data.tok_val))
+
     def factors(self, w: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """The exponentiated unigram weights (sparse, and the dense rows') with which the
         kernels multiply each token's scores out of factors
@@ -140,7 +153,10 @@ class Objective:
         run_blocks(block, last - first)
 
     def __call__(self, w: np.ndarray, g: np.ndarray) -> float:
+        aside = self.compile_loss_aside(w) if self.evaluations == 0 else None
         shared = self.shared(w)
+        if aside is not None:
+            aside.wait()
         n_blocks = len(self.out)
         for first in range(0, n_blocks, self.wave):
             last = min(first + self.wave, n_blocks)
@@ -152,6 +168,15 @@ class Objective:
             g[self.frozen] = 0.0
         self.evaluations += 1
         return f
+
+
+def standin_shared(n_labels: int) -> tuple:
+    """Empty arrays of the types of :meth:`Objective.shared`'s values for the CRF (the
+    transitions, their exponentials, the shift, the bigram factors, the dense rows, the
+    factor tables), to compile the loss kernel before they are computed."""
+    L = n_labels
+    return (np.empty((L, L)), np.empty((2, L, L)), 0.0, np.empty(0), np.empty((0, L)),
+            np.empty(0), np.empty((0, L)))
 
 
 def objective_blocks(lengths: np.ndarray, n_weights: int) -> np.ndarray:

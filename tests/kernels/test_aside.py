@@ -1,0 +1,95 @@
+"""Compiling a kernel in a forked child (crfkit.kernels.aside): the parent then loads the
+child's compilation from the cache, and a child that fails changes nothing."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+import threading
+from pathlib import Path
+
+import numpy as np
+import pytest
+from numba import typeof
+
+from crfkit.kernels import aside as aside_module
+from crfkit.kernels.aside import compile_aside, may_fork
+from crfkit.kernels.objective import Objective, standin_shared
+from crfkit.training.corpus import encode_training
+from tests.helpers import PATTERNS, random_corpus
+
+pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="forks on Linux")
+
+KERNELS = '''
+from numba import njit
+
+@njit(cache=True)
+def total(x):
+    acc = 0.0
+    for v in x:
+        acc += v
+    return acc
+
+@njit(cache=True)
+def broken(x):
+    return x.no_such_attribute
+'''
+
+
+@pytest.fixture
+def fresh_kernels(tmp_path: Path, monkeypatch):
+    """Kernels never compiled, cached in ``tmp_path``'s __pycache__ (a module of its own,
+    importable while the test runs: Numba finds a cached kernel's module by name)."""
+    name = f"aside_kernels_{tmp_path.name}"
+    path = tmp_path / f"{name}.py"
+    path.write_text(KERNELS, encoding="utf-8")
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    monkeypatch.setitem(sys.modules, name, module)
+    spec.loader.exec_module(module)
+    # earlier tests may have left thread pools running: fork anyway (nothing compiles on them)
+    monkeypatch.setattr(aside_module, "may_fork", lambda: True)
+    return module
+
+
+def test_the_parent_loads_what_the_child_compiled(fresh_kernels):
+    kernels = fresh_kernels
+    x = np.arange(4.0)
+    aside = compile_aside(kernels.total, (x,))
+    assert aside is not None
+    aside.wait()
+    assert kernels.total(x) == 6.0
+    assert sum(kernels.total.stats.cache_hits.values()) == 1
+    assert sum(kernels.total.stats.cache_misses.values()) == 0
+    # compiled (and cached) now: nothing left to compile aside
+    assert compile_aside(kernels.total, (x,)) is None
+
+
+def test_a_failing_child_leaves_the_parent_as_without_it(fresh_kernels):
+    kernels = fresh_kernels
+    aside = compile_aside(kernels.broken, (np.zeros(2),))
+    assert aside is not None
+    aside.wait()
+    with pytest.raises(Exception, match="no_such_attribute"):
+        kernels.broken(np.zeros(2))
+
+
+def test_no_fork_while_another_thread_runs():
+    release = threading.Event()
+    other = threading.Thread(target=release.wait)
+    other.start()
+    try:
+        assert not may_fork()
+    finally:
+        release.set()
+        other.join()
+
+
+def test_the_stand_ins_have_the_types_of_the_shared_scores():
+    """Otherwise the child would compile a signature the training never calls."""
+    corpus = encode_training(PATTERNS, random_corpus(3, n_seqs=4, max_len=4))
+    objective = Objective(corpus.space, corpus.data, corpus.empirical, 0.1)
+    w = np.zeros(corpus.space.n_weights)
+    shared = objective.shared(w)
+    assert [typeof(v) for v in standin_shared(corpus.space.n_labels)] == \
+        [typeof(v) for v in shared]
