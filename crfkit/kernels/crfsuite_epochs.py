@@ -129,7 +129,7 @@ def margin_loss(W, space, data, per_token, L, s, margin, bufs, tok_val, G, froze
 
 @njit(**JIT)
 def online_buffers(seq_ptr, L, per_token):
-    Tmax = longest_sequence(seq_ptr, 0, len(seq_ptr) - 1)
+    Tmax = longest_sequence(seq_ptr, np.int64(0), len(seq_ptr) - 1)
     TP = Tmax if per_token else 1
     return (np.empty((L, L)), np.empty((1, L, L)), np.empty((Tmax, L)), np.empty((TP, L, L)),
             np.empty((Tmax, L)), np.empty((Tmax, L), dtype=np.int32),
@@ -252,8 +252,8 @@ def l2sgd_epoch(W, last, state, order, space, data, per_token, L, lam, t0_, froz
     n_b = len(b_prev)
     trans = np.empty((L, L))
     exp_trans = transition_buffer(L)
-    work = gradient.work_buffers(longest_sequence(seq_ptr, 0, len(seq_ptr) - 1), L, per_token,
-                                 exp_trans)
+    Tmax = longest_sequence(seq_ptr, np.int64(0), len(seq_ptr) - 1)
+    work = gradient.work_buffers(Tmax, L, per_token, exp_trans)
     psi, phi, alpha = work[0], work[1], work[4]
     no_dense = np.empty((0, L))
     no_factors = np.empty(0)  # scores summed, then exponentiated (no unigram_factors)
