@@ -92,7 +92,9 @@ def _difference(G, space, tok_ptr, tok_obs, tok_val, L, t0, T, labels, path, fro
 # The margin a wrong path must be beaten by, from its number of wrong labels d:
 # 1 (PA, not error-sensitive), sqrt(d) (PA), d (AROW, as CRFsuite's train_arow.c);
 # none: the bare score difference (CRF++'s MIRA adds its own term, crfkit.kernels.mira).
-MARGIN_ONE, MARGIN_SQRT, MARGIN_ERRORS, MARGIN_NONE = 0, 1, 2, 3
+# np.int64, not int: a jitted caller passing a global int passes a literal, and Numba
+# would compile margin_loss once per margin kind instead of once.
+MARGIN_ONE, MARGIN_SQRT, MARGIN_ERRORS, MARGIN_NONE = (np.int64(k) for k in range(4))
 
 
 @njit(**JIT)
