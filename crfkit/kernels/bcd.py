@@ -172,7 +172,8 @@ def transition_sweep(W, space, data, per_token, lat, empirical, rho1, rho2, kapp
         if T < 2:
             continue
         ensure_alpha(s, T - 1, per_token, lat, seq_ptr, space, tok_ptr, tok_obs)
-        ensure_beta(s, 0, per_token, lat, seq_ptr, space, tok_ptr, tok_obs)
+        # np.int64 / np.bool_: a literal argument would compile a second specialisation
+        ensure_beta(s, np.int64(0), per_token, lat, seq_ptr, space, tok_ptr, tok_obs)
         for t in range(t0 + 1, t0 + T):
             M = transition_factors(t, per_token, lat, tok_ptr, tok_obs, space[2], space[3],
                                    space[4])
@@ -186,7 +187,7 @@ def transition_sweep(W, space, data, per_token, lat, empirical, rho1, rho2, kapp
     for k in range(L * L):
         g[k] -= empirical[off + k]
     if bound_update(W, off, g, h, L * L, rho1, rho2, kappa, old):
-        load_exp_transitions(W, off, True, lat[6], lat[10])
+        load_exp_transitions(W, off, np.bool_(True), lat[6], lat[10])
         for s in range(len(seq_ptr) - 1):
             a_ok[s] = min(a_ok[s], 1)
             b_from[s] = max(b_from[s], seq_ptr[s + 1] - seq_ptr[s] - 1)

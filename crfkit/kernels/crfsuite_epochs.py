@@ -92,7 +92,9 @@ def _difference(G, space, tok_ptr, tok_obs, tok_val, L, t0, T, labels, path, fro
 # The margin a wrong path must be beaten by, from its number of wrong labels d:
 # 1 (PA, not error-sensitive), sqrt(d) (PA), d (AROW, as CRFsuite's train_arow.c);
 # none: the bare score difference (CRF++'s MIRA adds its own term, crfkit.kernels.mira).
-MARGIN_ONE, MARGIN_SQRT, MARGIN_ERRORS, MARGIN_NONE = 0, 1, 2, 3
+# np.int64, not int: a jitted caller passing a global int passes a literal, and Numba
+# would compile margin_loss once per margin kind instead of once.
+MARGIN_ONE, MARGIN_SQRT, MARGIN_ERRORS, MARGIN_NONE = (np.int64(k) for k in range(4))
 
 
 @njit(**JIT)
@@ -129,7 +131,7 @@ def margin_loss(W, space, data, per_token, L, s, margin, bufs, tok_val, G, froze
 
 @njit(**JIT)
 def online_buffers(seq_ptr, L, per_token):
-    Tmax = longest_sequence(seq_ptr, 0, len(seq_ptr) - 1)
+    Tmax = longest_sequence(seq_ptr, np.int64(0), len(seq_ptr) - 1)
     TP = Tmax if per_token else 1
     return (np.empty((L, L)), np.empty((1, L, L)), np.empty((Tmax, L)), np.empty((TP, L, L)),
             np.empty((Tmax, L)), np.empty((Tmax, L), dtype=np.int32),
@@ -252,8 +254,8 @@ def l2sgd_epoch(W, last, state, order, space, data, per_token, L, lam, t0_, froz
     n_b = len(b_prev)
     trans = np.empty((L, L))
     exp_trans = transition_buffer(L)
-    work = gradient.work_buffers(longest_sequence(seq_ptr, 0, len(seq_ptr) - 1), L, per_token,
-                                 exp_trans)
+    Tmax = longest_sequence(seq_ptr, np.int64(0), len(seq_ptr) - 1)
+    work = gradient.work_buffers(Tmax, L, per_token, exp_trans)
     psi, phi, alpha = work[0], work[1], work[4]
     no_dense = np.empty((0, L))
     no_factors = np.empty(0)  # scores summed, then exponentiated (no unigram_factors)

@@ -47,6 +47,7 @@ from crfkit.errors import UsageError
 from crfkit.kernels import lattice
 from crfkit.kernels.bestpath import Decoded, Weighted
 from crfkit.kernels.blocks import partition_blocks, run_blocks
+from crfkit.kernels.flavour import read_only, read_only_space
 from crfkit.space import Dataset
 
 
@@ -317,13 +318,15 @@ def decode(model: Weighted, data: Dataset, *, nbest: int = 1, log_z: bool = Fals
     per_token = s.n_b > 0 or norm == NORM_MEMM  # a MEMM's phi depends on psi
     if n_seq:
         blocks = partition_blocks(data.lengths, config.N_BLOCKS)
-        shared = decode_shared(model.weights, s.trans_offset, s.has_trans, norm, L, masks[2])
-        space, arrays = s.arrays(), (data.seq_ptr, data.tok_ptr, data.tok_obs)
+        weights, tok_val = read_only(model.weights), read_only(data.tok_val)
+        shared = decode_shared(weights, s.trans_offset, s.has_trans, norm, L, masks[2])
+        space = read_only_space(s.arrays())
+        arrays = tuple(read_only(a) for a in (data.seq_ptr, data.tok_ptr, data.tok_obs))
         asked = (nbest, log_z, marginals, posterior)
 
         def block(b: int) -> None:
-            decode_block(model.weights, space, arrays, per_token, norm, L, blocks[b],
-                         blocks[b + 1], masks, asked, shared, out, data.tok_val)
+            decode_block(weights, space, arrays, per_token, norm, L, blocks[b], blocks[b + 1],
+                         masks, asked, shared, out, tok_val)
 
         run_blocks(block, len(blocks) - 1)
     return Decoded(paths=out[0], scores=out[1], log_z=out[2],

@@ -129,7 +129,8 @@ def sgd_epoch(W, order, space, data, per_token, L, eta0, alpha, rho1, seen, q, G
     N = len(order)
     trans = np.empty((L, L))
     exp_trans = transition_buffer(L)
-    work = work_buffers(longest_sequence(seq_ptr, 0, len(seq_ptr) - 1), L, per_token, exp_trans)
+    Tmax = longest_sequence(seq_ptr, np.int64(0), len(seq_ptr) - 1)
+    work = work_buffers(Tmax, L, per_token, exp_trans)
     psi, phi, alpha_ = work[0], work[1], work[4]
     no_dense = np.empty((0, L))  # no dense rows (see kernels.lattice.unigram_scores)
     no_factors = np.empty(0)  # scores summed, then exponentiated (no unigram_factors)
@@ -183,7 +184,7 @@ def perceptron_epoch(W, U, seen, order, space, data, per_token, L, G, touched, o
     W and U are exact sums whatever order they are added in.
     """
     seq_ptr, tok_ptr, tok_obs, labels = data
-    Tmax = longest_sequence(seq_ptr, 0, len(seq_ptr) - 1)
+    Tmax = longest_sequence(seq_ptr, np.int64(0), len(seq_ptr) - 1)
     TP = Tmax if per_token else 1
     psi = np.empty((Tmax, L))
     phi = np.empty((TP, L, L))

@@ -186,7 +186,11 @@ def bigram_scores(W, tok_ptr, tok_obs, tok_val, b_ptr, b_prev, b_cur, n_u, trans
 
 @njit(**JIT)
 def longest_sequence(seq_ptr, s0, s1):
-    """Length of the longest of sequences s0..s1-1 (at least 1): a block's buffer size."""
+    """Length of the longest of sequences s0..s1-1 (at least 1): a block's buffer size.
+
+    Callers in jitted code pass ``np.int64(0)``, not ``0``: a literal argument makes
+    Numba compile a second, Literal[int] specialisation (the same holds for literal
+    bools given to the other shared kernels: ``np.bool_(True)``)."""
     longest = 1
     for s in range(s0, s1):
         longest = max(longest, seq_ptr[s + 1] - seq_ptr[s])

@@ -49,7 +49,7 @@ def likely_marks(W, space, data, L, threshold, u_flag, b_index, umark, bmark):
             continue
         chain_scores(W, space, tok_ptr, tok_obs, None, t0, T, True, trans, psi, phi, no_dense)
         exp_transitions(phi, T, expb)
-        logz = forward_backward(psi, expb, True, T, L, expu, alpha, beta, scale, tmp)
+        logz = forward_backward(psi, expb, np.bool_(True), T, L, expu, alpha, beta, scale, tmp)
         if logz != logz:
             skipped += 1
             continue

@@ -267,7 +267,8 @@ def sgd_epoch_fused(W, order, space, data, per_token, L, eta0, alpha, rho1, seen
     N = len(order)
     trans = np.empty((L, L))
     exp_trans = np.empty((1, L, L))
-    work = work_buffers(longest_sequence(seq_ptr, 0, len(seq_ptr) - 1), L, per_token, exp_trans)
+    Tmax = longest_sequence(seq_ptr, np.int64(0), len(seq_ptr) - 1)
+    work = work_buffers(Tmax, L, per_token, exp_trans)
     psi, phi, expu, expb, alpha_, beta, scale, pair, tmp = work
     marg = np.empty(L)
     u, l1 = state[0], rho1 > 0.0

@@ -33,8 +33,8 @@ def latent_sgd_epoch(W, order, space, data, allowed, K, S, eta0, alpha, rho1, se
     trans_offset, has_trans = space[6], space[7]
     trans = np.empty((S, S))
     exp_trans = transition_buffer(S)
-    Tmax = longest_sequence(seq_ptr, 0, len(seq_ptr) - 1)
-    work = work_buffers(Tmax, S, False, exp_trans)
+    Tmax = longest_sequence(seq_ptr, np.int64(0), len(seq_ptr) - 1)
+    work = work_buffers(Tmax, S, np.bool_(False), exp_trans)
     buf = clamped_buffers(Tmax, S)
     none2, none1 = np.empty((0, S)), np.empty(0)
     u, l1, loss, eta = state[0], rho1 > 0.0, 0.0, eta0

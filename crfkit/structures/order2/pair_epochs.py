@@ -102,7 +102,7 @@ def sgd_epoch2(W, order, space, lat2, data, L, per_edge, eta0, alpha, rho1, seen
     zeros and is left so."""
     seq_ptr, tok_ptr, tok_obs, labels = data
     P, K = lat2.pair_a.shape[0], lat2.e_tri.shape[0]
-    work = order2.work2(max(1, longest_sequence(seq_ptr, 0, len(seq_ptr) - 1)), L, P, K,
+    work = order2.work2(max(1, longest_sequence(seq_ptr, np.int64(0), len(seq_ptr) - 1)), L, P, K,
                         per_edge)
     no_dense = np.empty((0, L))
     no_penalty = np.zeros((L, L))
