@@ -6,8 +6,11 @@ the slow references (oracles) in ``tests/naive.py``.
 
 from __future__ import annotations
 
+import importlib.util
 import os
+import sys
 from pathlib import Path
+from types import ModuleType
 
 import numpy as np
 from click.testing import CliRunner
@@ -42,6 +45,18 @@ b:pos=%x[0,1]
 *:next=%X[1,0]
 B
 """)
+
+
+def load_script(name: str) -> ModuleType:
+    """``scripts/<name>.py`` imported as a module (scripts/ is no package), once."""
+    module_name = f"crfkit_script_{name}"
+    if module_name in sys.modules:
+        return sys.modules[module_name]
+    spec = importlib.util.spec_from_file_location(module_name, ROOT / "scripts" / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[module_name] = module
+    spec.loader.exec_module(module)
+    return module
 
 
 def run(*args: object, input: str | bytes | None = None):

@@ -2,20 +2,14 @@
 
 from __future__ import annotations
 
-import importlib.util
 import itertools
 import json
-import sys
-from pathlib import Path
 
 import numpy as np
 
-ROOT = Path(__file__).resolve().parents[2]
-_spec = importlib.util.spec_from_file_location("crfkit_bench_bcd",
-                                               ROOT / "scripts" / "bench_bcd.py")
-bench_bcd = importlib.util.module_from_spec(_spec)
-sys.modules.setdefault("crfkit_bench_bcd", bench_bcd)
-_spec.loader.exec_module(bench_bcd)
+from tests.helpers import load_script
+
+bench_bcd = load_script("bench_bcd")
 
 LABELS = ["X", "Y"]
 CORPUS = [[("a", "X"), ("b", "Y")], [("b", "Y"), ("a", "X"), ("a", "Y")]]

@@ -3,22 +3,18 @@
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import random
 import re
-import sys
 from pathlib import Path
 
 import pytest
 
 from crfkit.features.explain import apply_pattern
 from crfkit.features.patterns import parse_patterns, read_patterns
+from tests.helpers import load_script
 
 ROOT = Path(__file__).resolve().parents[2]
-_spec = importlib.util.spec_from_file_location("crfkit_bench_script", ROOT / "scripts" / "bench.py")
-bench = importlib.util.module_from_spec(_spec)
-sys.modules.setdefault("crfkit_bench_script", bench)
-_spec.loader.exec_module(bench)
+bench = load_script("bench")
 import bench_columns  # noqa: E402  (scripts/ is on sys.path once bench.py is loaded)
 import bench_iterations  # noqa: E402
 import bench_peers  # noqa: E402

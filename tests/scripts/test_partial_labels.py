@@ -3,16 +3,11 @@ checked on tiny files whose expected output is written out by hand."""
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
-_spec = importlib.util.spec_from_file_location("crfkit_partial_labels_script",
-                                               ROOT / "scripts" / "partial_labels.py")
-script = importlib.util.module_from_spec(_spec)
-sys.modules.setdefault("crfkit_partial_labels_script", script)
-_spec.loader.exec_module(script)
+from tests.helpers import load_script
+
+script = load_script("partial_labels")
 
 CHUNKS = ("He PRP B-NP\nreckons VBZ B-VP\nthe DT B-NP\ndeficit NN I-NP\n\n"
           "It PRP B-NP\nwill MD B-VP\nfall VB I-VP\n")
