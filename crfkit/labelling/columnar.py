@@ -22,7 +22,6 @@ from typing import TextIO
 import numpy as np
 
 from crfkit.features.columns import columns_of_fields
-from crfkit.features.extract import token_lists
 from crfkit.io.columnar import TokenBlock
 from crfkit.io.reader import Item
 from crfkit.labelling import label as labelling
@@ -30,6 +29,7 @@ from crfkit.labelling.label import (
     Decoder,
     LabelOptions,
     LabelStats,
+    encoded_dataset,
     label_stream,
 )
 from crfkit.model.model import Model
@@ -100,7 +100,6 @@ class _BlockLabeller:
     def __init__(self, model: Model, options: LabelOptions, source: str) -> None:
         self.model, self.options = model, options
         self.decoder = Decoder(model, options, source)
-        self.label_ids = {name: y for y, name in enumerate(model.labels)}
         sep = "" if options.labels_only else options.separator
         self.tails = np.array([sep + name for name in model.labels], dtype=object)
 
@@ -118,7 +117,7 @@ class _BlockLabeller:
         path = dec.paths[:, 0]
         if self.options.check:
             gold = fields[n_columns - 1::n_columns]
-            ids = np.fromiter(map(self.label_ids.get, gold, repeat(-1)), dtype=np.int64,
+            ids = np.fromiter(map(self.decoder.label_index.get, gold, repeat(-1)), dtype=np.int64,
                               count=len(gold))
             stats.correct += int(np.sum(ids == path))
         stats.tokens += len(path)
@@ -135,12 +134,10 @@ class _BlockLabeller:
 
     def encode(self, fields: list[str], n_columns: int, lengths: np.ndarray,
                first_line: int) -> Dataset:
-        """The batch's arrays (:func:`crfkit.labelling.label.encode_sequences`'s)."""
+        """The batch's arrays (as :func:`crfkit.labelling.label.encode_sequences` makes
+        them of rows)."""
         featurizer = self.model.featurizer
         wanted = {t[1] for t in featurizer.transforms}
         columns = columns_of_fields(fields, n_columns, lengths, wanted, first_line)
         pos, components = featurizer.components_of(columns, grow=False)
-        obs = featurizer.observations(components)
-        tok_ptr, tok_obs = token_lists(obs)
-        return Dataset(seq_ptr=pos.seq_ptr, tok_ptr=tok_ptr, tok_obs=tok_obs,
-                       labels=np.zeros(0, dtype=np.int32), obs_matrix=obs, tok_val=None)
+        return encoded_dataset(featurizer, pos.seq_ptr, components)

@@ -156,13 +156,21 @@ def encode_sequences(featurizer: Featurizer, sequences: list[Sequence], source: 
     development set, which the kernels decode: it does not keep the observation matrix
     that only numpy's best path reads)."""
     pos, components = featurizer.components(sequences, grow=False)
+    return encoded_dataset(featurizer, pos.seq_ptr, components, labels,
+                           values=lambda obs: occurrence_values(value_matrix(
+                               featurizer.patterns, featurizer.listed, sequences, source), obs))
+
+
+def encoded_dataset(featurizer: Featurizer, seq_ptr: np.ndarray, components,
+                    labels: np.ndarray | None = None, values=None) -> Dataset:
+    """The kernels' arrays of a batch from its pattern components; ``values(obs)``: the
+    tokens' feature values (None: every feature is 1)."""
     obs = featurizer.observations(components)
     tok_ptr, tok_obs = token_lists(obs)
-    tok_val = occurrence_values(value_matrix(featurizer.patterns, featurizer.listed, sequences,
-                                             source), obs)
-    return Dataset(seq_ptr=pos.seq_ptr, tok_ptr=tok_ptr, tok_obs=tok_obs,
+    return Dataset(seq_ptr=seq_ptr, tok_ptr=tok_ptr, tok_obs=tok_obs,
                    labels=np.zeros(0, dtype=np.int32) if labels is None else labels,
-                   obs_matrix=obs if labels is None else None, tok_val=tok_val)
+                   obs_matrix=obs if labels is None else None,
+                   tok_val=None if values is None else values(obs))
 
 
 class Decoder:
