@@ -91,7 +91,6 @@ def tune_command(pattern_file, input_file, model_file, devel_file, folds, seed, 
     from crfkit.structures import train_options
     from crfkit.training.train import train_options_from
     from crfkit.training.tune import (
-        DEFAULT_LIKELY,
         TuneOptions,
         parse_likely,
         parse_strengths,
@@ -114,7 +113,7 @@ def tune_command(pattern_file, input_file, model_file, devel_file, folds, seed, 
                          None if rho2_list is None else parse_strengths(rho2_list, "--rho2"))
     t = TuneOptions(folds=folds, seed=seed, jobs=jobs, warm_start=not no_warm_start,
                     path_stopeps=path_stopeps,
-                    likely=DEFAULT_LIKELY if likely_list is None else parse_likely(likely_list))
+                    likely=None if likely_list is None else parse_likely(likely_list))
     check_writable(model_file)
     report_log(report_dir)
     _run_tune(given, t, path, pattern_file, input_file, devel_file, model_file, report_dir,

@@ -225,8 +225,10 @@ def tune(patterns: list[Pattern], sequences: list[Sentence], options: TrainOptio
     _validate(options, t, path)
     progress = progress or Progress(quiet=True)
     structure, model_type = resolve(options, None, patterns, devel=True, command="tune")
-    structure = for_label_sets_in(structure, columns_of(sequences, [-1]), source, options,
+    asked = replace(options, likely=max(t.likely)) if t.likely else options  # as train's
+    structure = for_label_sets_in(structure, columns_of(sequences, [-1]), source, asked,
                                   model_type, progress, command="tune", devel=True)
+    thresholds = likely_thresholds(t, options, structure, model_type)  # refused before work
     patterns = model_patterns(structure.patterns(patterns, None), model_type)
     announce_compile(progress, "l-bfgs", model_type, True, structure)
     folds, mode = encode_folds(patterns, sequences, options, t, (model_type, structure), devel,
@@ -250,7 +252,6 @@ def tune(patterns: list[Pattern], sequences: list[Sentence], options: TrainOptio
     warning = edge_warning(path, state.best.strength) if state.best is not None else None
     if warning and not state.interrupted:
         progress.message(f"* warning: {warning}")
-    thresholds = likely_thresholds(t, options, structure, model_type)
     if state.best is not None and thresholds and not state.interrupted:
         progress.message(f"* likely features at the best point so far ({state.best.strength}),"
                          f" found as train --likely-features finds them: threshold(s) "
@@ -304,14 +305,21 @@ def likely_thresholds(t: TuneOptions, options: TrainOptions, structure: Structur
                       model_type: str = "crf") -> tuple[float, ...]:
     """The likely-feature thresholds to score: none with ``--all-features`` (every
     unsupported feature is in already), ``--all-labels``, or a structure that refuses
-    likely features (train refuses those mixes)."""
+    likely features (train refuses those mixes). The default list is dropped quietly for
+    such a structure; a list the user gave is refused in one line, as train refuses it:
+    label sets in the data choose their structure only once the data is read."""
     if options.all_features or options.all_labels:
+        return ()
+    asked = DEFAULT_LIKELY if t.likely is None else tuple(t.likely)
+    if not asked:
         return ()
     try:
         structure.refuse(Setting("tune", "l-bfgs", model_type, options.structure, likely=True))
     except UsageError:
-        return ()
-    return tuple(t.likely)
+        if t.likely is None:
+            return ()
+        raise
+    return asked
 
 
 def _likely_phase(folds: list[Fold], state: _PathState, thresholds: Sequence[float],

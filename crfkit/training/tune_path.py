@@ -119,7 +119,9 @@ class TuneOptions:
 
     folds: int = 5
     seed: int = 0
-    likely: tuple[float, ...] = DEFAULT_LIKELY  # likely-feature thresholds tried at the best
+    # likely-feature thresholds tried at the best point; None: DEFAULT_LIKELY, quietly
+    # skipped for a structure without likely features (an explicit list is refused there)
+    likely: tuple[float, ...] | None = None
     jobs: int = 0  # fold paths trained at once; 0: one per core (at most the folds)
     warm_start: bool = True
     path_stopeps: float | None = 5e-4  # -e of the path points (None: the final one's, -e)

@@ -9,7 +9,7 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
-from crfkit.errors import UsageError
+from crfkit.errors import CrfkitError, UsageError
 from crfkit.features.patterns import read_patterns
 from crfkit.io.reader import read_sequences
 from crfkit.model.model import Model
@@ -307,3 +307,25 @@ def test_tune_trains_label_sets_as_train_does_and_logs_real_errors(tmp_path) -> 
         assert (last["token_error"], last["sequence_error"]) == (25.0, 20.0)
         assert result.final_log and result.final_log[-1]["token_error"] == 25.0
     assert points[0].objective == points[1].objective  # the same training, unasked
+
+
+def test_an_explicit_likely_list_on_label_sets_is_refused_before_any_training(tmp_path) -> None:
+    """Label sets choose their structure once the data is read; that structure has no
+    likely features, so a --likely list the user gave is refused there, not dropped; the
+    default list is dropped quietly."""
+    data = tmp_path / "t.txt"
+    data.write_text("a A\n\nb A|B\n\nb B\n")
+    (tmp_path / "p.pat").write_text("U00:%x[0,0]\nB\n")
+    patterns = read_patterns(tmp_path / "p.pat")
+    sequences = list(read_sequences(data))
+    options = TrainOptions(maxiter=3, nthread=1)
+    told: list[str] = []
+    progress = Progress(quiet=True)
+    progress.message = told.append
+    with pytest.raises(CrfkitError, match=r"t.txt:3: .*likely"):
+        tune(patterns, sequences, options, [Strength(0.0, 1.0)], TuneOptions(likely=(0.1,)),
+             devel=sequences, source=str(data), progress=progress)
+    assert not any("scoring" in line for line in told)  # refused before any training
+    result = tune(patterns, sequences, options, [Strength(0.0, 1.0)], devel=sequences,
+                  source=str(data))
+    assert [p.strength.likely for p in result.points] == [0.0]
