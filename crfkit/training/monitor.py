@@ -41,7 +41,10 @@ class Monitor:
         """
         self.progress = progress
         self.log = log
-        self.errors = TrainingErrors(data, corpus, model_type, structure)
+        # Wapiti's -w watches the best paths of the weights just reached; the errors an
+        # algorithm counts on its way (posterior decoding, at the point it evaluated) lag
+        self.errors = TrainingErrors(data, corpus, model_type, structure,
+                                     decoded=error_window > 0 and devel is None)
         self.devel = None if devel is None else devel.data
         self.patience = patience
         self.stable = StableError(error_window, error_eps)
@@ -94,13 +97,15 @@ class Monitor:
 class TrainingErrors:
     """The training error rates of each iteration, as the progress line and the logs of
     ``train`` and ``tune`` show them: the errors the algorithm counted, else (a latent
-    objective, label sets) those of decoding the training sequences as ``label`` does, at
-    the tokens with one gold label (:func:`counted_errors`)."""
+    objective, label sets, ``-w``) those of decoding the training sequences as ``label``
+    does, at the tokens with one gold label (:func:`counted_errors`)."""
 
     def __init__(self, data: Dataset, corpus: Corpus, model_type: str,
-                 structure: Structure | None = None) -> None:
-        """``structure``: what decodes (None: the linear chain)."""
+                 structure: Structure | None = None, *, decoded: bool = False) -> None:
+        """``structure``: what decodes (None: the linear chain). ``decoded``: always the
+        errors of decoding at the iteration's weights, never the algorithm's own."""
         self.data, self.corpus, self.model_type = data, corpus, model_type
+        self.decoded = decoded
         self.structure = structure or named("chain")
         # training tokens with one gold label (a label set is -1): those errors count on
         self.counted = data.labels >= 0 if len(data.labels) == data.n_tokens else None
@@ -115,7 +120,8 @@ class TrainingErrors:
 
     def counts(self, info: Iteration) -> tuple[int, int]:
         """The training token and sequence errors of an iteration (class docstring)."""
-        if info.token_errors >= 0 or self.counted is None or not self.data.n_tokens:
+        counted_by_algorithm = info.token_errors >= 0 and not self.decoded
+        if counted_by_algorithm or self.counted is None or not self.data.n_tokens:
             return max(info.token_errors, 0), max(info.sequence_errors, 0)
         data = self.data
         errors = counted_errors(self.decode(info.x, data), data.labels, self.counted,

@@ -23,3 +23,25 @@ def test_w_stops_training_and_is_recorded(address_sample, tmp_path):
     assert "over 2 iterations (-w)" in trained.stderr
     info = Model.load(model).info
     assert info["iterations"] == 2 and info["options"]["error_window"] == 2
+
+
+def test_w_watches_the_best_paths_of_the_weights_just_reached(address_sample):
+    """As Wapiti's -w: the training error of an iteration is that of Viterbi decoding at
+    the weights the iteration reached (the model when it stops), counted here from
+    labelling the training data with the model, not the errors the objective counted
+    on its way (posterior decoding, one point behind)."""
+    from crfkit.features.patterns import read_patterns
+    from crfkit.io.reader import read_sequences
+    from crfkit.labelling.label import label
+    from crfkit.training.train import TrainOptions, train
+
+    sequences = list(read_sequences(address_sample["train"]))
+    rows: list[dict] = []
+    model = train(read_patterns(ADDRESS_PATTERNS), sequences,
+                  TrainOptions(maxiter=4, nthread=1, error_window=3, error_eps=0.0), log=rows)
+    predicted = label(model, [[row[:-1] for row in s.rows] for s in sequences])
+    wrong = sum(p != s.rows[i][-1] for s, r in zip(sequences, predicted, strict=True)
+                for i, p in enumerate(r.labels))
+    n_tokens = sum(len(s.rows) for s in sequences)
+    assert len(rows) == 4 and wrong > 0
+    assert rows[-1]["token_error"] == 100.0 * wrong / n_tokens
