@@ -97,7 +97,9 @@ class Objective:
         if self.normalisation != config.NORM_GLOBAL:
             return None
         s = self.space
-        kernel = loss.CRF_LOSS_KERNELS[s.n_b > 0]
+        # the factored version: all but valued corpora (and weights too large, which a
+        # run rarely starts from)
+        kernel = loss.CRF_LOSS_KERNELS[s.n_b > 0, self.data.tok_val is None]
         aside = compile_aside(kernel, (w, self.space_arrays, self.data_arrays, s.n_labels, 0, 0,
                                        *standin_shared(s.n_labels), self.dense_expectations(),
                                        self.G_blocks[0], self.out[0], self.data.tok_val))
