@@ -15,11 +15,13 @@ cached yet, and only when the cache directory is writable. Whatever goes wrong i
 child (no room, a read-only cache, an interrupt) only means that this
 process finds nothing in the cache and compiles the kernel itself.
 
-While the child works, this process compiles the kernels it calls next: after
-the shared scores, those queued with :func:`compile_meanwhile` (the gradient
-sums, the optimiser's vector kernels), compiled by :meth:`Aside.wait` before it
-blocks. Otherwise they would be compiled one after the other once the child is
-done, with the second core idle.
+While the child works, this process compiles first the kernels the child's
+kernel calls last (:func:`compile_now`: the child then finds them in the cache),
+then the kernels it calls itself next: the shared scores, then those queued
+with :func:`compile_meanwhile` (the gradient sums, the optimiser's vector
+kernels), compiled by :meth:`Aside.wait` before it blocks. Otherwise they would
+be compiled one after the other once the child is done, with the second core
+idle.
 """
 
 from __future__ import annotations
@@ -100,11 +102,24 @@ def compile_meanwhile(calls: Sequence[tuple[object, Sequence[object]]]) -> None:
 def compile_queued() -> None:
     """Compile the queued kernels now (loaded from the cache if they are in it)."""
     while _meanwhile:  # in the order queued
-        dispatcher, signature = _meanwhile.pop(next(iter(_meanwhile)))
+        _compile(*_meanwhile.pop(next(iter(_meanwhile))))
+
+
+def compile_now(calls: Sequence[tuple[object, Sequence[object]]]) -> None:
+    """Compile kernels (each with arguments of its call types) in this process now, into
+    the cache: for a child compiling a kernel that calls them, which then loads them."""
+    for dispatcher, args in calls:
         try:
-            dispatcher.compile(signature)  # type: ignore[attr-defined]
-        except Exception:  # pragma: no cover - the kernel's own call will raise it
+            _compile(dispatcher, _signature(dispatcher, args))
+        except Exception:  # not a dispatcher (NUMBA_DISABLE_JIT): it compiles nothing
             pass
+
+
+def _compile(dispatcher: object, signature: tuple) -> None:
+    try:
+        dispatcher.compile(signature)  # type: ignore[attr-defined]
+    except Exception:  # pragma: no cover - the kernel's own call will raise it
+        pass
 
 
 def may_fork() -> bool:

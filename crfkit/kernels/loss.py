@@ -25,7 +25,12 @@ import numpy as np
 from numba import njit
 
 from crfkit.config import JIT
-from crfkit.kernels.gradient import factored_gradient, posterior_errors, work_buffers
+from crfkit.kernels.gradient import (
+    factored_gradient,
+    posterior_errors,
+    unigram_expectations,
+    work_buffers,
+)
 from crfkit.kernels.lattice import (
     argmax,
     dense_rows,
@@ -106,6 +111,22 @@ def _crf_loss_kernel(per_token: bool, factored: bool):
 # (per_token, factored) -> kernel
 CRF_LOSS_KERNELS = {(per_token, factored): _crf_loss_kernel(per_token, factored)
                     for per_token in (False, True) for factored in (True, False)}
+
+
+def last_callees(space: tuple, data: tuple, L: int, Gd: np.ndarray, G: np.ndarray,
+                 tok_val: np.ndarray | None) -> list[tuple[object, tuple]]:
+    """The kernels the CRF loss kernel calls last, with arguments of the types it calls
+    them with (the kernel's own, stand-ins for its work buffers and indices). Numba
+    compiles a kernel's callees in the order it meets them, and a callee found in the
+    cache is loaded instead: compiled by the training process right after it forks the
+    child that compiles the kernel (:mod:`crfkit.kernels.aside`), these are in the
+    cache before the child gets to them, and the two processes share the work."""
+    tok_ptr, tok_obs, u_ptr, u_lab = data[1], data[2], space[0], space[1]
+    marginals, t = np.empty((1, L)), np.int64(0)
+    return [(unigram_expectations, (G, tok_ptr, tok_obs, tok_val, u_ptr, u_lab, t, t, L,
+                                    marginals, marginals, Gd)),
+            (posterior_errors, (marginals, data[3], t, t)),
+            (flush_dense, (G, Gd, u_ptr, u_lab))]
 
 
 def crf_loss_block(W: np.ndarray, space: tuple, data: tuple, per_token: bool, L: int, s0: int,

@@ -10,9 +10,11 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from numba import typeof
+from numba import njit, typeof
 
+from crfkit import config
 from crfkit.kernels import aside as aside_module
+from crfkit.kernels import loss
 from crfkit.kernels import objective as objective_module
 from crfkit.kernels.aside import Aside, compile_aside, compile_meanwhile, compile_queued, may_fork
 from crfkit.kernels.objective import Objective, standin_shared
@@ -133,3 +135,21 @@ def test_the_objective_queues_the_kernels_it_calls_next(monkeypatch):
     assert queued
     for kernel, args in queued:
         assert tuple(kernel.typeof_pyval(a) for a in args) in kernel.overloads
+
+
+def test_the_last_callees_have_the_types_the_loss_kernel_calls_them_with():
+    """Otherwise the child compiling the kernel would not find them in the cache."""
+    corpus = encode_training(PATTERNS, random_corpus(3, n_seqs=4, max_len=4))
+    objective = Objective(corpus.space, corpus.data, corpus.empirical, 0.1)
+    w = np.zeros(corpus.space.n_weights)
+    kernel = loss.CRF_LOSS_KERNELS[corpus.space.n_b > 0, True]
+    # compiled afresh (not from the cache), so that its callees are compiled or loaded here
+    uncached = njit(**{**config.JIT, "cache": False})(kernel.py_func)
+    Gd, G = objective.dense_expectations(), objective.G_blocks[0]
+    uncached(w, objective.space_arrays, objective.data_arrays, corpus.space.n_labels, 0, 1,
+             *objective.shared(w), Gd, G, objective.out[0], None)
+    callees = loss.last_callees(objective.space_arrays, objective.data_arrays,
+                                corpus.space.n_labels, Gd, G, None)
+    assert callees
+    for callee, args in callees:
+        assert tuple(callee.typeof_pyval(a) for a in args) in callee.overloads, callee
