@@ -14,6 +14,14 @@ stay locked in the child for good), only for a kernel whose signature is not
 cached yet, and only when the cache directory is writable. Whatever goes wrong in the
 child (no room, a read-only cache, an interrupt) only means that this
 process finds nothing in the cache and compiles the kernel itself.
+
+While the child works, this process compiles first the kernels the child's
+kernel calls last (:func:`compile_now`: the child then finds them in the cache),
+then the kernels it calls itself next: the shared scores, then those queued
+with :func:`compile_meanwhile` (the gradient sums, the optimiser's vector
+kernels), compiled by :meth:`Aside.wait` before it blocks. Otherwise they would
+be compiled one after the other once the child is done, with the second core
+idle.
 """
 
 from __future__ import annotations
@@ -23,6 +31,10 @@ import sys
 import threading
 from collections.abc import Sequence
 
+# Kernels to compile here while a child compiles another: (dispatcher id, signature) ->
+# (dispatcher, signature); kept until the next child starts or is found of no use.
+_meanwhile: dict[tuple[int, tuple], tuple[object, tuple]] = {}
+
 
 class Aside:
     """A child compiling a kernel; :meth:`wait` before calling it here."""
@@ -31,7 +43,9 @@ class Aside:
         self.pid = pid
 
     def wait(self) -> None:
-        """Block until the child is done (at once if it already was)."""
+        """Compile the kernels queued by :func:`compile_meanwhile`, then block until the
+        child is done (at once if it already was)."""
+        compile_queued()
         if self.pid:
             try:
                 os.waitpid(self.pid, 0)
@@ -44,15 +58,18 @@ def compile_aside(dispatcher: object, args: Sequence[object]) -> Aside | None:
     """Start compiling ``dispatcher`` for the types of ``args`` in a child process, or
     None when it is of no use (compiled or cached already, no fork, no writable cache)."""
     if not may_fork():
+        _meanwhile.clear()
         return None
     try:
-        signature = tuple(dispatcher.typeof_pyval(a) for a in args)  # type: ignore[attr-defined]
+        signature = _signature(dispatcher, args)
         if signature in dispatcher.overloads or not _cacheable(dispatcher, signature):  # type: ignore[attr-defined]
+            _meanwhile.clear()
             return None
         # Numba's one-off set-up (loading its implementations, ~0.5 s), which this process
         # needs next anyway: done before the fork, the child inherits it.
         dispatcher.targetctx.refresh()  # type: ignore[attr-defined]
     except Exception:  # not a caching dispatcher (NUMBA_DISABLE_JIT), or a new Numba
+        _meanwhile.clear()
         return None
     sys.stdout.flush()
     sys.stderr.flush()
@@ -68,10 +85,51 @@ def compile_aside(dispatcher: object, args: Sequence[object]) -> Aside | None:
     return Aside(pid)
 
 
+def compile_meanwhile(calls: Sequence[tuple[object, Sequence[object]]]) -> None:
+    """Queue kernels (each with arguments of the types it will be called with) for this
+    process to compile while the next child compiles its kernel (:meth:`Aside.wait`).
+    Queued only if not compiled here yet; dropped if no child starts (a warm cache: each
+    is then loaded from it on its first call, as it would have been anyway)."""
+    for dispatcher, args in calls:
+        try:
+            signature = _signature(dispatcher, args)
+            if signature not in dispatcher.overloads:  # type: ignore[attr-defined]
+                _meanwhile[id(dispatcher), signature] = (dispatcher, signature)
+        except Exception:  # not a dispatcher (NUMBA_DISABLE_JIT): it compiles nothing
+            pass
+
+
+def compile_queued() -> None:
+    """Compile the queued kernels now (loaded from the cache if they are in it)."""
+    while _meanwhile:  # in the order queued
+        _compile(*_meanwhile.pop(next(iter(_meanwhile))))
+
+
+def compile_now(calls: Sequence[tuple[object, Sequence[object]]]) -> None:
+    """Compile kernels (each with arguments of its call types) in this process now, into
+    the cache: for a child compiling a kernel that calls them, which then loads them."""
+    for dispatcher, args in calls:
+        try:
+            _compile(dispatcher, _signature(dispatcher, args))
+        except Exception:  # not a dispatcher (NUMBA_DISABLE_JIT): it compiles nothing
+            pass
+
+
+def _compile(dispatcher: object, signature: tuple) -> None:
+    try:
+        dispatcher.compile(signature)  # type: ignore[attr-defined]
+    except Exception:  # pragma: no cover - the kernel's own call will raise it
+        pass
+
+
 def may_fork() -> bool:
     """True on Linux in a process whose only thread is this one."""
     return (sys.platform.startswith("linux") and threading.active_count() == 1
             and threading.current_thread() is threading.main_thread())
+
+
+def _signature(dispatcher: object, args: Sequence[object]) -> tuple:
+    return tuple(dispatcher.typeof_pyval(a) for a in args)  # type: ignore[attr-defined]
 
 
 def _cacheable(dispatcher: object, signature: tuple) -> bool:

@@ -73,9 +73,28 @@ def sequence_gradient(W, space, tok_ptr, tok_obs, tok_val, t0, T, L, per_token, 
     ``work``'s alpha. Inlined, so a caller whose ``per_token`` is a compile-time
     constant compiles only its half.
     """
+    return factored_gradient(factors_given(tok_val, expW), W, space, tok_ptr, tok_obs, tok_val,
+                             t0, T, L, per_token, trans, exp_trans, trans_shift, expw, Wd, Gd,
+                             work, G, expW, expWd)
+
+
+@njit(inline="always", **JIT)
+def factors_given(tok_val, expW):
+    """Whether :func:`sequence_gradient` multiplies the tokens' scores out of the
+    exponentiated weights ``expW`` (binary corpus, tables given) or sums and
+    exponentiates them."""
+    return tok_val is None and expW.shape[0] > 0
+
+
+@njit(inline="always", **JIT)
+def factored_gradient(factored, W, space, tok_ptr, tok_obs, tok_val, t0, T, L, per_token, trans,
+                      exp_trans, trans_shift, expw, Wd, Gd, work, G, expW, expWd):
+    """:func:`sequence_gradient` with ``factored`` (:func:`factors_given`) given: a caller
+    for which it is a compile-time constant (the batch kernel) compiles one way only,
+    and a first run only the factored one (the other is for valued corpora and weights
+    too large for products of factors)."""
     u_ptr, u_lab, b_ptr, b_prev, b_cur, n_u, trans_offset, has_trans = space
     psi, phi, expu, expb, alpha, beta, scale, pair, tmp = work
-    factored = tok_val is None and expW.shape[0] > 0
     if factored:
         unigram_factors(expW, tok_ptr, tok_obs, u_ptr, u_lab, t0, T, expu, expWd)
     else:

@@ -25,7 +25,12 @@ import numpy as np
 from numba import njit
 
 from crfkit.config import JIT
-from crfkit.kernels.gradient import posterior_errors, sequence_gradient, work_buffers
+from crfkit.kernels.gradient import (
+    factored_gradient,
+    posterior_errors,
+    unigram_expectations,
+    work_buffers,
+)
 from crfkit.kernels.lattice import (
     argmax,
     dense_rows,
@@ -54,14 +59,17 @@ def shared_scores(W, u_ptr, u_lab, n_u, n_b, trans_offset, has_trans, L, n_dense
     return trans, exp_trans, trans_shift, expw, dense_rows(W, u_ptr, u_lab, n_dense, L)
 
 
-def _crf_loss_kernel(per_token: bool):
+def _crf_loss_kernel(per_token: bool, factored: bool):
     """The kernel :func:`crf_loss_block` calls, for transitions that vary per token
-    (observation bigrams) or one transition matrix shared by all tokens.
+    (observation bigrams) or one transition matrix shared by all tokens, and for
+    scores multiplied out of exponentiated weights (``factored``,
+    :func:`crfkit.kernels.gradient.factors_given`) or summed and exponentiated.
 
-    ``per_token`` is a constant of the closure, and the per-sequence gradient is
-    inlined, so Numba drops the other branch before compiling: a first run
-    that needs only one kind compiles only its half (the bigram half is a third
-    of the lattice code).
+    Both are constants of the closure, and the per-sequence gradient is
+    inlined, so Numba drops the other branches before compiling: a first run
+    compiles only the version its corpus needs (the bigram half is a third of
+    the lattice code; the summed scores, a first run on a binary corpus never
+    needs, an eighth of the kernel's compile time).
     """
 
     @njit(**JIT)
@@ -80,9 +88,9 @@ def _crf_loss_kernel(per_token: bool):
             T = seq_ptr[s + 1] - t0
             if T == 0:
                 continue
-            shift, logz = sequence_gradient(W, space, tok_ptr, tok_obs, tok_val, t0, T, L,
-                                            per_token, trans, exp_trans, trans_shift, expw, Wd,
-                                            Gd, work, G, expW, expWd)
+            shift, logz = factored_gradient(factored, W, space, tok_ptr, tok_obs, tok_val, t0, T,
+                                            L, per_token, trans, exp_trans, trans_shift, expw,
+                                            Wd, Gd, work, G, expW, expWd)
             if per_token:
                 logz_sum += shift
             else:
@@ -100,7 +108,25 @@ def _crf_loss_kernel(per_token: bool):
     return kernel
 
 
-CRF_LOSS_KERNELS = {False: _crf_loss_kernel(False), True: _crf_loss_kernel(True)}
+# (per_token, factored) -> kernel
+CRF_LOSS_KERNELS = {(per_token, factored): _crf_loss_kernel(per_token, factored)
+                    for per_token in (False, True) for factored in (True, False)}
+
+
+def last_callees(space: tuple, data: tuple, L: int, Gd: np.ndarray, G: np.ndarray,
+                 tok_val: np.ndarray | None) -> list[tuple[object, tuple]]:
+    """The kernels the CRF loss kernel calls last, with arguments of the types it calls
+    them with (the kernel's own, stand-ins for its work buffers and indices). Numba
+    compiles a kernel's callees in the order it meets them, and a callee found in the
+    cache is loaded instead: compiled by the training process right after it forks the
+    child that compiles the kernel (:mod:`crfkit.kernels.aside`), these are in the
+    cache before the child gets to them, and the two processes share the work."""
+    tok_ptr, tok_obs, u_ptr, u_lab = data[1], data[2], space[0], space[1]
+    marginals, t = np.empty((1, L)), np.int64(0)
+    return [(unigram_expectations, (G, tok_ptr, tok_obs, tok_val, u_ptr, u_lab, t, t, L,
+                                    marginals, marginals, Gd)),
+            (posterior_errors, (marginals, data[3], t, t)),
+            (flush_dense, (G, Gd, u_ptr, u_lab))]
 
 
 def crf_loss_block(W: np.ndarray, space: tuple, data: tuple, per_token: bool, L: int, s0: int,
@@ -121,8 +147,10 @@ def crf_loss_block(W: np.ndarray, space: tuple, data: tuple, per_token: bool, L:
     ``per_token``: the model has observation bigrams (``phi`` differs per token).
     ``tok_val``: the data's occurrence values (None: all 1).
     """
-    CRF_LOSS_KERNELS[bool(per_token)](W, space, data, L, s0, s1, trans, exp_trans, trans_shift,
-                                      expw, Wd, expW, expWd, Gd, G, out, tok_val)
+    factored = tok_val is None and len(expW) > 0  # (gradient.factors_given)
+    kernel = CRF_LOSS_KERNELS[bool(per_token), factored]
+    kernel(W, space, data, L, s0, s1, trans, exp_trans, trans_shift, expw, Wd, expW, expWd, Gd, G,
+           out, tok_val)
 
 
 # --- MEMM and MaxEnt: a softmax per token ---------------------------------------------------

@@ -20,7 +20,7 @@ import numpy as np
 from crfkit import config
 from crfkit.errors import CrfkitError
 from crfkit.kernels import loss
-from crfkit.kernels.aside import Aside, compile_aside
+from crfkit.kernels.aside import Aside, compile_aside, compile_meanwhile, compile_now
 from crfkit.kernels.blocks import partition_blocks, run_blocks, thread_count
 from crfkit.kernels.lattice import FACTOR_RANGE, dense_factors, exp_range, max_abs
 from crfkit.space import Dataset, FeatureSpace
@@ -89,17 +89,28 @@ class Objective:
                                     s.trans_offset, s.has_trans, s.n_labels, self.n_dense)
         return (*scores, *self.factors(w))
 
-    def compile_loss_aside(self, w: np.ndarray) -> Aside | None:
+    def compile_loss_aside(self, w: np.ndarray, g: np.ndarray) -> Aside | None:
         """On a first run, the CRF loss kernel is compiled in a child process while this one
-        compiles the shared scores (:mod:`crfkit.kernels.aside`): the kernel's arguments
-        for an empty block, with stand-ins of the shared scores' types."""
+        compiles the kernel's last callees, the shared scores and the kernels that sum
+        the blocks (:mod:`crfkit.kernels.aside`): the kernel's arguments for an empty
+        block, with stand-ins of the shared scores' types."""
         if self.normalisation != config.NORM_GLOBAL:
             return None
         s = self.space
-        kernel = loss.CRF_LOSS_KERNELS[s.n_b > 0]
-        return compile_aside(kernel, (w, self.space_arrays, self.data_arrays, s.n_labels, 0, 0,
-                                      *standin_shared(s.n_labels), self.dense_expectations(),
-                                      self.G_blocks[0], self.out[0], self.data.tok_val))
+        # the factored version: all but valued corpora (and weights too large, which a
+        # run rarely starts from)
+        kernel = loss.CRF_LOSS_KERNELS[s.n_b > 0, self.data.tok_val is None]
+        aside = compile_aside(kernel, (w, self.space_arrays, self.data_arrays, s.n_labels, 0, 0,
+                                       *standin_shared(s.n_labels), self.dense_expectations(),
+                                       self.G_blocks[0], self.out[0], self.data.tok_val))
+        if aside is not None:
+            compile_now(loss.last_callees(self.space_arrays, self.data_arrays, s.n_labels,
+                                          self.dense_expectations(), self.G_blocks[0],
+                                          self.data.tok_val))
+            compile_meanwhile([(loss.add_blocks, (self.G_blocks, True, g)),
+                               (loss.finish_gradient, (self.empirical, w, self.rho2, g)),
+                               (dot, (w, self.empirical))])
+        return aside
 
     def factors(self, w: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """The exponentiated unigram weights (sparse, and the dense rows') with which the
@@ -153,7 +164,7 @@ class Objective:
         run_blocks(block, last - first)
 
     def __call__(self, w: np.ndarray, g: np.ndarray) -> float:
-        aside = self.compile_loss_aside(w) if self.evaluations == 0 else None
+        aside = self.compile_loss_aside(w, g) if self.evaluations == 0 else None
         shared = self.shared(w)
         if aside is not None:
             aside.wait()

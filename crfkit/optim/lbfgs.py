@@ -137,6 +137,21 @@ def minimize(fun: Function, x0: np.ndarray, *, l1: float = 0.0, history: int = 6
     return Result(x=x.copy(), f=f, iterations=it, reason=reason, state=kept)
 
 
+def kernels_ahead(l1: float) -> list[tuple[Callable, tuple]]:
+    """The kernels :func:`minimize` calls after its first evaluation of ``fun``, each with
+    stand-in arguments of the types it calls them with: what a first run (empty Numba
+    cache) can compile while it waits for another kernel (``crfkit.kernels.aside``)."""
+    v = np.empty(1)
+    pairs = _History(1, 1)
+    calls: list[tuple[Callable, tuple]] = [
+        (_two_loop, (v, pairs.S, pairs.Y, pairs.rows, pairs.rho, pairs.stored, pairs.newest, v)),
+        (_trial_point, (v, v, 1.0, v, l1 > 0, v)), (dot, (v, v))]
+    if l1 > 0:
+        calls += [(_pseudo_gradient, (v, v, l1, v)), (_project_direction, (v, v, v, True)),
+                  (_sign_changes, (v, v)), (_predicted_decrease, (v, v, v)), (l1_norm, (v,))]
+    return calls
+
+
 def _begin(fun: Function, x0: np.ndarray, l1: float, pairs: _History, stop: StopRule,
            l1_gtol: float, state: dict | None) -> tuple:
     """The run's start: F at ``x0``, steepest descent scaled by ``1/|g|``; or where

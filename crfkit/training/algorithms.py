@@ -13,6 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from crfkit.errors import UsageError
+from crfkit.kernels.aside import compile_meanwhile
 from crfkit.model.types import MODEL_TYPES
 from crfkit.optim import (
     Iteration,
@@ -46,6 +47,7 @@ def make_objective(problem: Problem) -> Callable[[np.ndarray, np.ndarray], float
 def _run_lbfgs(problem: Problem, hook: IterationHook) -> Result:
     objective = make_objective(problem)
     o = problem.options
+    compile_meanwhile(lbfgs.kernels_ahead(o.rho1))  # on a first run (crfkit.kernels.aside)
     result = lbfgs.minimize(_clipped(objective, o.clip), problem.corpus.x0, l1=o.rho1,
                             history=o.history, maxiter=o.maxiter, stop_eps=o.stopeps,
                             stop_window=o.stopwin, l1_gtol=o.l1_gtol,

@@ -10,10 +10,13 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from numba import typeof
+from numba import njit, typeof
 
+from crfkit import config
 from crfkit.kernels import aside as aside_module
-from crfkit.kernels.aside import compile_aside, may_fork
+from crfkit.kernels import loss
+from crfkit.kernels import objective as objective_module
+from crfkit.kernels.aside import Aside, compile_aside, compile_meanwhile, compile_queued, may_fork
 from crfkit.kernels.objective import Objective, standin_shared
 from crfkit.training.corpus import encode_training
 from tests.helpers import PATTERNS, random_corpus
@@ -33,6 +36,10 @@ def total(x):
 @njit(cache=True)
 def broken(x):
     return x.no_such_attribute
+
+@njit(cache=True)
+def scaled(x, a):
+    return x * a
 '''
 
 
@@ -93,3 +100,56 @@ def test_the_stand_ins_have_the_types_of_the_shared_scores():
     shared = objective.shared(w)
     assert [typeof(v) for v in standin_shared(corpus.space.n_labels)] == \
         [typeof(v) for v in shared]
+
+
+def test_queued_kernels_compile_while_the_parent_waits(fresh_kernels):
+    kernels = fresh_kernels
+    x = np.arange(3.0)
+    compile_meanwhile([(kernels.scaled, (x, 2.0))])
+    aside = compile_aside(kernels.total, (x,))
+    assert aside is not None and not kernels.scaled.overloads
+    aside.wait()
+    assert (typeof(x), typeof(2.0)) in kernels.scaled.overloads
+
+
+def test_queued_kernels_are_dropped_when_no_child_starts(fresh_kernels):
+    """A warm cache: nothing to wait for, and each kernel loads on its own first call."""
+    kernels = fresh_kernels
+    x = np.arange(3.0)
+    kernels.total(x)  # compiled: no child for it
+    compile_meanwhile([(kernels.scaled, (x, 2.0))])
+    assert compile_aside(kernels.total, (x,)) is None
+    compile_queued()
+    assert not kernels.scaled.overloads
+
+
+def test_the_objective_queues_the_kernels_it_calls_next(monkeypatch):
+    """Otherwise the parent would compile, while it waits, versions nothing calls."""
+    queued = []
+    monkeypatch.setattr(objective_module, "compile_aside", lambda *args: Aside(0))
+    monkeypatch.setattr(objective_module, "compile_meanwhile", queued.extend)
+    corpus = encode_training(PATTERNS, random_corpus(3, n_seqs=4, max_len=4))
+    objective = Objective(corpus.space, corpus.data, corpus.empirical, 0.1)
+    w = np.zeros(corpus.space.n_weights)
+    objective(w, np.empty_like(w))
+    assert queued
+    for kernel, args in queued:
+        assert tuple(kernel.typeof_pyval(a) for a in args) in kernel.overloads
+
+
+def test_the_last_callees_have_the_types_the_loss_kernel_calls_them_with():
+    """Otherwise the child compiling the kernel would not find them in the cache."""
+    corpus = encode_training(PATTERNS, random_corpus(3, n_seqs=4, max_len=4))
+    objective = Objective(corpus.space, corpus.data, corpus.empirical, 0.1)
+    w = np.zeros(corpus.space.n_weights)
+    kernel = loss.CRF_LOSS_KERNELS[corpus.space.n_b > 0, True]
+    # compiled afresh (not from the cache), so that its callees are compiled or loaded here
+    uncached = njit(**{**config.JIT, "cache": False})(kernel.py_func)
+    Gd, G = objective.dense_expectations(), objective.G_blocks[0]
+    uncached(w, objective.space_arrays, objective.data_arrays, corpus.space.n_labels, 0, 1,
+             *objective.shared(w), Gd, G, objective.out[0], None)
+    callees = loss.last_callees(objective.space_arrays, objective.data_arrays,
+                                corpus.space.n_labels, Gd, G, None)
+    assert callees
+    for callee, args in callees:
+        assert tuple(callee.typeof_pyval(a) for a in args) in callee.overloads, callee

@@ -383,3 +383,13 @@ def test_perceptron_stops_on_separable_data():
     result = perceptron.minimize(epochs.ap, np.zeros(c.space.n_weights), c.data.n_seqs,
                                  maxiter=50)
     assert result.iterations == 50 and result.reason == "maximum number of iterations"
+
+
+@pytest.mark.parametrize("l1", [0.0, 0.9])
+def test_the_kernels_ahead_have_the_types_minimize_calls_them_with(l1):
+    """Otherwise a first run would compile, while it waits, versions nothing calls."""
+    rng = np.random.default_rng(0)
+    lbfgs.minimize(quadratic(rng.uniform(0.5, 3.0, 8), rng.uniform(-2.0, 2.0, 8)),
+                   np.zeros(8), l1=l1, maxiter=5)
+    for kernel, args in lbfgs.kernels_ahead(l1):
+        assert tuple(kernel.typeof_pyval(a) for a in args) in kernel.overloads, kernel

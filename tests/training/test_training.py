@@ -11,6 +11,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from crfkit.kernels import loss
 from crfkit.kernels.objective import Objective
 from crfkit.training.corpus import model_patterns
 from crfkit.training.train import encode_training
@@ -128,3 +129,23 @@ def test_weights_too_large_for_products_are_exponentiated_as_scores():
     assert largest > 710  # a product of exp(w) there would overflow (or vanish)
     assert objective(w, np.empty_like(w)) == pytest.approx(want, rel=1e-10)
     assert len(objective.shared(w)[5]) == 0
+
+
+def test_the_loss_kernel_run_is_the_version_the_factors_need(monkeypatch):
+    """A binary corpus at moderate weights runs the factored version of the loss kernel
+    (so a first run compiles only that one), weights too large for products the other."""
+    corpus = encode_training(PATTERNS, random_corpus(3))
+    used = set()
+    for key, kernel in list(loss.CRF_LOSS_KERNELS.items()):
+        def recording(*args, key=key, kernel=kernel):
+            used.add(key)
+            kernel(*args)
+        monkeypatch.setitem(loss.CRF_LOSS_KERNELS, key, recording)
+    objective = Objective(corpus.space, corpus.data, corpus.empirical, 0.0)
+    w = np.random.default_rng(3).normal(size=corpus.space.n_weights)
+    objective(w, np.empty_like(w))
+    assert used == {(corpus.space.n_b > 0, True)}
+    used.clear()
+    w[:corpus.space.n_u] *= 400.0
+    objective(w, np.empty_like(w))
+    assert used == {(corpus.space.n_b > 0, False)}

@@ -126,7 +126,8 @@ class Chain(Structure):
 def _crf() -> list[tuple[object, ...]]:
     from crfkit.kernels import lattice, loss
 
-    # the training kernel has two versions (loss.crf_loss_block); a corpus needs one
+    # the training kernel has a version per kind of corpus (loss.crf_loss_block); a corpus
+    # needs one
     return [tuple(loss.CRF_LOSS_KERNELS.values()), (loss.shared_scores,),
             (lattice.max_abs,), (loss.add_blocks,)]
 
