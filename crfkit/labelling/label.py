@@ -471,7 +471,7 @@ def kernel_decoding_pays(model: Model, input_file: str) -> bool:
 
 # An input file this large labels faster through the fused compiled best path, loading
 # Numba included, when the model's structure has one (the manual gives the measurement).
-FUSED_DECODING_BYTES = 16 << 20
+FUSED_DECODING_BYTES = 8 << 20
 
 
 def fused_decoding_pays(model: Model, input_file: str) -> bool:
