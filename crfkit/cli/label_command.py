@@ -126,7 +126,11 @@ def _model_and_options(o: SimpleNamespace) -> tuple[Any, Any]:
     from dataclasses import replace
 
     from crfkit.foreign import read_model
-    from crfkit.labelling.label import LabelOptions, kernel_decoding_pays
+    from crfkit.labelling.label import (
+        LabelOptions,
+        fused_decoding_pays,
+        kernel_decoding_pays,
+    )
     from crfkit.structures import label_options
 
     options = LabelOptions(nbest=o.nbest, marginals=o.marginals, posterior=o.post,
@@ -143,6 +147,9 @@ def _model_and_options(o: SimpleNamespace) -> tuple[Any, Any]:
                          "stay whole)")
     if not options.uses_kernels and kernel_decoding_pays(model, o.input_file):
         options = replace(options, prefer_kernels=True)
+    elif not options.uses_kernels and fused_decoding_pays(model, o.input_file):
+        options = replace(options, fused=True)
+        _load_fused(model, o.quiet)
     if options.uses_kernels:  # the plain best path is numpy only: no Numba to load
         from crfkit.kernels.blocks import set_thread_count
 
@@ -153,6 +160,17 @@ def _model_and_options(o: SimpleNamespace) -> tuple[Any, Any]:
 
         announce_label_compile(lambda line: click.echo(line, err=True), model.structure)
     return model, options
+
+
+def _load_fused(model: Any, quiet: bool) -> None:
+    """Load the fused best-path kernel here, once, before a fork shares it with the child
+    (announcing its compilation on a first run)."""
+    from crfkit.kernels.fusedpath import FUSED_COMPILE_SECONDS, batch_paths, load_kernel
+    from crfkit.training.jitcache import compile_note, is_cached
+
+    if not quiet and not is_cached(batch_paths):
+        click.echo(compile_note(FUSED_COMPILE_SECONDS), err=True)
+    load_kernel(model)
 
 
 def _cost_factor(value: float) -> float:

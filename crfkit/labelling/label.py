@@ -69,6 +69,8 @@ class LabelOptions:
     separator: str = " "
     # Decode the plain best path with Numba's decoder too (see kernel_decoding_pays)
     prefer_kernels: bool = False
+    # Decode the plain best path with the fused compiled kernel (see fused_decoding_pays)
+    fused: bool = False
     # the structures' label options (crfkit.structures.label_options) by name; None: not given
     structure: dict[str, Any] = field(default_factory=dict)
 
@@ -250,6 +252,7 @@ class Decoder:
         request = DecodeRequest(nbest=opts.n, log_z=log_z, marginals=marginals,
                                 posterior=opts.posterior, token_ok=token_ok,
                                 trans_ok=self.trans_ok, kernels=opts.prefer_kernels,
+                                fused=opts.fused,
                                 sequences=sequences, starts=markers or [],
                                 values={k: v for k, v in opts.structure.items()
                                         if v is not None})
@@ -464,6 +467,23 @@ def kernel_decoding_pays(model: Model, input_file: str) -> bool:
     """
     return (model.space.n_b > 0 and input_file != "-" and os.path.isfile(input_file)
             and os.path.getsize(input_file) >= KERNEL_DECODING_BYTES)
+
+
+# An input file this large labels faster through the fused compiled best path, loading
+# Numba included, when the model's structure has one (the manual gives the measurement).
+FUSED_DECODING_BYTES = 8 << 20
+
+
+def fused_decoding_pays(model: Model, input_file: str) -> bool:
+    """Whether the plain best path of ``input_file`` is faster through the fused kernel
+    (:mod:`crfkit.kernels.fusedpath`): its model's structure serves it
+    (:meth:`~crfkit.structures.base.Structure.fused_best_path`) and the input is a regular
+    file of at least :data:`FUSED_DECODING_BYTES`, enough tokens to repay the few tenths
+    of a second that loading Numba costs. A pipe or terminal keeps numpy, as in
+    :func:`kernel_decoding_pays`."""
+    return (model.structure.fused_best_path(model) and input_file != "-"
+            and os.path.isfile(input_file)
+            and os.path.getsize(input_file) >= FUSED_DECODING_BYTES)
 
 
 def check_output_encoding(model: Model, encoding: str) -> None:

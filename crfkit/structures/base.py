@@ -123,6 +123,7 @@ class DecodeRequest:
     token_ok: np.ndarray | None = None   # (n_tokens, L) allowed labels
     trans_ok: np.ndarray | None = None   # (L, L) allowed transitions
     kernels: bool = True                 # False: a numpy decoder may serve a plain best path
+    fused: bool = False                  # a large input: the fused compiled best path pays
     sequences: list[Sequence] | None = None  # the batch's rows (structures with documents)
     starts: list[int] | None = None          # first sequence of each document
     values: Mapping[str, Any] = field(default_factory=dict)  # the structure's label options
@@ -258,6 +259,11 @@ class Structure(ABC):
     @abstractmethod
     def decode(self, model: Weighted, data: Dataset, request: DecodeRequest) -> Decoded:
         """Every labelling mode of a batch, into one Decoded."""
+
+    def fused_best_path(self, model: Weighted) -> bool:
+        """Whether :meth:`decode` serves the plain best path of ``model`` with the fused
+        compiled kernel (:mod:`crfkit.kernels.fusedpath`) when ``request.fused`` asks."""
+        return False
 
     # -- the model file ------------------------------------------------------------------------
     def save(self, space: FeatureSpace, meta: dict, arrays: dict) -> None:

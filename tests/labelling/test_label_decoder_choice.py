@@ -2,20 +2,23 @@
 
 numpy's (:mod:`crfkit.kernels.bestpath`) by default; Numba's for a model with
 observation bigrams and a large input file (:func:`crfkit.labelling.label.kernel_decoding_pays`),
-where it is faster start-up included. Both give the same output, byte for byte.
+where it is faster start-up included, and the fused compiled kernel for a large input file
+and a model without them (:func:`crfkit.labelling.label.fused_decoding_pays`). All give the
+same output, byte for byte.
 """
 
 from __future__ import annotations
 
 import pytest
 
-from crfkit.kernels import bestpath, decoder
+from crfkit.kernels import bestpath, decoder, fusedpath
 from crfkit.labelling import label as label_module
 from crfkit.model.model import Model
 from tests.helpers import ROOT, run
 
 BIGRAMS = "*:%x[0,0]\nu:%x[-1,0]/%x[0,0]\n*:%x[0,1]\n"
 PLAIN = "U00:%x[0,0]\nU01:%x[0,1]\nB\n"
+FUSED = fusedpath.fused_best_paths
 
 
 @pytest.fixture(scope="module")
@@ -84,3 +87,24 @@ def test_kernel_decoding_pays_only_for_large_regular_files(models, tmp_path, mon
     assert not label_module.kernel_decoding_pays(bigrams, str(tmp_path))  # not a file
     monkeypatch.setattr(label_module, "KERNEL_DECODING_BYTES", 41)
     assert not label_module.kernel_decoding_pays(bigrams, str(big))
+
+
+def test_a_large_file_without_observation_bigrams_goes_through_the_fused_kernel(
+        models, calls, tmp_path, monkeypatch):
+    fused = []
+    monkeypatch.setattr(fusedpath, "fused_best_paths",
+                        lambda *a, **k: fused.append(1) or FUSED(*a, **k))
+    test = ROOT / "data/address-test.txt"
+    piped = run("label", "-c", "-m", models["plain"], input=test.read_bytes())
+    assert piped.exit_code == 0, piped.stderr
+    assert calls == {"numpy": 1, "numba": 0} and not fused  # a pipe: numpy
+    monkeypatch.setattr(label_module, "FUSED_DECODING_BYTES", test.stat().st_size)
+    result = run("label", "-c", "-m", models["plain"], test, tmp_path / "out.txt")
+    assert result.exit_code == 0, result.stderr
+    assert calls == {"numpy": 1, "numba": 0} and len(fused) == 2  # loaded, then labelled
+    assert (tmp_path / "out.txt").read_text() == piped.stdout
+    notes = [line for line in result.stderr.splitlines() if "compiling" not in line]
+    assert notes == piped.stderr.splitlines()  # the same accuracy line (a cold cache: a note)
+    assert not label_module.fused_decoding_pays(Model.load(models["bigrams"]), str(test))
+    monkeypatch.setattr(label_module, "FUSED_DECODING_BYTES", test.stat().st_size + 1)
+    assert not label_module.fused_decoding_pays(Model.load(models["plain"]), str(test))

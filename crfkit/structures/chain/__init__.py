@@ -11,6 +11,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from crfkit.config import NORM_GLOBAL
 from crfkit.errors import UsageError
 from crfkit.kernels.decoded import Decoded, Weighted
 from crfkit.space import Dataset, merge_spaces
@@ -76,6 +77,12 @@ class Chain(Structure):
         r = request
         if not (r.kernels or r.nbest > 1 or r.log_z or r.marginals or r.posterior) \
                 and data.tok_val is None:
+            if r.fused and self.fused_best_path(model):
+                from crfkit.kernels.fusedpath import fused_best_paths
+
+                found = fused_best_paths(model, data, token_ok=r.token_ok, trans_ok=r.trans_ok)
+                if found is not None:
+                    return found
             from crfkit.kernels.bestpath import best_paths  # numpy: no Numba to load
 
             return best_paths(model, data, token_ok=r.token_ok, trans_ok=r.trans_ok)
@@ -83,6 +90,12 @@ class Chain(Structure):
 
         return decode(model, data, nbest=r.nbest, log_z=r.log_z, marginals=r.marginals,
                       posterior=r.posterior, token_ok=r.token_ok, trans_ok=r.trans_ok)
+
+    def fused_best_path(self, model: Weighted) -> bool:
+        """A globally normalised chain without observation bigrams (what the fused kernel
+        computes); a structure built on the chain decodes its own way."""
+        return (type(self) is Chain and model.normalisation == NORM_GLOBAL
+                and model.space.n_b == 0)
 
     def save(self, space, meta, arrays) -> None:
         """The chain's arrays are the model's own: its files stay as they were; a structure

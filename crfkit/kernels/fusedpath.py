@@ -1,0 +1,179 @@
+"""The plain best path of a batch in one compiled pass per sequence.
+
+Why a third best-path decoder, beside :mod:`crfkit.kernels.bestpath` (numpy) and
+:mod:`crfkit.kernels.decoder` (Numba, every mode): on a large input the numpy
+labeller spends about half its time building an ``n_tokens x L`` array of unigram
+sums and walking it time step by time step, and the general decoder tracks an
+argmax for every label of every token. Here each sequence's unigram sums go into
+a small buffer that stays in cache, the forward pass keeps maxima only (its inner
+loop runs over contiguous labels, which vectorises), and the backward pass
+recomputes the one predecessor each token's label needs. Loading Numba costs a
+few tenths of a second, so the caller uses this only for a large input
+(:func:`crfkit.labelling.label.fused_decoding_pays`).
+
+It serves what the numpy labeller's :class:`~crfkit.kernels.bestpath.Lattice` builds
+for a globally normalised model without observation bigrams or valued
+occurrences (the caller checks: :meth:`crfkit.structures.base.Structure.fused_best_path`),
+and gives its result bit for bit: the same additions in the same order
+(a token's weights added observation after observation, as the numpy labeller adds
+its dense rows, whose zeros change nothing; no ``fastmath``, so the compiler keeps
+that order), the same masks (forbidden transitions as ``-inf`` added to the
+transition block, forbidden labels as ``-inf`` unigram scores), and the same ties
+(the first maximum: the lower previous label, the lower final label). NaN compares
+differently in the two (numpy's maximum keeps it), so a batch whose scores are not
+all finite before masking is left to the numpy labeller.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+from crfkit.kernels.bestpath import transition_block
+from crfkit.kernels.decoded import Decoded, Weighted
+from crfkit.space import Dataset
+
+# compile seconds on a first run (README's 2-core machine, empty cache)
+FUSED_COMPILE_SECONDS = 2
+
+# No fastmath: the additions must stay in the numpy labeller's order.
+EXACT_JIT = {"cache": True, "nogil": True, "error_model": "numpy", "boundscheck": False,
+             "no_cfunc_wrapper": True}
+
+
+def fused_best_paths(model: Weighted, data: Dataset, *, token_ok: np.ndarray | None = None,
+                     trans_ok: np.ndarray | None = None) -> Decoded | None:
+    """``best_paths(model, data, token_ok=..., trans_ok=...)`` of the numpy labeller, or
+    None when a score is not finite (the caller then asks the numpy labeller)."""
+    s, L = model.space, model.space.n_labels
+    trans = transition_block(model.weights, s)
+    finite = bool(np.isfinite(trans).all())
+    if trans_ok is not None:
+        trans[~trans_ok] = -np.inf
+    use_mask = token_ok is not None
+    mask = np.ones((1, L), dtype=np.bool_) if token_ok is None else token_ok
+    paths = np.zeros(data.n_tokens, dtype=np.int32)
+    scores = np.full(data.n_seqs, -np.inf)
+    if not finite or not batch_paths(
+            np.asarray(model.weights, dtype=np.float64), np.asarray(s.u_ptr, dtype=np.int64),
+            np.asarray(s.u_lab, dtype=np.int32), np.asarray(data.seq_ptr, dtype=np.int64),
+            np.asarray(data.tok_ptr, dtype=np.int64), np.asarray(data.tok_obs, dtype=np.int32),
+            trans, np.ascontiguousarray(mask, dtype=np.bool_), use_mask, paths, scores):
+        return None
+    return Decoded(paths=paths[:, None], scores=scores[:, None],
+                   log_z=np.full(data.n_seqs, np.nan), marginals=None)
+
+
+def load_kernel(model: Weighted) -> None:
+    """Load the kernel now (from Numba's cache, or compile it) for ``model``'s arrays: before
+    a fork, both processes then share it instead of loading it twice."""
+    one_token = Dataset(seq_ptr=np.array([0, 1]), tok_ptr=np.zeros(2, dtype=np.int64),
+                        tok_obs=np.zeros(0, dtype=np.int32), labels=np.zeros(0, np.int32))
+    fused_best_paths(model, one_token)
+
+
+@njit(**EXACT_JIT)
+def batch_paths(W, u_ptr, u_lab, seq_ptr, tok_ptr, tok_obs, trans, token_ok, use_mask,
+                paths, scores):
+    """Best path and score of every sequence into ``paths`` / ``scores``; False (the
+    outputs then incomplete) as soon as a token's unigram sum is not finite."""
+    L = trans.shape[0]
+    longest = 0
+    most = 0  # observation occurrences of a sequence
+    for s in range(len(seq_ptr) - 1):
+        longest = max(longest, seq_ptr[s + 1] - seq_ptr[s])
+        most = max(most, tok_ptr[seq_ptr[s + 1]] - tok_ptr[seq_ptr[s]])
+    psi = np.empty((longest, L))
+    delta = np.empty((longest, L))
+    ranges = np.empty((2, most), dtype=np.int64)
+    for s in range(len(seq_ptr) - 1):
+        t0 = seq_ptr[s]
+        T = seq_ptr[s + 1] - t0
+        if T == 0:
+            continue
+        if not unigram_sums(W, u_ptr, u_lab, tok_ptr, tok_obs, t0, T, psi, ranges):
+            return False
+        if use_mask:
+            for t in range(T):
+                for y in range(L):
+                    if not token_ok[t0 + t, y]:
+                        psi[t, y] = -np.inf
+        scores[s] = sequence_path(psi, trans, T, delta, paths[t0:t0 + T])
+    return True
+
+
+@njit(**EXACT_JIT)
+def unigram_sums(W, u_ptr, u_lab, tok_ptr, tok_obs, t0, T, psi, ranges):
+    """psi[:T] = the unigram weights of tokens t0 .. t0+T-1 summed observation after
+    observation; False if a sum is not finite.
+
+    The feature ranges of all the sequence's observations are read first, in a loop
+    without branches, so that their (scattered) loads overlap; then the weights are
+    added, in the same order as without that first pass.
+    """
+    L = psi.shape[1]
+    j0 = tok_ptr[t0]
+    for j in range(j0, tok_ptr[t0 + T]):
+        o = tok_obs[j]
+        ranges[0, j - j0] = u_ptr[o]
+        ranges[1, j - j0] = u_ptr[o + 1]
+    for t in range(T):
+        row = psi[t]
+        for y in range(L):
+            row[y] = 0.0
+        for j in range(tok_ptr[t0 + t] - j0, tok_ptr[t0 + t + 1] - j0):
+            for k in range(ranges[0, j], ranges[1, j]):
+                row[u_lab[k]] += W[k]
+        for y in range(L):
+            if not np.abs(row[y]) < np.inf:
+                return False
+    return True
+
+
+@njit(**EXACT_JIT)
+def sequence_path(psi, trans, T, delta, path):
+    """Viterbi over psi[:T] with one transition block: the path into ``path``, its score
+    returned. The forward pass keeps maxima only; the backward pass finds, for each
+    token's label, the first previous label that reaches its maximum."""
+    L = trans.shape[0]
+    for y in range(L):
+        delta[0, y] = psi[0, y]
+    for t in range(1, T):
+        cur = delta[t]
+        prev = delta[t - 1]
+        for b in range(L):
+            cur[b] = -np.inf
+        for a in range(L):
+            p = prev[a]
+            row = trans[a]
+            for b in range(L):
+                v = p + row[b]
+                if v > cur[b]:
+                    cur[b] = v
+        for b in range(L):
+            cur[b] += psi[t, b]
+    label = first_max(delta[T - 1], L)
+    best = delta[T - 1, label]
+    path[T - 1] = label
+    for t in range(T - 1, 0, -1):
+        prev = delta[t - 1]
+        arg = 0
+        top = prev[0] + trans[0, label]
+        for a in range(1, L):
+            v = prev[a] + trans[a, label]
+            if v > top:
+                top = v
+                arg = a
+        label = arg
+        path[t - 1] = label
+    return best
+
+
+@njit(**EXACT_JIT)
+def first_max(row, L):
+    """Index of the first largest of row[:L]."""
+    arg = 0
+    for y in range(1, L):
+        if row[y] > row[arg]:
+            arg = y
+    return arg
