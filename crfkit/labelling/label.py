@@ -470,8 +470,9 @@ def kernel_decoding_pays(model: Model, input_file: str) -> bool:
 
 
 # An input file this large labels faster through the fused compiled best path, loading
-# Numba included, when the model's structure has one (the manual gives the measurement).
-FUSED_DECODING_BYTES = 8 << 20
+# Numba included, when the model's structure has one (the manual gives the measurement:
+# even at 8 MiB on one core; a file's two halves on two cores each save half as much).
+FUSED_DECODING_BYTES = 16 << 20
 
 
 def fused_decoding_pays(model: Model, input_file: str) -> bool:
