@@ -36,7 +36,11 @@ without what ``e`` sent):
 until no message moves by more than ``tol`` (in log space) or after
 ``maxiter`` rounds; a round reruns only the chains whose incoming messages
 moved by more than ``tol`` in the round before. Max-product replaces the sums
-by maxima.
+by maxima. Sum-product rounds run the passes over the part of each chain
+between its first and last token with edges (:mod:`crfkit.structures.skipchain.window`)
+and compute the messages through exponentiated edge factors
+(:mod:`crfkit.structures.skipchain.messages`): the same formulas, in fewer
+operations.
 
 At a fixed point the Bethe approximation of log Z is
 
@@ -83,17 +87,8 @@ from crfkit.structures.skipchain.chain_pass import (
     max_marginals,
     store_beliefs,
 )
-
-
-@njit(**JIT)
-def _lse(row, n):
-    m = _row_max(row, n)
-    if m == -np.inf:
-        return m
-    s = 0.0
-    for y in range(n):
-        s += np.exp(row[y] - m)
-    return m + np.log(s)
+from crfkit.structures.skipchain.messages import cavities, update_edges
+from crfkit.structures.skipchain.window import chain_ends, edge_span, window_beliefs
 
 
 @njit(**JIT)
@@ -143,71 +138,29 @@ def scatter_beliefs(Bel, eb_ptr, eb_blk, skip_offset, L, g):
 
 
 @njit(inline="always", **JIT)
-def _cavities(e, e_i, e_j, g0, L, logb, msg, ci, cj):
-    """ci, cj = the beliefs of skip edge e's two tokens without the edge's own messages;
-    returns the tokens' places in the document."""
-    i = e_i[e] - g0
-    j = e_j[e] - g0
-    for y in range(L):
-        ci[y] = logb[i, y] - msg[e, 0, y]
-        cj[y] = logb[j, y] - msg[e, 1, y]
-    return i, j
-
-
-@njit(**JIT)
-def _update_edges(S, L, e0, e1, e_i, e_j, g0, logb, msg, damping,
-                  max_product, ci, cj, new, row, tol, sent_of, dirty):
-    """Recompute the messages of edges e0..e1-1 from the cavities; returns the largest move.
-
-    A chain that receives a message moving more than ``tol`` is marked ``dirty``
-    (``sent_of``: the chain of each document token): only those run again.
-    """
-    change = 0.0
-    for e in range(e0, e1):
-        i, j = _cavities(e, e_i, e_j, g0, L, logb, msg, ci, cj)
-        for side in range(2):
-            for y in range(L):
-                for x in range(L):
-                    if side == 1:  # into j (label y) over the label x of i
-                        row[x] = ci[x] + S[e, x, y]
-                    else:  # into i (label y) over the label x of j
-                        row[x] = S[e, y, x] + cj[x]
-                new[y] = _row_max(row, L) if max_product else _lse(row, L)
-            norm = _row_max(new, L) if max_product else _lse(new, L)
-            for y in range(L):
-                new[y] = (1.0 - damping) * (new[y] - norm) + damping * msg[e, side, y]
-            norm = _row_max(new, L) if max_product else _lse(new, L)
-            moved = 0.0
-            for y in range(L):
-                v = new[y] - norm
-                d = abs(v - msg[e, side, y])
-                if d > moved or d != d:
-                    moved = d
-                msg[e, side, y] = v
-            if moved > tol or moved != moved:
-                dirty[sent_of[(j if side == 1 else i)]] = True
-            if moved > change or moved != moved:
-                change = moved
-    return change
-
-
-@njit(**JIT)
-def _row_max(row, n):
-    m = -np.inf
-    for y in range(n):
-        if row[y] > m:
-            m = row[y]
-    return m
+def _window_round(psi_doc, expu_doc, g0, t0, T, L, graph, msg, M, MT, fresh, ends, work, logb,
+                  tmp, row):
+    """A sum-product round over chain t0..t0+T-1's span of tokens with edges
+    (:mod:`crfkit.structures.skipchain.window`; ``fresh``: the document's first round,
+    which takes the span's ends); False if the caller must run the whole chain."""
+    first, last = edge_span(graph.inc_ptr, t0, T)
+    c = t0 - g0
+    pre, suf = ends[0][c], ends[1][c]
+    if fresh:
+        chain_ends(expu_doc, c, T, first, last, L, M, MT, pre, suf, tmp, row)
+    return window_beliefs(psi_doc, expu_doc, g0, t0, first, last, L, graph.inc_ptr,
+                          graph.inc_edge, graph.inc_side, msg, M, MT, pre, suf, work, logb)
 
 
 @njit(**JIT)
 def _propagate(W, space, data, graph, d, L, per_token, trans, exp_trans, trans_shift, expw,
-               S, psi_doc, expu_doc, logb, msg, work, bp, max_product, scratch, marks):
+               skip, psi_doc, expu_doc, logb, msg, work, bp, max_product, scratch, marks, ends):
     """Loopy BP on document d (schedule: module docstring). Returns the rounds run, negated
     when ``maxiter`` rounds ended without convergence; 0 for a document without edges.
 
     A round runs only the chains whose incoming messages moved by more than ``tol``
-    in the round before (``marks``: per document token its chain, per chain a flag).
+    in the round before (``marks``: per document token its chain, per chain a flag);
+    ``ends``: the rows of :func:`_window_round`, by the chain's first token.
     """
     seq_ptr, tok_ptr, tok_obs, labels = data
     doc_ptr, edge_ptr, e_i, e_j, e_pat, inc_ptr, inc_edge, inc_side = graph
@@ -228,6 +181,7 @@ def _propagate(W, space, data, graph, d, L, per_token, trans, exp_trans, trans_s
         dirty[s - s0] = True
     if not max_product:
         fixed_exps(psi_doc, seq_ptr[s1] - g0, L, g0, inc_ptr, expu_doc)
+    MT = np.ascontiguousarray(exp_trans[0].T)
     for it in range(int(maxiter)):
         for s in range(s0, s1):
             t0 = seq_ptr[s]
@@ -239,12 +193,14 @@ def _propagate(W, space, data, graph, d, L, per_token, trans, exp_trans, trans_s
                 augmented(psi_doc, g0, t0, T, L, inc_ptr, inc_edge, inc_side, msg, psi)
                 chain_phi(W, space, tok_ptr, tok_obs, t0, T, per_token, trans, phi)
                 max_marginals(psi, phi, per_token, T, L, alpha, beta, logb, t0, inc_ptr, g0)
-            else:
+            elif per_token or not _window_round(psi_doc, expu_doc, g0, t0, T, L, graph, msg,
+                                                exp_trans[0], MT, it == 0, ends, work, logb,
+                                                new, row):
                 chain_beliefs(W, space, tok_ptr, tok_obs, t0, T, L, per_token, trans,
                                exp_trans, trans_shift, expw, psi_doc, expu_doc, g0, graph, msg,
                                work, logb)
-        change = _update_edges(S, L, e0, e1, e_i, e_j, g0, logb, msg,
-                               damping, max_product, ci, cj, new, row, tol, sent_of, dirty)
+        change = update_edges(skip, L, e0, e1, e_i, e_j, g0, logb, msg,
+                              damping, max_product, ci, cj, new, row, tol, sent_of, dirty)
         if change <= tol:
             return it + 1
     return -int(maxiter)
@@ -255,7 +211,7 @@ def _skip_expectations(S, L, e0, e1, e_i, e_j, g0, logb, msg, Bel, ci, cj, pair)
     """Bel[e] = the beliefs of the skip edges e0..e1-1; returns the sum of their log Z_e."""
     total = 0.0
     for e in range(e0, e1):
-        _cavities(e, e_i, e_j, g0, L, logb, msg, ci, cj)
+        cavities(e, e_i, e_j, g0, L, logb, msg, ci, cj)
         m = -np.inf
         for a in range(L):
             for b in range(L):
@@ -278,7 +234,7 @@ def _skip_expectations(S, L, e0, e1, e_i, e_j, g0, logb, msg, Bel, ci, cj, pair)
 @njit(**JIT)
 def _buffers(seq_ptr, doc_ptr, d0, d1, L, per_token, exp_trans):
     """Work buffers of a block of documents d0..d1-1: the chain ``work`` tuple, the
-    document's scores and beliefs, and four label rows."""
+    document's scores and beliefs, four label rows and the span ends of its chains."""
     Tmax = 1
     for s in range(doc_ptr[d0], doc_ptr[d1]):
         Tmax = max(Tmax, seq_ptr[s + 1] - seq_ptr[s])
@@ -286,11 +242,13 @@ def _buffers(seq_ptr, doc_ptr, d0, d1, L, per_token, exp_trans):
     work = work_buffers(Tmax, L, per_token, exp_trans)
     scratch = (np.empty(L), np.empty(L), np.empty(L), np.empty(L))
     marks = (np.empty(Dmax, dtype=np.int64), np.empty(Dmax, dtype=np.bool_))
-    return work, np.empty((Dmax, L)), np.empty((Dmax, L)), np.empty((Dmax, L)), scratch, marks, Tmax
+    ends = (np.empty((Dmax, L)), np.empty((Dmax, L)))
+    return (work, np.empty((Dmax, L)), np.empty((Dmax, L)), np.empty((Dmax, L)), scratch, marks,
+            Tmax, ends)
 
 
 @njit(inline="always", **JIT)
-def _settled_chains(W, space, data, graph, d, L, per_token, S, trans, exp_trans, trans_shift,
+def _settled_chains(W, space, data, graph, d, L, per_token, skip, trans, exp_trans, trans_shift,
                     expw, Wd, bp, max_product, msg, buffers, bp_counts):
     """Document d's unigram scores (into the buffers' ``psi_doc``) and its belief
     propagation (sum- or max-product) until it settles: the start of every document in
@@ -298,7 +256,7 @@ def _settled_chains(W, space, data, graph, d, L, per_token, S, trans, exp_trans,
     document: nothing done). ``bp_counts`` += (the rounds run, 1 if BP did not settle)."""
     seq_ptr, tok_ptr, tok_obs = data[0], data[1], data[2]
     u_ptr, u_lab = space[0], space[1]
-    work, psi_doc, expu_doc, logb, scratch, marks, Tmax = buffers
+    work, psi_doc, expu_doc, logb, scratch, marks, Tmax, ends = buffers
     s0, s1 = graph.doc_ptr[d], graph.doc_ptr[d + 1]
     g0 = seq_ptr[s0]
     D = seq_ptr[s1] - g0
@@ -307,7 +265,8 @@ def _settled_chains(W, space, data, graph, d, L, per_token, S, trans, exp_trans,
         return chains
     unigram_scores(W, tok_ptr, tok_obs, None, u_ptr, u_lab, g0, D, psi_doc, Wd)
     r = _propagate(W, space, data, graph, d, L, per_token, trans, exp_trans, trans_shift, expw,
-                   S, psi_doc, expu_doc, logb, msg, work, bp, max_product, scratch, marks)
+                   skip, psi_doc, expu_doc, logb, msg, work, bp, max_product, scratch, marks,
+                   ends)
     bp_counts[0] += abs(r)
     if r < 0:
         bp_counts[1] += 1
@@ -338,7 +297,7 @@ def _chain_expectations(G, Gd, space, tok_ptr, tok_obs, t0, T, L, per_token, wor
 
 
 @njit(**JIT)
-def skip_loss_block(W, space, data, graph, L, per_token, S, d0, d1, trans, exp_trans,
+def skip_loss_block(W, space, data, graph, L, per_token, skip, d0, d1, trans, exp_trans,
                     trans_shift, expw, Wd, bp, msg, G, Bel, out):
     """Documents d0..d1-1: Bethe log Z into out[0], the chain beliefs (expected counts)
     into G, the skip edges' into Bel (their rows of it).
@@ -364,7 +323,7 @@ def skip_loss_block(W, space, data, graph, L, per_token, S, d0, d1, trans, exp_t
     bp_counts[:] = 0.0
     for d in range(d0, d1):
         g0 = seq_ptr[doc_ptr[d]]
-        for s in _settled_chains(W, space, data, graph, d, L, per_token, S, trans, exp_trans,
+        for s in _settled_chains(W, space, data, graph, d, L, per_token, skip, trans, exp_trans,
                                  trans_shift, expw, Wd, bp, False, msg, buffers, bp_counts):
             t0 = seq_ptr[s]
             T = seq_ptr[s + 1] - t0
@@ -380,7 +339,7 @@ def skip_loss_block(W, space, data, graph, L, per_token, S, d0, d1, trans, exp_t
             if wrong:
                 seq_err += 1
         if edge_ptr[d + 1] > edge_ptr[d]:
-            logz_sum += _skip_expectations(S, L, edge_ptr[d], edge_ptr[d + 1], e_i, e_j, g0,
+            logz_sum += _skip_expectations(skip[0], L, edge_ptr[d], edge_ptr[d + 1], e_i, e_j, g0,
                                            logb, msg, Bel, scratch[0], scratch[1], pair)
     flush_dense(G, Gd, u_ptr, u_lab)
     out[0] = logz_sum
@@ -432,7 +391,7 @@ def _best_chain_beliefs(W, space, data, graph, d, s, L, per_token, trans, exp_tr
 
 
 @njit(**JIT)
-def skip_decode_block(W, space, data, graph, L, per_token, S, d0, d1, trans,
+def skip_decode_block(W, space, data, graph, L, per_token, skip, d0, d1, trans,
                       exp_trans, trans_shift, expw, bp, max_product, msg, paths, marginals, keep,
                       log_z, out):
     """Documents d0..d1-1: the label of every token into ``paths``.
@@ -453,7 +412,7 @@ def skip_decode_block(W, space, data, graph, L, per_token, S, d0, d1, trans,
     bp_counts = out[0:2]
     bp_counts[:] = 0.0
     for d in range(d0, d1):
-        for s in _settled_chains(W, space, data, graph, d, L, per_token, S, trans, exp_trans,
+        for s in _settled_chains(W, space, data, graph, d, L, per_token, skip, trans, exp_trans,
                                  trans_shift, expw, Wd, bp, max_product, msg, buffers,
                                  bp_counts):
             if max_product:

@@ -36,6 +36,7 @@ from crfkit.structures.skipchain.belief import (
     skip_decode_block,
     skip_loss_block,
 )
+from crfkit.structures.skipchain.messages import edge_factors
 from crfkit.vectors import dot
 
 if TYPE_CHECKING:
@@ -70,10 +71,13 @@ def edge_block_arrays(graph: GraphArrays, edge_blocks: tuple | None) -> tuple:
     return np.arange(len(e_pat) + 1, dtype=np.int64), e_pat
 
 
-def _edge_scores(w: np.ndarray, skip_offset: int, L: int, blocks: tuple) -> np.ndarray:
+def _edge_scores(w: np.ndarray, skip_offset: int, L: int, blocks: tuple) -> tuple:
+    """``(S, ES)``: the edges' scores and their factors (the kernels' ``skip``)."""
     S = np.empty((len(blocks[0]) - 1, L, L))
     edge_scores(w, skip_offset, L, blocks[0], blocks[1], S)
-    return S
+    ES = np.empty_like(S)
+    edge_factors(S, ES)
+    return S, ES
 
 
 def _scores(space: FeatureSpace, w: np.ndarray) -> tuple:
