@@ -66,7 +66,7 @@ def connect(address: str) -> Iterator[Any]:
             cluster.close()
         return
     _probe(address)
-    logging.getLogger("distributed.client").addFilter(_not_reconnection)
+    quiet_lost_scheduler_noise()
     try:
         client = Client(address, timeout=30)
     except (OSError, TimeoutError) as err:
@@ -77,10 +77,31 @@ def connect(address: str) -> Iterator[Any]:
         _close(client)
 
 
-def _not_reconnection(record: logging.LogRecord) -> bool:
-    """Drop the client's "Failed to reconnect" log line: a lost scheduler is crfkit's
-    one error line, and under load the client's own 30 s give-up can come first."""
-    return not record.getMessage().startswith("Failed to reconnect")
+# distributed's own lines when the scheduler goes away (logger -> message start): a lost
+# scheduler is crfkit's one error line. Under load the client's 30 s give-up can come
+# first, and futures released after the loss (the model of the last iteration being
+# written) make its batched sender log the closed connection with a traceback.
+LOST_SCHEDULER_NOISE = {"distributed.client": "Failed to reconnect",
+                        "distributed.batched": "Batched Comm Closed"}
+
+
+class _Dropping(logging.Filter):
+    """Drops the records whose message starts with ``start``."""
+
+    def __init__(self, start: str) -> None:
+        super().__init__()
+        self.start = start
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not record.getMessage().startswith(self.start)
+
+
+def quiet_lost_scheduler_noise() -> None:
+    """Drop :data:`LOST_SCHEDULER_NOISE` from distributed's loggers (once per logger)."""
+    for name, start in LOST_SCHEDULER_NOISE.items():
+        logger = logging.getLogger(name)
+        if not any(isinstance(f, _Dropping) and f.start == start for f in logger.filters):
+            logger.addFilter(_Dropping(start))
 
 
 def _probe(address: str) -> None:

@@ -181,3 +181,26 @@ def test_a_refused_address_fails_at_once(address_sample, tmp_path):
                  address_sample["train"], tmp_path / "x.model")
     one_error_line(result, "tcp://127.0.0.1:1", "cannot reach the scheduler")
     assert time.monotonic() - started < 10
+
+
+def test_distributeds_lost_scheduler_lines_are_dropped_and_nothing_else(caplog):
+    """The records distributed logs when its scheduler goes away (its batched sender's
+    traceback included: distributed/batched.py, client.py) never reach the user's
+    stderr; its other records do."""
+    import logging
+
+    from crfkit.dask.cluster import quiet_lost_scheduler_noise
+
+    noise = {"distributed.batched": "Batched Comm Closed <TCP (closed) Client->Scheduler>",
+             "distributed.client": "Failed to reconnect to scheduler after 30.00 seconds, "
+                                   "closing client"}
+    quiet_lost_scheduler_noise()
+    quiet_lost_scheduler_noise()  # once per logger, however often connected
+    with caplog.at_level(logging.INFO):
+        for name, line in noise.items():
+            logger = logging.getLogger(name)
+            assert len(logger.filters) == 1
+            logger.warning(line)
+            logger.warning("Receive client connection: %s", name)
+    assert [r.getMessage() for r in caplog.records] == [
+        f"Receive client connection: {name}" for name in noise]
