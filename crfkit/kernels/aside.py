@@ -58,18 +58,18 @@ def compile_aside(dispatcher: object, args: Sequence[object]) -> Aside | None:
     """Start compiling ``dispatcher`` for the types of ``args`` in a child process, or
     None when it is of no use (compiled or cached already, no fork, no writable cache)."""
     if not may_fork():
-        _meanwhile.clear()
+        drop_queued()
         return None
     try:
         signature = _signature(dispatcher, args)
         if signature in dispatcher.overloads or not _cacheable(dispatcher, signature):  # type: ignore[attr-defined]
-            _meanwhile.clear()
+            drop_queued()
             return None
         # Numba's one-off set-up (loading its implementations, ~0.5 s), which this process
         # needs next anyway: done before the fork, the child inherits it.
         dispatcher.targetctx.refresh()  # type: ignore[attr-defined]
     except Exception:  # not a caching dispatcher (NUMBA_DISABLE_JIT), or a new Numba
-        _meanwhile.clear()
+        drop_queued()
         return None
     sys.stdout.flush()
     sys.stderr.flush()
@@ -97,6 +97,12 @@ def compile_meanwhile(calls: Sequence[tuple[object, Sequence[object]]]) -> None:
                 _meanwhile[id(dispatcher), signature] = (dispatcher, signature)
         except Exception:  # not a dispatcher (NUMBA_DISABLE_JIT): it compiles nothing
             pass
+
+
+def drop_queued() -> None:
+    """Forget the queued kernels: no child will compile beside them (a locally normalised
+    model has no loss kernel to set aside), and each compiles on its first call."""
+    _meanwhile.clear()
 
 
 def compile_queued() -> None:

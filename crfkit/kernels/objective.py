@@ -20,7 +20,13 @@ import numpy as np
 from crfkit import config
 from crfkit.errors import CrfkitError
 from crfkit.kernels import loss
-from crfkit.kernels.aside import Aside, compile_aside, compile_meanwhile, compile_now
+from crfkit.kernels.aside import (
+    Aside,
+    compile_aside,
+    compile_meanwhile,
+    compile_now,
+    drop_queued,
+)
 from crfkit.kernels.blocks import partition_blocks, run_blocks, thread_count
 from crfkit.kernels.lattice import FACTOR_RANGE, dense_factors, exp_range, max_abs
 from crfkit.space import Dataset, FeatureSpace
@@ -95,6 +101,7 @@ class Objective:
         the blocks (:mod:`crfkit.kernels.aside`): the kernel's arguments for an empty
         block, with stand-ins of the shared scores' types."""
         if self.normalisation != config.NORM_GLOBAL:
+            drop_queued()
             return None
         s = self.space
         # the factored version: all but valued corpora (and weights too large, which a

@@ -153,3 +153,17 @@ def test_the_last_callees_have_the_types_the_loss_kernel_calls_them_with():
     assert callees
     for callee, args in callees:
         assert tuple(callee.typeof_pyval(a) for a in args) in callee.overloads, callee
+
+
+def test_a_locally_normalised_objective_drops_the_queue(fresh_kernels):
+    """No loss kernel to set aside for MEMM and MaxEnt: the queue would otherwise wait
+    for a later child of the same process."""
+    x = np.arange(3.0)
+    compile_meanwhile([(fresh_kernels.scaled, (x, 2.0))])
+    corpus = encode_training(PATTERNS, random_corpus(3, n_seqs=4, max_len=4))
+    objective = Objective(corpus.space, corpus.data, corpus.empirical, 0.1,
+                          normalisation=config.NORM_MEMM)
+    w = np.zeros(corpus.space.n_weights)
+    assert objective.compile_loss_aside(w, np.empty_like(w)) is None
+    compile_queued()
+    assert not fresh_kernels.scaled.overloads
