@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, NoReturn, TextIO
 
 import click
 
+from crfkit.cli.termination import TERMINATED_STATUS, terminate_like_interrupt, terminated
 from crfkit.errors import OutputError
 from crfkit.io.atomic import WRITE_ERRNOS
 
@@ -36,6 +37,7 @@ _NO_ARGS_IS_HELP = getattr(click.exceptions, "NoArgsIsHelpError", ())  # click >
 def run_standalone(main: Callable[[], object]) -> NoReturn:
     """Run ``main`` (click's ``main`` with ``standalone_mode=False``) and exit as click
     would, but with every failure on one line."""
+    terminate_like_interrupt()
     try:
         result = main()
         status = result if isinstance(result, int) else 0
@@ -52,6 +54,8 @@ def run_standalone(main: Callable[[], object]) -> NoReturn:
             raise
         _write_failed(err.filename or STDOUT_NAME, err)
         status = 1
+    if terminated():
+        status = TERMINATED_STATUS
     sys.exit(_flushed_stdout(status))
 
 
