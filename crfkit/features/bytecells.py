@@ -43,14 +43,6 @@ def bytes_hash(data, a, b, seed, hash_mask):
     return mix(h) & hash_mask
 
 
-@njit(**INLINE)
-def tuple_hash(pattern, values, width, hash_mask):
-    h = mix(np.uint64(pattern + 1))
-    for c in range(width):
-        h = mix(h * _FNV + np.uint64(values[c] + 1))
-    return h & hash_mask
-
-
 @njit(**JIT)
 def _table_size(n):
     size = 2
@@ -83,10 +75,8 @@ def string_table(blob, ptr, owner, hash_mask):
 
 
 @njit(**INLINE)
-def find_string(data, a, b, table, strings, hash_mask):
-    """Id of ``data[a:b]`` in string table ``table`` (-1: not there). ``strings`` is
-    (blob, ptr, owner, ids, slots, hashes)."""
-    blob, ptr, owner, ids, slots, hashes = strings
+def find_string(data, a, b, table, blob, ptr, owner, ids, slots, hashes, hash_mask):
+    """Id of ``data[a:b]`` in string table ``table`` (-1: not there)."""
     h = bytes_hash(data, a, b, table, hash_mask)
     pos = _candidate(slots, hashes, h, _home(slots, h))
     while pos >= 0:
@@ -125,45 +115,43 @@ def same_bytes(x, xa, xb, y, ya, yb):
 
 
 @njit(**JIT)
-def observation_table(kept, pattern, values, value_ptr, widths, hash_mask):
-    """(slots, their hashes) of the observations ``kept`` (vocabulary ids)."""
-    size = _table_size(len(kept))
-    slots = np.full(size, -1, dtype=np.int32)
-    hashes = np.zeros(size, dtype=np.uint64)
-    for o in kept:
-        p = pattern[o]
-        h = tuple_hash(p, values[value_ptr[o]:], widths[p], hash_mask)
-        _place(slots, hashes, h, o)
-    return slots, hashes
+def code_table(codes, owner, ids, hash_mask):
+    """Rows (code, owner << 32 | id) of the observations ``ids``, each the tuple of
+    mixed-radix ``code`` of listed pattern ``owner``; (-1, -1) rows are free."""
+    rows = np.full((_table_size(len(ids)), 2), -1, dtype=np.int64)
+    mask = len(rows) - 1
+    for e in range(len(ids)):
+        pos = np.int64(code_hash(codes[e], owner[e], hash_mask) & np.uint64(mask))
+        while rows[pos, 1] >= 0:
+            pos = (pos + 1) & mask
+        rows[pos, 0] = codes[e]
+        rows[pos, 1] = (owner[e] << 32) | ids[e]
+    return rows
 
 
 @njit(**INLINE)
-def find_observation(p, vals, width, observations, hash_mask):
-    """Vocabulary id of pattern p's tuple ``vals[:width]`` (-1: unseen). ``observations``
-    is (pattern, values, value_ptr, slots, hashes)."""
-    pattern, values, value_ptr, slots, hashes = observations
-    h = tuple_hash(p, vals, width, hash_mask)
-    pos = _candidate(slots, hashes, h, _home(slots, h))
-    while pos >= 0:
-        o = slots[pos]
-        if pattern[o] == p and _same_values(values, value_ptr[o], vals, width):
-            return o
-        pos = _candidate(slots, hashes, h, (pos + 1) & (len(slots) - 1))
+def code_hash(code, owner, hash_mask):
+    return mix(np.uint64(code) ^ mix(np.uint64(owner + 1))) & hash_mask
+
+
+@njit(**INLINE)
+def find_code(code, owner, rows, hash_mask):
+    """Id of listed pattern ``owner``'s tuple of ``code`` (-1: unseen). The code is the
+    tuple itself, so equal codes are the same observation."""
+    mask = len(rows) - 1
+    pos = np.int64(code_hash(code, owner, hash_mask) & np.uint64(mask))
+    while rows[pos, 1] >= 0:
+        if rows[pos, 0] == code and rows[pos, 1] >> 32 == owner:
+            return rows[pos, 1] & 0xFFFFFFFF
+        pos = (pos + 1) & mask
     return -1
-
-
-@njit(**INLINE)
-def _same_values(values, base, vals, width):
-    for c in range(width):
-        if values[base + c] != vals[c]:
-            return False
-    return True
 
 
 @njit(**JIT)
 def window_cells(data, starts, ends, columns, table_column, strings, hash_mask):
     """(tables, tokens) ids of every token's cell in each string table's column (-1 all
     along for a table whose column is -1)."""
+    blob, ptr, owner, ids, slots, hashes = strings
     n = len(starts) // columns
     cells = np.full((len(table_column), n), -1, dtype=np.int32)
     for k in range(len(table_column)):
@@ -172,26 +160,34 @@ def window_cells(data, starts, ends, columns, table_column, strings, hash_mask):
             continue
         for t in range(n):
             f = t * columns + c
-            cells[k, t] = find_string(data, starts[f], ends[f], k, strings, hash_mask)
+            cells[k, t] = find_string(data, starts[f], ends[f], k, blob, ptr, owner, ids, slots,
+                                      hashes, hash_mask)
     return cells
 
 
 @njit(**JIT)
-def window_observations(cells, lengths, commands, observations, hash_mask):
+def window_observations(cells, lengths, commands, codes, hash_mask):
     """(tok_ptr, tok_obs) of a window from its cells; ``commands`` is (listed, cmd_ptr,
-    table, offset, absolute, pad_ptr, pad, radix, direct_ptr, direct)."""
-    listed, cmd_ptr = commands[0], commands[1]
+    table, offset, absolute, pad_ptr, pad, radix, direct_ptr, direct), ``codes`` the
+    :func:`code_table` of the patterns without a direct table."""
+    listed, cmd_ptr, table, offset, absolute, pad_ptr, pad, radix, direct_ptr, direct = commands
     n = cells.shape[1]
     tok_ptr = np.zeros(n + 1, dtype=np.int64)
     tok_obs = np.empty(n * len(listed), dtype=np.int32)
-    vals = np.empty(max(1, np.max(cmd_ptr[1:] - cmd_ptr[:-1])), dtype=np.int64)
     m = 0
     t0 = 0
     for s in range(len(lengths)):
         T = lengths[s]
         for i in range(T):
             for j in range(len(listed)):
-                o = _observation(cells, t0, i, T, j, vals, commands, observations, hash_mask)
+                code = _tuple_code(cells, t0, i, T, cmd_ptr[j], cmd_ptr[j + 1], table, offset,
+                                   absolute, pad_ptr, pad, radix)
+                if code < 0:
+                    continue
+                if direct_ptr[j] >= 0:
+                    o = direct[direct_ptr[j] + code]
+                else:
+                    o = find_code(code, j, codes, hash_mask)
                 if o >= 0:
                     tok_obs[m] = o
                     m += 1
@@ -201,19 +197,14 @@ def window_observations(cells, lengths, commands, observations, hash_mask):
 
 
 @njit(**INLINE)
-def _observation(cells, t0, i, T, j, vals, commands, observations, hash_mask):
-    """Listed pattern j's observation id at token i of the sequence at t0 (length T)."""
-    listed, cmd_ptr, table, offset, absolute, pad_ptr, pad, radix, direct_ptr, direct = commands
-    width = cmd_ptr[j + 1] - cmd_ptr[j]
+def _tuple_code(cells, t0, i, T, first, stop, table, offset, absolute, pad_ptr, pad, radix):
+    """The mixed-radix code of the values of commands first..stop-1 (digit: value + 1) at
+    token i of the sequence at t0 (length T); -1 if a value is unseen."""
     code = 0
-    for w in range(width):
-        c = cmd_ptr[j] + w
+    for c in range(first, stop):
         p, outside = command_position(offset[c], absolute[c], i, T)
         v = pad[pad_ptr[c] + outside] if outside else cells[table[c], t0 + p]
         if v < 0:
             return -1
-        vals[w] = v
         code = code * radix[c] + v + 1
-    if direct_ptr[j] >= 0:
-        return direct[direct_ptr[j] + code]
-    return find_observation(listed[j], vals, width, observations, hash_mask)
+    return code

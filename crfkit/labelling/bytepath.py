@@ -185,8 +185,7 @@ class _WindowLabeller:
         starts, ends, lengths = scan_window(data, a, b, self.mode, columns)
         cells = window_cells(data, starts, ends, columns, self.table_column, t.strings,
                              t.hash_mask)
-        tok_ptr, tok_obs = window_observations(cells, lengths, t.commands, t.observations,
-                                               t.hash_mask)
+        tok_ptr, tok_obs = window_observations(cells, lengths, t.commands, t.codes, t.hash_mask)
         seq_ptr = np.zeros(len(lengths) + 1, dtype=np.int64)
         np.cumsum(lengths, out=seq_ptr[1:])
         path = np.zeros(0, dtype=np.int32)

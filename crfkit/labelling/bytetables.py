@@ -8,6 +8,7 @@ hold) are covered: any other command needs the token as a Python string.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 import numpy as np
@@ -30,21 +31,30 @@ class ByteTables:
     strings: tuple  # (blob, ptr, owner, ids, slots, hashes)
     commands: tuple  # (listed, cmd_ptr, table, offset, absolute, pad_ptr, pad, radix,
     #                   direct_ptr, direct)
-    observations: tuple  # (pattern, values, value_ptr, slots, hashes)
+    codes: np.ndarray  # int64 (slots, 2): the code table of the patterns hashed
     names: np.ndarray  # uint8: the labels' UTF-8 bytes, one after another
     name_ptr: np.ndarray  # int64: label y is names[name_ptr[y]:name_ptr[y + 1]]
     hash_mask: np.uint64
 
 
 def plain_cells(featurizer: Featurizer) -> bool:
-    """Whether every listed pattern's commands are plain ``%x`` cells."""
+    """Whether every listed pattern's commands are plain ``%x`` cells, and its tuples'
+    mixed-radix codes fit in 62 bits (exact keys: up to four cells of a million-word
+    column)."""
     return all(command.letter == "x" and command.regex is None
-               for p in featurizer.listed for command in featurizer.patterns[p].commands)
+               for p in featurizer.listed for command in featurizer.patterns[p].commands) \
+        and all(_code_space(featurizer, p) < 2.0 ** 62 for p in featurizer.listed)
+
+
+def _code_space(featurizer: Featurizer, p: int) -> float:
+    """How many mixed-radix codes pattern p's tuples have (digit: table id + 1)."""
+    return float(np.prod([len(featurizer.tables[t]) + 1.0
+                          for t in featurizer.command_transform[p]]))
 
 
 def byte_tables(model: Model, hash_mask: np.uint64 = ALL_BITS) -> ByteTables:
     """The tables of ``model`` (whose patterns :func:`plain_cells` covers)."""
-    from crfkit.features.bytecells import observation_table, string_table
+    from crfkit.features.bytecells import string_table
 
     featurizer = model.featurizer
     used = sorted({t for p in featurizer.listed for t in featurizer.command_transform[p]})
@@ -53,23 +63,15 @@ def byte_tables(model: Model, hash_mask: np.uint64 = ALL_BITS) -> ByteTables:
     blob, ptr, owner, ids = _string_arrays([featurizer.tables[t].strings for t in used] +
                                            [model.labels])
     strings = (blob, ptr, owner, ids, *string_table(blob, ptr, owner, hash_mask))
-    commands, hashed = _command_arrays(featurizer, local)
-    vocab = featurizer.vocab
-    widths = featurizer.n_commands
-    value_ptr = np.zeros(len(vocab) + 1, dtype=np.int64)
-    np.cumsum(widths[vocab.pattern], out=value_ptr[1:])
-    kept = np.flatnonzero(np.isin(vocab.pattern, hashed)).astype(np.int64)
-    values = vocab.values
-    observations = (vocab.pattern, values, value_ptr,
-                    *observation_table(kept, vocab.pattern, values, value_ptr, widths,
-                                       hash_mask))
+    commands = _command_arrays(featurizer, local)
+    direct_ptr, direct, codes = _id_tables(featurizer, commands[-1], commands[1], hash_mask)
     encoded = [name.encode("utf-8") for name in model.labels]
     name_ptr = np.zeros(len(encoded) + 1, dtype=np.int64)
     np.cumsum([len(b) for b in encoded], out=name_ptr[1:])
     return ByteTables(
         table_column=np.array([featurizer.transforms[t][1] for t in used] + [-1],
                               dtype=np.int64),
-        strings=strings, commands=commands, observations=observations,
+        strings=strings, commands=(*commands, direct_ptr, direct), codes=codes,
         names=np.frombuffer(b"".join(encoded), dtype=np.uint8).copy(), name_ptr=name_ptr,
         hash_mask=hash_mask)
 
@@ -86,50 +88,63 @@ def _string_arrays(tables: list[list[str]]) -> tuple[np.ndarray, ...]:
     return np.frombuffer(b"".join(encoded), dtype=np.uint8).copy(), ptr, owner, ids
 
 
-def _command_arrays(featurizer: Featurizer, local: dict[int, int]) -> tuple[tuple, list[int]]:
-    """The listed patterns' commands flattened (padding ids, radixes, direct tables), and
-    the patterns whose ids are hashed."""
-    all_commands = featurizer.pattern_commands(grow=False)
-    listed = np.array(featurizer.listed, dtype=np.int64)
-    cmds: list[PatternCommands] = [all_commands[p] for p in featurizer.listed]
+def _command_arrays(featurizer: Featurizer, local: dict[int, int]) -> tuple[np.ndarray, ...]:
+    """The listed patterns' commands flattened: (listed, cmd_ptr, table, offset, absolute,
+    pad_ptr, pad, radix); the padding ids of command c are pad[pad_ptr[c]:pad_ptr[c + 1]]."""
+    every = featurizer.pattern_commands(grow=False)
+    cmds: list[PatternCommands] = [every[p] for p in featurizer.listed]
     cmd_ptr = np.zeros(len(cmds) + 1, dtype=np.int64)
     np.cumsum([len(c.offset) for c in cmds], out=cmd_ptr[1:])
-    table = np.array([local[int(t)] for c in cmds for t in c.transform], dtype=np.int64)
-    sizes = np.array([len(featurizer.tables[int(t)]) + 1 for c in cmds for t in c.transform],
-                     dtype=np.int64)
+    transforms = [int(t) for c in cmds for t in c.transform]
     pads = [row for c in cmds for row in c.pad_ids]
     pad_ptr = np.zeros(len(pads) + 1, dtype=np.int64)
     np.cumsum([len(row) for row in pads], out=pad_ptr[1:])
-    pad = np.concatenate(pads + [np.zeros(0, dtype=np.int32)]).astype(np.int64)
-    direct_ptr = np.full(len(cmds), -1, dtype=np.int64)
-    blocks, hashed, at = [], [], 0
-    for j, p in enumerate(featurizer.listed):
-        radix = sizes[cmd_ptr[j]:cmd_ptr[j + 1]]
-        if float(np.prod(radix.astype(np.float64))) <= DIRECT_CODES:
-            blocks.append(_direct_block(featurizer, p, radix))
+    return (np.array(featurizer.listed, dtype=np.int64), cmd_ptr,
+            np.array([local[t] for t in transforms], dtype=np.int64),
+            _joined([c.offset for c in cmds], np.int64),
+            _joined([c.absolute for c in cmds], np.bool_), pad_ptr, _joined(pads, np.int64),
+            np.array([len(featurizer.tables[t]) + 1 for t in transforms], dtype=np.int64))
+
+
+def _id_tables(featurizer: Featurizer, radix: np.ndarray, cmd_ptr: np.ndarray,
+               hash_mask: np.uint64) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(direct_ptr, direct, code table): a listed pattern j with few codes finds its ids at
+    direct[direct_ptr[j] + code], the others (direct_ptr -1) in the code table."""
+    from crfkit.features.bytecells import code_table
+
+    direct_ptr = np.full(len(cmd_ptr) - 1, -1, dtype=np.int64)
+    blocks: list[np.ndarray] = []
+    hashed: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
+    at = 0
+    for j, (ids, codes) in enumerate(_observation_codes(featurizer, radix, cmd_ptr)):
+        size = float(np.prod(radix[cmd_ptr[j]:cmd_ptr[j + 1]].astype(np.float64)))
+        if size <= DIRECT_CODES:
+            blocks.append(np.full(int(size), -1, dtype=np.int32))
+            blocks[-1][codes] = ids
             direct_ptr[j] = at
-            at += len(blocks[-1])
+            at += int(size)
         else:
-            hashed.append(p)
-    offset = np.concatenate([c.offset for c in cmds] + [np.zeros(0, np.int64)])
-    absolute = np.concatenate([c.absolute for c in cmds] + [np.zeros(0, np.bool_)])
-    direct = np.concatenate(blocks + [np.zeros(0, dtype=np.int32)])
-    return (listed, cmd_ptr, table, offset.astype(np.int64), absolute.astype(np.bool_),
-            pad_ptr, pad, sizes, direct_ptr, direct), hashed
+            hashed.append((codes, np.full(len(ids), j, dtype=np.int64), ids.astype(np.int64)))
+    codes, owner, ids = (_joined([h[k] for h in hashed], np.int64) for k in range(3))
+    return direct_ptr, _joined(blocks, np.int32), code_table(codes, owner, ids, hash_mask)
 
 
-def _direct_block(featurizer: Featurizer, p: int, radix: np.ndarray) -> np.ndarray:
-    """Pattern p's id of every mixed-radix code (digit: table id + 1), -1 if none."""
+def _joined(arrays: list[np.ndarray], dtype) -> np.ndarray:
+    return np.concatenate(arrays + [np.zeros(0, dtype=dtype)]).astype(dtype)
+
+
+def _observation_codes(featurizer: Featurizer, radix: np.ndarray, cmd_ptr: np.ndarray
+                       ) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+    """For each listed pattern: its observations' ids and the mixed-radix codes of their
+    tuples (digit: table id + 1), as :func:`crfkit.features.bytecells.window_observations`
+    computes them."""
     vocab = featurizer.vocab
-    ids = np.flatnonzero(vocab.pattern == p)
-    width = len(radix)
-    block = np.full(int(np.prod(radix)), -1, dtype=np.int32)
-    if not len(ids):
-        return block
-    starts = np.concatenate([[0], np.cumsum(featurizer.n_commands[vocab.pattern])])
-    rows = vocab.values[starts[ids][:, None] + np.arange(width)].astype(np.int64)
-    code = np.zeros(len(ids), dtype=np.int64)
-    for c in range(width):
-        code = code * radix[c] + rows[:, c] + 1
-    block[code] = ids
-    return block
+    value_ptr = np.zeros(len(vocab) + 1, dtype=np.int64)
+    np.cumsum(featurizer.n_commands[vocab.pattern], out=value_ptr[1:])
+    values = vocab.values
+    for j, p in enumerate(featurizer.listed):
+        ids = np.flatnonzero(vocab.pattern == p)
+        codes = np.zeros(len(ids), dtype=np.int64)
+        for c in range(cmd_ptr[j], cmd_ptr[j + 1]):
+            codes = codes * radix[c] + values[value_ptr[ids] + c - cmd_ptr[j]] + 1
+        yield ids, codes
