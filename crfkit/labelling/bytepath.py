@@ -27,20 +27,22 @@ from collections import deque
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
-from typing import TextIO
+from typing import TYPE_CHECKING, TextIO
 
 import numpy as np
 
-from crfkit.labelling.bytetables import ALL_BITS, ByteTables, byte_tables, plain_cells
 from crfkit.labelling.columnar import columnar_applies
 from crfkit.labelling.label import Decoder, LabelOptions, LabelStats
 from crfkit.model.model import Model
 from crfkit.space import Dataset
 
+if TYPE_CHECKING:
+    from crfkit.labelling.bytetables import ByteTables
+
 # A file this large labels faster here, loading Numba included (the manual gives the
 # measurement); a smaller one keeps the column labeller, which never loads Numba.
-BYTE_PATH_BYTES = 4 << 20
-COMPILE_SECONDS = 4  # its kernels' compile seconds on a first run (2-core machine)
+BYTE_PATH_BYTES = 8 << 20
+COMPILE_SECONDS = 5  # its kernels' compile seconds on a first run (2-core machine)
 WINDOW_BYTES = 1 << 20  # a window ends at the first blank line after this many bytes
 _CHECK_BYTES = 1 << 24  # UTF-8 is checked this many bytes at a time
 _BOM = b"\xef\xbb\xbf"
@@ -53,6 +55,8 @@ def byte_path_applies(model: Model, options: LabelOptions, *, encoding: str,
     labeller's cases (:func:`~crfkit.labelling.columnar.columnar_applies`) without
     constraints, a structure with a fused best path, patterns of plain ``%x`` cells,
     and UTF-8 (not UTF-8 with a signature, which the output would start with)."""
+    from crfkit.labelling.bytetables import plain_cells
+
     return (columnar_applies(model, options, sep=sep, live=False, doc_sep=None)
             and options.constraints is None and not options.uses_kernels
             and codecs.lookup(encoding).name == "utf-8"
@@ -66,11 +70,12 @@ def pays(path: str) -> bool:
 
 def label_file_bytes(model: Model, path: str, out: TextIO, options: LabelOptions, *,
                      sep: str, threads: int = 1, progress: Callable[[int], None] | None = None,
-                     hash_mask: np.uint64 = ALL_BITS) -> LabelStats | None:
+                     hash_mask: np.uint64 | None = None) -> LabelStats | None:
     """Label ``path`` into ``out`` (for which :func:`byte_path_applies`); None, nothing
     written, if the file is not regular (module docstring). ``hash_mask``: see
     :mod:`crfkit.features.bytecells`."""
     from crfkit.kernels.bytelines import MODES, column_count
+    from crfkit.labelling.bytetables import ALL_BITS, byte_tables
 
     start = _regular_start(path)
     if start is None:
@@ -81,8 +86,8 @@ def label_file_bytes(model: Model, path: str, out: TextIO, options: LabelOptions
     needed = model.n_token_columns + (1 if options.check else 0)
     if columns < max(needed, 1):
         return None
-    labeller = _WindowLabeller(model, options, byte_tables(model, hash_mask), data, columns,
-                               mode, path)
+    tables = byte_tables(model, ALL_BITS if hash_mask is None else hash_mask)
+    labeller = _WindowLabeller(model, options, tables, data, columns, mode, path)
     return labeller.run(_windows(data, start), out, threads, progress)
 
 

@@ -43,14 +43,16 @@ def cells_model(address_sample, tmp_path_factory):
 
 def varied(sample: bytes) -> bytes:
     """The sample with unknown and UTF-8 words, 1- to 4-token sequences, runs of spaces
-    and tabs, edge spaces, blank lines of white space, and no final newline."""
+    and tabs, edge spaces, blank lines of white space, a UTF-8 signature and no final
+    newline."""
     lines = sample.decode().split("\n")[:400]
     lines[3] = "zzqx Xx O"
     lines[5] = "Straße\tX  O"
     lines[6] = "  東京   Xx\tO "
     short = ["é x O", "", "a b O", "c d O", "", "one  only O", "  ", "w x O", "y z O",
              "v v O", "u u O", " \t "]
-    return ("\n\n".join(["\n".join(short), "\n".join(lines)]) + "\n\n\n1 d O").encode()
+    return b"\xef\xbb\xbf" + ("\n\n".join(["\n".join(short), "\n".join(lines)]) +
+                             "\n\n\n1 d O").encode()
 
 
 def reference(model, data: bytes, options: LabelOptions, sep: str = "auto"):
@@ -147,14 +149,22 @@ def test_the_command_takes_the_byte_path_or_reports_at_the_line(
     cells_model.save(model)
     good = tmp_path / "good.txt"
     good.write_bytes(varied(address_sample["test"].read_bytes()))
-    labelled = {}
+    labelled, served = {}, []
+    original = bytepath.label_file_bytes
+
+    def recording(*args, **kwargs):
+        stats = original(*args, **kwargs)
+        served.append(stats is not None)
+        return stats
+
+    monkeypatch.setattr(bytepath, "label_file_bytes", recording)
     for threshold in (1 << 40, 0):
         monkeypatch.setattr(bytepath, "BYTE_PATH_BYTES", threshold)
         out = tmp_path / f"out{threshold}.txt"
         result = run("label", "-q", "-m", model, good, out)
         assert result.exit_code == 0, result.stderr
         labelled[threshold] = out.read_bytes()
-    assert labelled[0] == labelled[1 << 40]
+    assert served == [True] and labelled[0] == labelled[1 << 40]
     bad = tmp_path / "bad.txt"
     bad.write_bytes(b"a Xx O\nb Xx O\n\nc Xx\n")
     one_error_line(run("label", "-m", model, bad, tmp_path / "x.txt"), "bad.txt:4:",
