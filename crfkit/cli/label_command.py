@@ -244,19 +244,24 @@ def _label_bytes(out: Any, model: Any, options: Any, o: SimpleNamespace, *, enco
     if not (bytepath.pays(o.input_file)
             and bytepath.byte_path_applies(model, options, encoding=encoding, sep=o.sep)):
         return None
-    if not o.quiet:
-        from crfkit.features.bytecells import window_observations
-        from crfkit.kernels.bytelines import write_lines
-        from crfkit.kernels.fusedpath import FUSED_COMPILE_SECONDS, batch_paths
-        from crfkit.training.jitcache import compile_note, is_cached
-
-        if not all(map(is_cached, (window_observations, write_lines, batch_paths))):
-            click.echo(compile_note(FUSED_COMPILE_SECONDS + bytepath.COMPILE_SECONDS), err=True)
     if meter is not None:
         meter.restart()
     return bytepath.label_file_bytes(model, o.input_file, out, options, sep=o.sep,
                                      threads=threads,
-                                     progress=meter.add if meter is not None else None)
+                                     progress=meter.add if meter is not None else None,
+                                     loading=None if o.quiet else _announce_byte_kernels)
+
+
+def _announce_byte_kernels() -> None:
+    """The compile note of the byte path's kernels, on a first run."""
+    from crfkit.features.bytecells import window_observations
+    from crfkit.kernels.bytelines import write_lines
+    from crfkit.kernels.fusedpath import FUSED_COMPILE_SECONDS, batch_paths
+    from crfkit.labelling.bytepath import COMPILE_SECONDS
+    from crfkit.training.jitcache import compile_note, is_cached
+
+    if not all(map(is_cached, (window_observations, write_lines, batch_paths))):
+        click.echo(compile_note(FUSED_COMPILE_SECONDS + COMPILE_SECONDS), err=True)
 
 
 def _summary(stats: Any, o: SimpleNamespace, structure: Structure, *,

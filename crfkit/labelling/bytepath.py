@@ -70,16 +70,20 @@ def pays(path: str) -> bool:
 
 def label_file_bytes(model: Model, path: str, out: TextIO, options: LabelOptions, *,
                      sep: str, threads: int = 1, progress: Callable[[int], None] | None = None,
-                     hash_mask: np.uint64 | None = None) -> LabelStats | None:
+                     hash_mask: np.uint64 | None = None,
+                     loading: Callable[[], None] | None = None) -> LabelStats | None:
     """Label ``path`` into ``out`` (for which :func:`byte_path_applies`); None, nothing
     written, if the file is not regular (module docstring). ``hash_mask``: see
-    :mod:`crfkit.features.bytecells`."""
-    from crfkit.kernels.bytelines import MODES, column_count
-    from crfkit.labelling.bytetables import ALL_BITS, byte_tables
-
+    :mod:`crfkit.features.bytecells`; ``loading`` is called before Numba is first
+    needed (a file that is not regular may be refused without it)."""
     start = _regular_start(path)
     if start is None:
         return None
+    if loading is not None:
+        loading()
+    from crfkit.kernels.bytelines import MODES, column_count
+    from crfkit.labelling.bytetables import ALL_BITS, byte_tables
+
     data = np.asarray(np.memmap(path, dtype=np.uint8, mode="r"))
     mode = MODES[sep]
     columns = column_count(data, start, mode)

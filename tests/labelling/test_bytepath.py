@@ -128,6 +128,13 @@ def test_irregular_input_is_left_to_the_column_labeller(cells_model, tmp_path, i
     assert by_bytes(cells_model, irregular, LabelOptions(), tmp_path) is None
 
 
+def test_numba_is_not_loaded_for_text_it_can_refuse_without(cells_model, tmp_path):
+    loaded = []
+    for data in (b"a Xx O\r\n", b"-DOCSTART- -X- O\n", b"\xff Xx O\n", b"", b"a Xx O\n"):
+        by_bytes(cells_model, data, LabelOptions(), tmp_path, loading=lambda: loaded.append(1))
+    assert loaded == [1]
+
+
 def test_what_the_byte_path_serves(cells_model, address_model):
     def applies(model, options, encoding="utf-8", sep="auto"):
         return byte_path_applies(model, options, encoding=encoding, sep=sep)
