@@ -110,7 +110,7 @@ def _regular_start(path: str) -> int | None:
 
 
 def _utf8(mm: mmap.mmap, start: int) -> bool:
-    """Whether ``mm[start:]`` is valid UTF-8 (checked in blocks cut after a newline)."""
+    """Whether ``mm[start:]`` is valid UTF-8 (decoded a block at a time and dropped)."""
     decoder = codecs.getincrementaldecoder("utf-8")()
     at = start
     try:
@@ -132,7 +132,7 @@ def _windows(data: np.ndarray, start: int) -> Iterator[tuple[int, int]]:
     while a < size:
         b = size
         at = a + WINDOW_BYTES
-        while at < size:  # search the next megabyte for an empty line
+        while at < size:  # search on, a window's worth of bytes at a time
             chunk = data[at:at + WINDOW_BYTES + 1]
             hits = np.flatnonzero((chunk[:-1] == blank[0]) & (chunk[1:] == blank[1]))
             if len(hits):
@@ -202,7 +202,8 @@ class _WindowLabeller:
             dec = self.decoder.decode_data(
                 Dataset(seq_ptr=seq_ptr, tok_ptr=tok_ptr, tok_obs=tok_obs,
                         labels=np.zeros(0, dtype=np.int32)),
-                None, lambda s, i: 0, log_z=False, marginals=False)
+                None, lambda s, i: 0,  # lines name errors of constraints: not served here
+                log_z=False, marginals=False)
             path = np.ascontiguousarray(dec.paths[:, 0], dtype=np.int32)
         text = write_lines(data, starts, ends, columns, lengths, path, t.names, t.name_ptr,
                            self.separator, self.labels_only)
