@@ -208,6 +208,11 @@ def _label_into(out: Any, model: Any, options: Any, o: SimpleNamespace, *, encod
 
         return label_on_dask(o.dask_address, model, o.input_file, out, options,
                              encoding=encoding, sep=o.sep)
+    if not whole_documents:
+        stats = _label_bytes(out, model, options, o, encoding=encoding, threads=threads,
+                             meter=meter)
+        if stats is not None:
+            return stats
     if threads > 1 and o.input_file != "-" and os.path.isfile(o.input_file) \
             and not whole_documents:
         from crfkit.labelling.forklabel import label_file_in_two
@@ -228,6 +233,35 @@ def _label_into(out: Any, model: Any, options: Any, o: SimpleNamespace, *, encod
                        doc_sep=doc_sep)
     return label_stream(model, items, out, options, source=source, threads=threads,
                         progress=meter.add if meter is not None else None)
+
+
+def _label_bytes(out: Any, model: Any, options: Any, o: SimpleNamespace, *, encoding: str,
+                 threads: int, meter: TokenMeter | None) -> Any:
+    """Label a large regular file from its bytes (:mod:`crfkit.labelling.bytepath`); None
+    if that path does not serve it (nothing written then)."""
+    from crfkit.labelling import bytepath
+
+    if not (bytepath.pays(o.input_file)
+            and bytepath.byte_path_applies(model, options, encoding=encoding, sep=o.sep)):
+        return None
+    if meter is not None:
+        meter.restart()
+    return bytepath.label_file_bytes(model, o.input_file, out, options, sep=o.sep,
+                                     threads=threads,
+                                     progress=meter.add if meter is not None else None,
+                                     loading=None if o.quiet else _announce_byte_kernels)
+
+
+def _announce_byte_kernels() -> None:
+    """The compile note of the byte path's kernels, on a first run."""
+    from crfkit.features.bytecells import window_observations
+    from crfkit.kernels.bytelines import write_lines
+    from crfkit.kernels.fusedpath import FUSED_COMPILE_SECONDS, batch_paths
+    from crfkit.labelling.bytepath import COMPILE_SECONDS
+    from crfkit.training.jitcache import compile_note, is_cached
+
+    if not all(map(is_cached, (window_observations, write_lines, batch_paths))):
+        click.echo(compile_note(FUSED_COMPILE_SECONDS + COMPILE_SECONDS), err=True)
 
 
 def _summary(stats: Any, o: SimpleNamespace, structure: Structure, *,

@@ -166,6 +166,11 @@ class Featurizer:
             value_ids = table.lookup(transform_values(transform, distinct), grow=grow)
             if len(ids):
                 token_values[k] = value_ids[ids]
+        return pos, Components(pos, token_values, self.pattern_commands(grow=grow))
+
+    def pattern_commands(self, *, grow: bool) -> list[PatternCommands]:
+        """Every pattern's commands as arrays, with the table ids of their padding values
+        (added to the tables with ``grow``)."""
         commands = []
         for pattern, transform_ids in zip(self.patterns, self.command_transform, strict=True):
             width = max([abs(c.offset) for c in pattern.commands] + [0]) + 1
@@ -180,7 +185,7 @@ class Featurizer:
                 offset=np.array([c.offset for c in pattern.commands], dtype=np.int64),
                 absolute=np.array([c.absolute for c in pattern.commands], dtype=np.bool_),
                 pad_ids=pad_ids))
-        return pos, Components(pos, token_values, commands)
+        return commands
 
     # -- step 4: observation ids --------------------------------------------------
     def build_vocab(self, components: Components, cutoff: int = 1) -> np.ndarray:

@@ -32,7 +32,7 @@ _MUL2 = np.uint64(0x94D049BB133111EB)
 
 
 @njit(**JIT)
-def _mix(h):
+def mix(h):
     """splitmix64 finaliser (wrapping arithmetic): spreads a tuple's bits over the slot mask."""
     h = h ^ (h >> np.uint64(30))
     h = h * _MUL1
@@ -45,7 +45,7 @@ def _mix(h):
 def _tuple_hash(vals):
     h = np.uint64(0)
     for j in range(vals.size):
-        h = _mix(h + np.uint64(vals[j] + 1))
+        h = mix(h + np.uint64(vals[j] + 1))
     return h
 
 
@@ -58,17 +58,20 @@ def _gather(vals, token_values, cmd_transform, cmd_offset, cmd_absolute, pad_ids
     ``d`` steps outside the sequence.
     """
     for j in range(vals.size):
-        off = cmd_offset[j]
-        if cmd_absolute[j]:
-            p = off - 1 if off > 0 else n + off
-        else:
-            p = i + off
-        if p < 0:
-            vals[j] = pad_ids[j, -p]
-        elif p >= n:
-            vals[j] = pad_ids[j, p - n + 1]
-        else:
-            vals[j] = token_values[cmd_transform[j], t0 + p]
+        p, outside = command_position(cmd_offset[j], cmd_absolute[j], i, n)
+        vals[j] = pad_ids[j, outside] if outside else token_values[cmd_transform[j], t0 + p]
+
+
+@njit(**JIT)
+def command_position(offset, absolute, i, n):
+    """(index, 0) that a command addresses from token ``i`` of a sequence of ``n``, or
+    (index, d) when that index is d steps outside the sequence."""
+    p = (offset - 1 if offset > 0 else n + offset) if absolute else i + offset
+    if p < 0:
+        return p, -p
+    if p >= n:
+        return p, p - n + 1
+    return p, 0
 
 
 @njit(**JIT)
