@@ -114,6 +114,8 @@ def train(patterns: list[Pattern] | None, sequences: Iterable[Sequence],
     if dev_set is not None:
         for warning in dev_set.warnings:
             progress.warning(warning)
+    if init is None:  # the keys were hashed here (an initial model's came from its file)
+        corpus.featurizer.vocab.drop_keys(corpus.featurizer.n_commands)
     dense_option = ("--all-features" if options.all_features
                     else "--all-labels" if options.all_labels else None)
     estimate = _check_memory(corpus, budget, dense_option, structure)

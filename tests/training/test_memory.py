@@ -13,6 +13,7 @@ import pytest
 
 from crfkit.errors import UsageError
 from crfkit.features.patterns import parse_patterns
+from crfkit.features.vocab import ObservationVocab
 from crfkit.io.reader import Sequence, read_sequences
 from crfkit.training import memory
 from crfkit.training.corpus import encode_training
@@ -390,9 +391,9 @@ def test_cli_refusal_of_a_small_job_names_its_fixed_part(tmp_path):
     assert "To fit: raise --max-memory above" in line
 
 
-def test_the_token_columns_are_freed_before_training(monkeypatch):
-    """The interned columns (the ids of every token, 16 MB on Brown) are not kept while
-    the optimiser runs."""
+def test_the_token_columns_and_the_keys_are_freed_before_training(monkeypatch, tmp_path):
+    """The interned columns (the ids of every token, 16 MB on Brown) and the observations'
+    keys (8 MB) are not kept while the optimiser runs; the model file has the keys."""
     import weakref
 
     import crfkit.training.train as training
@@ -406,13 +407,21 @@ def test_the_token_columns_are_freed_before_training(monkeypatch):
         refs.extend(weakref.ref(ids) for ids in columns.ids.values())
         return columns
 
-    def fit_and_look(*args, **kwargs):
+    def fit_and_look(problem, *args, **kwargs):
         seen.extend(ref() is None for ref in refs)
-        return fit(*args, **kwargs)
+        seen.append(problem.corpus.featurizer.vocab._keys is None)
+        return fit(problem, *args, **kwargs)
 
     monkeypatch.setattr(training, "collect_columns", collect_and_watch)
     monkeypatch.setattr(training, "fit", fit_and_look)
     patterns = parse_patterns((ROOT / "patterns/address.pat").read_text())
-    training.train(patterns, _sequences(ROOT / "data/address-train.txt", 60),
-                   TrainOptions(maxiter=1))
-    assert seen and all(seen)
+    model = training.train(patterns, _sequences(ROOT / "data/address-train.txt", 60),
+                           TrainOptions(maxiter=1))
+    assert len(seen) > 1 and all(seen)
+    model.save(tmp_path / "m")  # the keys hashed anew
+    monkeypatch.undo()
+    monkeypatch.setattr(ObservationVocab, "drop_keys", lambda self, n_commands: None)
+    kept = training.train(patterns, _sequences(ROOT / "data/address-train.txt", 60),
+                          TrainOptions(maxiter=1))
+    kept.save(tmp_path / "kept")  # the keys made when the vocabulary was built
+    assert (tmp_path / "m").read_bytes() == (tmp_path / "kept").read_bytes()
