@@ -6,7 +6,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from crfkit.features.keys import KeyIndex
+from crfkit.features.keys import KeyIndex, tuple_keys
 
 
 class ObservationVocab:
@@ -21,14 +21,40 @@ class ObservationVocab:
 
     def __init__(self, keys: np.ndarray, pattern: np.ndarray, values: np.ndarray, *,
                  check_values: Callable[[np.ndarray], None] | None = None) -> None:
-        self.keys = np.ascontiguousarray(keys, dtype=np.uint64)
+        self._keys: np.ndarray | None = np.ascontiguousarray(keys, dtype=np.uint64)
         self.pattern = np.ascontiguousarray(pattern, dtype=np.int32)
         self._values = np.ascontiguousarray(values, dtype=np.int32)
         self._check_values = check_values
         self._index: KeyIndex | None = None
+        self._widths = np.zeros(0, dtype=np.int64)  # per pattern, once the keys are dropped
 
     def __len__(self) -> int:
-        return len(self.keys)
+        return len(self.pattern)
+
+    @property
+    def keys(self) -> np.ndarray:
+        if self._keys is None:
+            self._keys = self._hashed()
+        return self._keys
+
+    def drop_keys(self, n_commands: np.ndarray) -> None:
+        """Free the keys until they are read again, then hash them anew from the values
+        (``n_commands``: each pattern's count of values). Only for keys made by
+        :func:`tuple_keys`, as training makes them: the optimiser reads none, and they are
+        8 MB of its peak on Brown."""
+        self._widths = np.asarray(n_commands, dtype=np.int64)
+        self._keys = self._index = None
+
+    def _hashed(self) -> np.ndarray:
+        """Every observation's key, from its pattern and values (:func:`tuple_keys`)."""
+        values = self.values
+        starts = np.concatenate([[0], np.cumsum(self._widths[self.pattern])])
+        keys = np.empty(len(self.pattern), dtype=np.uint64)
+        for p in np.unique(self.pattern).tolist():
+            ids = np.flatnonzero(self.pattern == p)
+            columns = np.arange(int(self._widths[p]))
+            keys[ids] = tuple_keys(p, values[starts[ids][:, None] + columns])
+        return keys
 
     @property
     def values(self) -> np.ndarray:

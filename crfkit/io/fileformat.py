@@ -77,10 +77,21 @@ def dumps(meta: dict, arrays: dict[str, np.ndarray]) -> bytes:
     :data:`ALLOWED_DTYPES` (objects, strings, complex, ...) is a programming
     error and raises :class:`TypeError`.
     """
+    out = bytearray()
+    for piece in _pieces(meta, arrays):
+        out += piece
+    out += _CRC.pack(zlib.crc32(out))
+    return bytes(out)
+
+
+def _pieces(meta: dict, arrays: dict[str, np.ndarray]) -> list[memoryview]:
+    """The container's bytes but its checksum, in pieces: the prefix and header, then each
+    array's bytes (the array itself when already little-endian and contiguous) and its
+    padding. Written one at a time, a model takes no second copy of its arrays."""
     if not isinstance(meta, dict):
         raise TypeError(f"meta must be a dict, not {type(meta).__name__}")
     entries: list[dict[str, Any]] = []
-    payloads: list[bytes] = []
+    payloads: list[memoryview] = []
     position = 0
     for name, value in arrays.items():
         if not isinstance(name, str):
@@ -89,27 +100,23 @@ def dumps(meta: dict, arrays: dict[str, np.ndarray]) -> bytes:
         dtype = array.dtype.newbyteorder("<") if array.dtype.byteorder != "|" else array.dtype
         if dtype.str not in ALLOWED_DTYPES:
             raise TypeError(f"array {name!r}: dtype {array.dtype} cannot be stored in a model")
-        data = np.ascontiguousarray(array, dtype=dtype).tobytes()
+        data = memoryview(np.ascontiguousarray(array, dtype=dtype).reshape(-1).view(np.uint8))
         entries.append(
             {
                 "name": name,
                 "dtype": dtype.str,
                 "shape": list(array.shape),
                 "offset": position,
-                "nbytes": len(data),
+                "nbytes": data.nbytes,
             }
         )
-        payloads.append(data)
-        payloads.append(bytes(_padding(len(data))))
-        position += len(data) + _padding(len(data))
+        payloads += [data, memoryview(bytes(_padding(data.nbytes)))]
+        position += data.nbytes + _padding(data.nbytes)
     header = json.dumps({"meta": meta, "arrays": entries}, ensure_ascii=False).encode("utf-8")
-    out = bytearray(_PREFIX.pack(MAGIC, FORMAT_VERSION, len(header)))
-    out += header
-    out += bytes(_padding(len(out)))
-    for payload in payloads:
-        out += payload
-    out += _CRC.pack(zlib.crc32(out))
-    return bytes(out)
+    head = bytearray(_PREFIX.pack(MAGIC, FORMAT_VERSION, len(header)))
+    head += header
+    head += bytes(_padding(len(head)))
+    return [memoryview(head), *payloads]
 
 
 def loads(data: bytes, *, name: str = "<bytes>") -> tuple[dict, dict[str, np.ndarray]]:
@@ -149,9 +156,13 @@ def loads(data: bytes, *, name: str = "<bytes>") -> tuple[dict, dict[str, np.nda
 
 def write_file(path: str | os.PathLike | None, meta: dict, arrays: dict[str, np.ndarray]) -> None:
     """Write a model atomically (``"-"`` is stdout; a ``.gz`` name is compressed)."""
-    data = dumps(meta, arrays)
+    pieces = _pieces(meta, arrays)
+    crc = 0
     with atomic_output(path, binary=True) as out:
-        out.write(data)
+        for piece in pieces:
+            out.write(piece)
+            crc = zlib.crc32(piece, crc)
+        out.write(_CRC.pack(crc))
 
 
 def read_file(path: str | os.PathLike | None) -> tuple[dict, dict[str, np.ndarray]]:

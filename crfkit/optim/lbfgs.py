@@ -79,7 +79,7 @@ def minimize(fun: Function, x0: np.ndarray, *, l1: float = 0.0, history: int = 6
              maxiter: int = 0, stop_eps: float = 1e-5, stop_window: int = 10,
              l1_gtol: float = 0.0, on_iteration: IterationHook | None = None,
              max_linesearch: int = MAX_LINESEARCH, linesearch: str | None = None,
-             state: dict | None = None) -> Result:
+             state: dict | None = None, keep_state: bool = True) -> Result:
     """Minimise ``fun(x) + l1*|x|_1`` from ``x0`` (not modified); ``maxiter=0``: no limit.
 
     ``on_iteration`` is called after every accepted step and may return a
@@ -89,6 +89,8 @@ def minimize(fun: Function, x0: np.ndarray, *, l1: float = 0.0, history: int = 6
     ``max_linesearch`` (trials before the run stops) and ``linesearch``: :func:`_search`.
     ``state``: the :attr:`Result.state` of an earlier run on the same problem, to
     continue it exactly (``x0`` is then not read; ``maxiter`` counts its iterations too).
+    ``keep_state=False``: the result carries no state, and its ``x`` takes the direction's
+    memory instead of a new copy, so returning costs no vector more than iterating.
     """
     _check(l1, linesearch)
     pairs = _History(history, x0.size)
@@ -130,6 +132,9 @@ def minimize(fun: Function, x0: np.ndarray, *, l1: float = 0.0, history: int = 6
         reason = INTERRUPTED
     except Stop as stopped:
         reason = str(stopped)
+    if not keep_state:  # the direction is not needed any more: it takes x (a row of S)
+        np.copyto(d, x)
+        return Result(x=d, f=f, iterations=it, reason=reason, state=None)
     kept = {**pairs.state(), "f": np.float64(f), "d": d, "step": np.float64(step),
             "it": np.int64(it), "settling": np.bool_(settling),
             "stop_values": np.array(stop.values, dtype=np.float64),

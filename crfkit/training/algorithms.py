@@ -56,7 +56,8 @@ def _run_lbfgs(problem: Problem, hook: IterationHook) -> Result:
                                 lbfgs.MAX_LINESEARCH if o.linesearch is None
                                 else linesearch.DEFAULT_MAX_TRIALS),
                             linesearch=o.linesearch and linesearch.canonical(o.linesearch),
-                            state=_restored(problem))
+                            state=_restored(problem),
+                            keep_state=problem.options.save_state is not None)
     problem.notes.extend(problem.structure.notes(objective))
     return _saved(problem, result)
 

@@ -22,9 +22,9 @@ The estimate is max(peak since training began, resident now + what training
 adds). Resident now is measured: the interpreter, the numpy and Numba
 runtimes, the encoded corpus, string tables, vocabulary and feature space.
 Training adds, per weight, the optimiser's float64 vectors (L-BFGS: 2 x
-(history + 1) rows for its pairs, x and g, the direction, the exponentiated
-weights and the returned copy) and one gradient row per thread, plus its
-kernels' code and per-thread buffers. The peak counts because encoding can
+(history + 1) rows for its pairs, x and g, the direction, which the returned
+weights reuse, and the exponentiated weights) and one gradient row per thread,
+plus its kernels' code and per-thread buffers. The peak counts because encoding can
 need more than training (a large corpus, few features).
 
 The estimate is checked against measured peaks on the shipped corpora and pattern files

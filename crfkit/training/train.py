@@ -106,6 +106,7 @@ def train(patterns: list[Pattern] | None, sequences: Iterable[Sequence],
     budget = _budget(options, devel=devel is not None)
     corpus = _encode(patterns, read, options, model_type=model_type, init=init,
                      budget=budget, source=source, progress=progress, structure=structure)
+    del read, columns  # the token columns' ids (16 MB on Brown) are not needed to train
     if corpus.allowed is not None:
         _name_set_only_labels(corpus, init, progress)
     space, data = corpus.space, corpus.data
@@ -113,6 +114,8 @@ def train(patterns: list[Pattern] | None, sequences: Iterable[Sequence],
     if dev_set is not None:
         for warning in dev_set.warnings:
             progress.warning(warning)
+    if init is None:  # the keys were hashed here (an initial model's came from its file)
+        corpus.featurizer.vocab.drop_keys(corpus.featurizer.n_commands)
     dense_option = ("--all-features" if options.all_features
                     else "--all-labels" if options.all_labels else None)
     estimate = _check_memory(corpus, budget, dense_option, structure)
@@ -334,7 +337,8 @@ def _budget(options: TrainOptions, *, devel: bool = False) -> MemoryBudget:
 
     l-bfgs: 2 x (history + 1) rows for its pairs, x and g (optim.lbfgs._History), the
     direction (and the pseudo-gradient with L1), the exponentiated weights
-    (Objective.factors), the returned weights, and a gradient row per thread;
+    (Objective.factors), and a gradient row per thread; the returned weights take the
+    direction's memory, unless the optimiser's state is saved (a copy then);
     rprop: x, x', the steps, g, g', the exponentiated weights and the returned ones;
     sgd-l1 and ap three vectors each. A development set adds the best weights and their next copy.
     Call after the thread count is set, before the corpus is read.
@@ -343,7 +347,8 @@ def _budget(options: TrainOptions, *, devel: bool = False) -> MemoryBudget:
 
     limit = options.max_memory if options.max_memory is not None else available_memory()
     if options.algo == "l-bfgs":
-        vectors = 5 + 2 * options.history + (1 if options.rho1 > 0 else 0)
+        vectors = (4 + 2 * options.history + (1 if options.rho1 > 0 else 0)
+                   + (1 if options.save_state is not None else 0))
         rows = min(numba.get_num_threads(), N_BLOCKS)
     elif options.algo.startswith("rprop"):  # x, its previous value, steps, g, previous g
         vectors, rows = 7, min(numba.get_num_threads(), N_BLOCKS)

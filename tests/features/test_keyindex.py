@@ -51,3 +51,22 @@ def test_repeated_keys_are_detected(n):
     crowded = np.array([int(top) + i for i in range(30)] + [int(top) + 7], dtype=np.uint64)
     assert KeyIndex(crowded).repeated
     assert not KeyIndex(crowded[:-1]).repeated
+
+
+def test_dropped_vocabulary_keys_are_hashed_again_the_same():
+    """Training frees a vocabulary's keys and hashes them again from the values when the
+    model is written: the same keys, for patterns of 0, 1 and 2 values."""
+    from crfkit.features.patterns import parse_patterns
+    from crfkit.training.corpus import encode_training
+    from tests.helpers import PATTERNS, random_corpus
+
+    patterns = PATTERNS + parse_patterns("U99:bias\n")
+    featurizer = encode_training(patterns, random_corpus(3, n_seqs=30, max_len=6)).featurizer
+    vocab = featurizer.vocab
+    made = vocab.keys.copy()
+    assert {int(featurizer.n_commands[p]) for p in np.unique(vocab.pattern)} == {0, 1, 2}
+    vocab.drop_keys(featurizer.n_commands)
+    assert vocab._keys is None and vocab._index is None and len(vocab) == len(made)
+    np.testing.assert_array_equal(vocab.keys, made)
+    assert vocab.lookup(made[::-1].copy(), np.zeros((len(made), 1))).tolist() == \
+        list(range(len(made)))[::-1]

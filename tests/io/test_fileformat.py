@@ -308,3 +308,27 @@ def test_unpack_strings_checks_array_types():
         unpack_strings(np.zeros(3, np.int32), np.array([0, 3]))
     with pytest.raises(ModelFormatError, match="integer"):
         unpack_strings(np.zeros(3, np.uint8), np.array([0.0, 3.0]))
+
+
+def test_write_file_writes_the_bytes_of_dumps(tmp_path):
+    arrays = {**sample_arrays(), "big": np.arange(5, dtype=">i4"),
+              "strided": np.arange(12, dtype=np.float64).reshape(3, 4).T}
+    meta = {"kind": "test", "labels": ["é"]}
+    write_file(tmp_path / "m", meta, arrays)
+    write_file(tmp_path / "m.gz", meta, arrays)
+    assert (tmp_path / "m").read_bytes() == dumps(meta, arrays)
+    assert gzip.decompress((tmp_path / "m.gz").read_bytes()) == dumps(meta, arrays)
+
+
+def test_write_file_takes_no_copy_of_the_arrays(tmp_path):
+    """A model is written an array at a time: no copy of a 16 MB weight vector (dumps
+    would hold its bytes, the container and the result at once)."""
+    import tracemalloc
+
+    weights = np.linspace(-1.0, 1.0, 1 << 21)
+    tracemalloc.start()
+    write_file(tmp_path / "m", {"v": 1}, {"weights": weights, "ids": np.arange(9)})
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    assert peak < weights.nbytes // 8
+    assert np.array_equal(read_file(tmp_path / "m")[1]["weights"], weights)

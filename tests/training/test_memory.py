@@ -13,6 +13,7 @@ import pytest
 
 from crfkit.errors import UsageError
 from crfkit.features.patterns import parse_patterns
+from crfkit.features.vocab import ObservationVocab
 from crfkit.io.reader import Sequence, read_sequences
 from crfkit.training import memory
 from crfkit.training.corpus import encode_training
@@ -47,12 +48,15 @@ def test_default_limit_is_the_available_memory():
     options = TrainOptions()
     budget = _budget(options)
     assert abs(budget.limit - available_memory()) < (256 << 20)
-    # x, g, x_new, g_new, d and the 2 x history pairs; a gradient row per thread
-    assert budget.vectors == 5 + 2 * options.history
+    # x, g, x_new, g_new, d, the exponentiated weights and the 2 x (history - 1) pairs
+    # besides; a gradient row per thread
+    assert budget.vectors == 4 + 2 * options.history
     assert budget.gradient_rows >= 1
     assert _budget(TrainOptions(max_memory=12345)).limit == 12345
-    assert _budget(TrainOptions(rho1=0.5)).vectors == 6 + 2 * options.history
-    assert _budget(TrainOptions(), devel=True).vectors == 7 + 2 * options.history
+    assert _budget(TrainOptions(rho1=0.5)).vectors == 5 + 2 * options.history
+    assert _budget(TrainOptions(), devel=True).vectors == 6 + 2 * options.history
+    # a saved state keeps the history, so the returned weights are a copy
+    assert _budget(TrainOptions(save_state="s.npz")).vectors == 5 + 2 * options.history
     assert (_budget(TrainOptions(algo="sgd-l1")).vectors,
             _budget(TrainOptions(algo="sgd-l1")).gradient_rows) == (3, 0)
 
@@ -385,3 +389,39 @@ def test_cli_refusal_of_a_small_job_names_its_fixed_part(tmp_path):
     fixed = float(size) * {"MB": 1, "GB": 1024}[unit]  # the suite's own process may be large
     assert fixed > 50  # the interpreter and Numba alone; the data adds a few MB
     assert "To fit: raise --max-memory above" in line
+
+
+def test_the_token_columns_and_the_keys_are_freed_before_training(monkeypatch, tmp_path):
+    """The interned columns (the ids of every token, 16 MB on Brown) and the observations'
+    keys (8 MB) are not kept while the optimiser runs; the model file has the keys."""
+    import weakref
+
+    import crfkit.training.train as training
+
+    refs: list[weakref.ref] = []
+    seen: list[bool] = []
+    collect, fit = training.collect_columns, training.fit
+
+    def collect_and_watch(*args, **kwargs):
+        columns = collect(*args, **kwargs)
+        refs.extend(weakref.ref(ids) for ids in columns.ids.values())
+        return columns
+
+    def fit_and_look(problem, *args, **kwargs):
+        seen.extend(ref() is None for ref in refs)
+        seen.append(problem.corpus.featurizer.vocab._keys is None)
+        return fit(problem, *args, **kwargs)
+
+    monkeypatch.setattr(training, "collect_columns", collect_and_watch)
+    monkeypatch.setattr(training, "fit", fit_and_look)
+    patterns = parse_patterns((ROOT / "patterns/address.pat").read_text())
+    model = training.train(patterns, _sequences(ROOT / "data/address-train.txt", 60),
+                           TrainOptions(maxiter=1))
+    assert len(seen) > 1 and all(seen)
+    model.save(tmp_path / "m")  # the keys hashed anew
+    monkeypatch.undo()
+    monkeypatch.setattr(ObservationVocab, "drop_keys", lambda self, n_commands: None)
+    kept = training.train(patterns, _sequences(ROOT / "data/address-train.txt", 60),
+                          TrainOptions(maxiter=1))
+    kept.save(tmp_path / "kept")  # the keys made when the vocabulary was built
+    assert (tmp_path / "m").read_bytes() == (tmp_path / "kept").read_bytes()
