@@ -93,10 +93,13 @@ class Objective:
         s = self.space
         if self.normalisation != config.NORM_GLOBAL:
             return ()
-        scores = loss.shared_scores(w, s.u_ptr, s.u_lab, s.n_u, s.n_b,
-                                    s.trans_offset, s.has_trans, s.n_labels, self.n_dense)
+        factors = self.factors(w)
+        # the dense rows of weights are read only when the scores are summed
+        summed = self.data.tok_val is not None or len(factors[0]) == 0
+        scores = loss.shared_scores(w, s.u_ptr, s.u_lab, s.n_u, s.n_b, s.trans_offset,
+                                    s.has_trans, s.n_labels, self.n_dense if summed else 0)
         self.runs()  # (built here, before the blocks' threads read them)
-        return (*scores, *self.factors(w))
+        return (*scores, *factors)
 
     def runs(self) -> tuple | None:
         """The CRF kernel's sparse features in reading order (:mod:`crfkit.kernels.runs`),
