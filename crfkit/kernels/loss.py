@@ -42,7 +42,7 @@ from crfkit.kernels.lattice import (
     occurrence_value,
     transition_buffer,
 )
-from crfkit.kernels.runs import no_runs, run_expectations, run_gradient
+from crfkit.kernels.runs import NO_RUNS, run_expectations, run_gradient
 
 
 # --- CRF -------------------------------------------------------------------------------------
@@ -121,14 +121,15 @@ CRF_LOSS_KERNELS = {(per_token, factored, runs): _crf_loss_kernel(per_token, fac
                     for runs in (False, True) if not runs or (factored and not per_token)}
 
 
-def crf_loss_kernel(per_token: bool, factored: bool, runs: tuple | None):
-    """The kernel for a corpus (:func:`_crf_loss_kernel`); ``runs`` None: no runs to read."""
-    return CRF_LOSS_KERNELS[bool(per_token), factored,
-                            runs is not None and factored and not per_token]
+def crf_loss_kernel(per_token: bool, factored: bool, runs: tuple | None) -> tuple:
+    """The kernel for a corpus (:func:`_crf_loss_kernel`) and the runs to give it (``runs``
+    None: the corpus has none)."""
+    read = runs is not None and factored and not per_token
+    return CRF_LOSS_KERNELS[bool(per_token), factored, read], runs if read else NO_RUNS
 
 
 def last_callees(space: tuple, data: tuple, L: int, Gd: np.ndarray, G: np.ndarray,
-                 tok_val: np.ndarray | None, runs: tuple | None = None
+                 tok_val: np.ndarray | None, runs: tuple = NO_RUNS
                  ) -> list[tuple[object, tuple]]:
     """The kernels the CRF loss kernel calls last, with arguments of the types it calls
     them with (the kernel's own, stand-ins for its work buffers and indices). Numba
@@ -136,10 +137,10 @@ def last_callees(space: tuple, data: tuple, L: int, Gd: np.ndarray, G: np.ndarra
     cache is loaded instead: compiled by the training process right after it forks the
     child that compiles the kernel (:mod:`crfkit.kernels.aside`), these are in the
     cache before the child gets to them, and the two processes share the work.
-    ``runs``: those of the kernel that reads them (:func:`crf_loss_kernel`)."""
+    ``runs``: those :func:`crf_loss_kernel` gives the kernel."""
     tok_ptr, tok_obs, u_ptr, u_lab = data[1], data[2], space[0], space[1]
     marginals, t = np.empty((1, L)), np.int64(0)
-    if runs is None:
+    if runs is NO_RUNS:
         expectations = (unigram_expectations, (G, tok_ptr, tok_obs, tok_val, u_ptr, u_lab, t,
                                                t, L, marginals, marginals, Gd))
     else:
@@ -169,9 +170,9 @@ def crf_loss_block(W: np.ndarray, space: tuple, data: tuple, per_token: bool, L:
     :func:`crfkit.kernels.runs.sparse_runs` for ``Gd``'s dense rows (None: none).
     """
     factored = tok_val is None and len(expW) > 0  # (gradient.factors_given)
-    kernel = crf_loss_kernel(per_token, factored, runs)
+    kernel, runs = crf_loss_kernel(per_token, factored, runs)
     kernel(W, space, data, L, s0, s1, trans, exp_trans, trans_shift, expw, Wd, expW, expWd, Gd, G,
-           out, tok_val, no_runs(space[1]) if runs is None else runs)
+           out, tok_val, runs)
 
 
 # --- MEMM and MaxEnt: a softmax per token ---------------------------------------------------

@@ -29,7 +29,7 @@ from crfkit.kernels.aside import (
 )
 from crfkit.kernels.blocks import partition_blocks, run_blocks, thread_count
 from crfkit.kernels.lattice import FACTOR_RANGE, dense_factors, exp_range, max_abs
-from crfkit.kernels.runs import no_runs, sparse_runs
+from crfkit.kernels.runs import sparse_runs
 from crfkit.space import Dataset, FeatureSpace
 from crfkit.vectors import dot
 
@@ -124,15 +124,14 @@ class Objective:
         # the factored version: all but valued corpora (and weights too large, which a
         # run rarely starts from)
         runs = self.runs()
-        kernel = loss.crf_loss_kernel(s.n_b > 0, self.data.tok_val is None, runs)
+        kernel, read = loss.crf_loss_kernel(s.n_b > 0, self.data.tok_val is None, runs)
         aside = compile_aside(kernel, (w, self.space_arrays, self.data_arrays, s.n_labels, 0, 0,
                                        *standin_shared(s.n_labels), self.dense_expectations(),
-                                       self.G_blocks[0], self.out[0], self.data.tok_val,
-                                       no_runs(s.u_lab) if runs is None else runs))
+                                       self.G_blocks[0], self.out[0], self.data.tok_val, read))
         if aside is not None:
             compile_now(loss.last_callees(self.space_arrays, self.data_arrays, s.n_labels,
                                           self.dense_expectations(), self.G_blocks[0],
-                                          self.data.tok_val, runs))
+                                          self.data.tok_val, read))
             compile_meanwhile([(loss.add_blocks, (self.G_blocks, True, g)),
                                (loss.finish_gradient, (self.empirical, w, self.rho2, g)),
                                (dot, (w, self.empirical))])

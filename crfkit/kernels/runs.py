@@ -37,16 +37,21 @@ def sparse_runs(seq_ptr: np.ndarray, tok_ptr: np.ndarray, tok_obs: np.ndarray,
     if n_pairs < 0:
         return None
     feature = np.empty(n_pairs, dtype=np.int32 if len(u_lab) < 2 ** 31 else np.int64)
-    label = np.empty(n_pairs, dtype=u_lab.dtype)
+    label = np.empty(n_pairs, dtype=label_type(u_lab))
     start = np.empty(len(seq_ptr), dtype=np.int64)
     fill_runs(seq_ptr, tok_ptr, tok_obs, u_ptr, u_lab, n_dense, start, feature, label)
     return start, feature, label
 
 
-def no_runs(u_lab: np.ndarray) -> tuple:
-    """Empty runs, of the types :func:`sparse_runs` gives (for the kernels that read none)."""
-    return (np.zeros(1, dtype=np.int64), np.empty(0, dtype=np.int32),
-            np.empty(0, dtype=u_lab.dtype))
+# Empty runs, for the kernels that read none (always these types: one compiled version each)
+NO_RUNS = (np.zeros(1, dtype=np.int64), np.empty(0, dtype=np.int32), np.empty(0, dtype=np.int8))
+
+
+def label_type(u_lab: np.ndarray) -> type:
+    """The narrowest integer type that holds the labels and their complements: a byte for
+    up to 128 labels (CoNLL-2000's runs: 2.2 million pairs, 6.7 MB less than int32)."""
+    top = int(u_lab.max()) if len(u_lab) else 0
+    return np.int8 if top < 2 ** 7 else np.int16 if top < 2 ** 15 else u_lab.dtype
 
 
 @njit(**JIT)

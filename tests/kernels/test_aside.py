@@ -18,7 +18,6 @@ from crfkit.kernels import loss
 from crfkit.kernels import objective as objective_module
 from crfkit.kernels.aside import Aside, compile_aside, compile_meanwhile, compile_queued, may_fork
 from crfkit.kernels.objective import Objective, standin_shared
-from crfkit.kernels.runs import no_runs
 from crfkit.training.corpus import encode_training
 from tests.helpers import PATTERNS, random_corpus
 
@@ -143,14 +142,12 @@ def test_the_last_callees_have_the_types_the_loss_kernel_calls_them_with():
     corpus = encode_training(PATTERNS, random_corpus(3, n_seqs=4, max_len=4))
     objective = Objective(corpus.space, corpus.data, corpus.empirical, 0.1)
     w = np.zeros(corpus.space.n_weights)
-    runs = objective.runs()
-    kernel = loss.crf_loss_kernel(corpus.space.n_b > 0, True, runs)
+    kernel, runs = loss.crf_loss_kernel(corpus.space.n_b > 0, True, objective.runs())
     # compiled afresh (not from the cache), so that its callees are compiled or loaded here
     uncached = njit(**{**config.JIT, "cache": False})(kernel.py_func)
     Gd, G = objective.dense_expectations(), objective.G_blocks[0]
     uncached(w, objective.space_arrays, objective.data_arrays, corpus.space.n_labels, 0, 1,
-             *objective.shared(w), Gd, G, objective.out[0], None,
-             no_runs(corpus.space.u_lab) if runs is None else runs)
+             *objective.shared(w), Gd, G, objective.out[0], None, runs)
     callees = loss.last_callees(objective.space_arrays, objective.data_arrays,
                                 corpus.space.n_labels, Gd, G, None, runs)
     assert callees
