@@ -277,20 +277,13 @@ def add_blocks(G_blocks, fresh, g):
     Called once per wave of blocks, in block order, so the sum of every
     weight's gradient is taken in the same order whatever the wave size.
     """
-    add_blocks_range(G_blocks, fresh, g, 0, g.size)
-
-
-@njit(**JIT)
-def add_blocks_range(G_blocks, fresh, g, lo, hi):
-    """:func:`add_blocks` for the weights lo..hi-1: each weight's sum is the same
-    additions in the same order, so threads may share out the range."""
     start = 0
     if fresh:
-        for i in range(lo, hi):
+        for i in range(g.size):
             g[i] = G_blocks[0, i]
         start = 1
     for b in range(start, G_blocks.shape[0]):
-        for i in range(lo, hi):
+        for i in range(g.size):
             g[i] += G_blocks[b, i]
 
 

@@ -85,8 +85,6 @@ class Objective:
         self.factor_tables: tuple[np.ndarray, np.ndarray] | None = None
         # each thread's share of the weights to exponentiate
         self.factor_cuts = np.linspace(0, space.n_u, self.wave + 1).astype(np.int64)
-        # each thread's share of the gradient's weights to sum (add_wave)
-        self.weight_cuts = np.linspace(0, space.n_weights, self.wave + 1).astype(np.int64)
         self.dense_scratch: dict[int, np.ndarray] = {}  # per thread (dense_expectations)
         self._runs: tuple | None | bool = False  # not built yet (runs())
 
@@ -134,7 +132,7 @@ class Objective:
             compile_now(loss.last_callees(self.space_arrays, self.data_arrays, s.n_labels,
                                           self.dense_expectations(), self.G_blocks[0],
                                           self.data.tok_val, read))
-            compile_meanwhile([(loss.add_blocks_range, (self.G_blocks, True, g, 0, 0)),
+            compile_meanwhile([(loss.add_blocks, (self.G_blocks, True, g)),
                                (loss.finish_gradient, (self.empirical, w, self.rho2, g)),
                                (dot, (w, self.empirical))])
         return aside
@@ -190,14 +188,6 @@ class Objective:
 
         run_blocks(block, last - first)
 
-    def add_wave(self, rows: np.ndarray, fresh: bool, g: np.ndarray) -> None:
-        """g (+)= the wave's gradient rows in row order (:func:`loss.add_blocks`), each
-        thread adding its share of the weights (a pass over megabytes per row, which the
-        other threads used to wait for)."""
-        cuts = self.weight_cuts
-        run_blocks(lambda i: loss.add_blocks_range(rows, fresh, g, cuts[i], cuts[i + 1]),
-                   len(cuts) - 1)
-
     def __call__(self, w: np.ndarray, g: np.ndarray) -> float:
         aside = self.compile_loss_aside(w, g) if self.evaluations == 0 else None
         shared = self.shared(w)
@@ -207,7 +197,7 @@ class Objective:
         for first in range(0, n_blocks, self.wave):
             last = min(first + self.wave, n_blocks)
             self.fill_blocks(w, shared, first, last, self.G_blocks)
-            self.add_wave(self.G_blocks[:last - first], first == 0, g)
+            loss.add_blocks(self.G_blocks[:last - first], first == 0, g)
         f, self.token_errors, self.sequence_errors = finish(
             w, g, self.out, self.empirical, self.rho2, self.overflow)
         if self.frozen is not None:

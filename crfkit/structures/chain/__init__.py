@@ -142,7 +142,7 @@ def _crf() -> list[tuple[object, ...]]:
     # the training kernel has a version per kind of corpus (loss.crf_loss_block); a corpus
     # needs one
     return [tuple(loss.CRF_LOSS_KERNELS.values()), (loss.shared_scores,),
-            (lattice.max_abs,), (loss.add_blocks_range,)]
+            (lattice.max_abs,), (loss.add_blocks,)]
 
 
 def _local() -> list[tuple[object, ...]]:
