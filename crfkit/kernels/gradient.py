@@ -242,14 +242,26 @@ def unigram_expectations(G, tok_ptr, tok_obs, tok_val, u_ptr, u_lab, t0, T, L, a
     :func:`flush_dense` moves them into G."""
     K = Gd.shape[0]
     for t in range(T):
-        for y in range(L):
-            alpha[t, y] *= beta[t, y]
+        marginals_row(alpha, beta, t, L)
         for j in range(tok_ptr[t0 + t], tok_ptr[t0 + t + 1]):
             o = tok_obs[j]
             v = occurrence_value(tok_val, j)
             if o < K:
-                for y in range(L):
-                    Gd[o, y] += v * alpha[t, y]
+                add_row(Gd, o, alpha, t, L, v)
             else:
                 for k in range(u_ptr[o], u_ptr[o + 1]):
                     G[k] += v * alpha[t, u_lab[k]]
+
+
+@njit(inline="always", **JIT)
+def marginals_row(alpha, beta, t, L):
+    """alpha[t] *= beta[t]: token t's marginals, from the scaled forward-backward tables."""
+    for y in range(L):
+        alpha[t, y] *= beta[t, y]
+
+
+@njit(inline="always", **JIT)
+def add_row(Gd, o, alpha, t, L, v):
+    """Gd[o] += v * alpha[t]: a dense row's expectations (v: the occurrence's value)."""
+    for y in range(L):
+        Gd[o, y] += v * alpha[t, y]

@@ -42,6 +42,7 @@ from crfkit.kernels.lattice import (
     occurrence_value,
     transition_buffer,
 )
+from crfkit.kernels.runs import NO_RUNS, run_expectations, run_gradient
 
 
 # --- CRF -------------------------------------------------------------------------------------
@@ -59,11 +60,13 @@ def shared_scores(W, u_ptr, u_lab, n_u, n_b, trans_offset, has_trans, L, n_dense
     return trans, exp_trans, trans_shift, expw, dense_rows(W, u_ptr, u_lab, n_dense, L)
 
 
-def _crf_loss_kernel(per_token: bool, factored: bool):
+def _crf_loss_kernel(per_token: bool, factored: bool, runs_read: bool):
     """The kernel :func:`crf_loss_block` calls, for transitions that vary per token
     (observation bigrams) or one transition matrix shared by all tokens, and for
     scores multiplied out of exponentiated weights (``factored``,
-    :func:`crfkit.kernels.gradient.factors_given`) or summed and exponentiated.
+    :func:`crfkit.kernels.gradient.factors_given`) or summed and exponentiated;
+    ``runs_read``: the sparse features are read from the runs
+    (:mod:`crfkit.kernels.runs`; factored scores and one shared matrix only).
 
     Both are constants of the closure, and the per-sequence gradient is
     inlined, so Numba drops the other branches before compiling: a first run
@@ -74,7 +77,7 @@ def _crf_loss_kernel(per_token: bool, factored: bool):
 
     @njit(**JIT)
     def kernel(W, space, data, L, s0, s1, trans, exp_trans, trans_shift, expw, Wd, expW, expWd,
-               Gd, G, out, tok_val):
+               Gd, G, out, tok_val, runs):
         seq_ptr, tok_ptr, tok_obs, labels = data
         work = work_buffers(longest_sequence(seq_ptr, s0, s1), L, per_token, exp_trans)
         alpha = work[4]
@@ -88,9 +91,13 @@ def _crf_loss_kernel(per_token: bool, factored: bool):
             T = seq_ptr[s + 1] - t0
             if T == 0:
                 continue
-            shift, logz = factored_gradient(factored, W, space, tok_ptr, tok_obs, tok_val, t0, T,
-                                            L, per_token, trans, exp_trans, trans_shift, expw,
-                                            Wd, Gd, work, G, expW, expWd)
+            if runs_read:
+                shift, logz = run_gradient(space, tok_ptr, tok_obs, t0, T, L, exp_trans, work, G,
+                                           expW, expWd, Gd, runs, s)
+            else:
+                shift, logz = factored_gradient(factored, W, space, tok_ptr, tok_obs, tok_val,
+                                                t0, T, L, per_token, trans, exp_trans,
+                                                trans_shift, expw, Wd, Gd, work, G, expW, expWd)
             if per_token:
                 logz_sum += shift
             else:
@@ -108,24 +115,38 @@ def _crf_loss_kernel(per_token: bool, factored: bool):
     return kernel
 
 
-# (per_token, factored) -> kernel
-CRF_LOSS_KERNELS = {(per_token, factored): _crf_loss_kernel(per_token, factored)
-                    for per_token in (False, True) for factored in (True, False)}
+# (per_token, factored, runs_read) -> kernel
+CRF_LOSS_KERNELS = {(per_token, factored, runs): _crf_loss_kernel(per_token, factored, runs)
+                    for per_token in (False, True) for factored in (True, False)
+                    for runs in (False, True) if not runs or (factored and not per_token)}
+
+
+def crf_loss_kernel(per_token: bool, factored: bool, runs: tuple | None) -> tuple:
+    """The kernel for a corpus (:func:`_crf_loss_kernel`) and the runs to give it (``runs``
+    None: the corpus has none)."""
+    read = runs is not None and factored and not per_token
+    return CRF_LOSS_KERNELS[bool(per_token), factored, read], runs if read else NO_RUNS
 
 
 def last_callees(space: tuple, data: tuple, L: int, Gd: np.ndarray, G: np.ndarray,
-                 tok_val: np.ndarray | None) -> list[tuple[object, tuple]]:
+                 tok_val: np.ndarray | None, runs: tuple = NO_RUNS
+                 ) -> list[tuple[object, tuple]]:
     """The kernels the CRF loss kernel calls last, with arguments of the types it calls
     them with (the kernel's own, stand-ins for its work buffers and indices). Numba
     compiles a kernel's callees in the order it meets them, and a callee found in the
     cache is loaded instead: compiled by the training process right after it forks the
     child that compiles the kernel (:mod:`crfkit.kernels.aside`), these are in the
-    cache before the child gets to them, and the two processes share the work."""
+    cache before the child gets to them, and the two processes share the work.
+    ``runs``: those :func:`crf_loss_kernel` gives the kernel."""
     tok_ptr, tok_obs, u_ptr, u_lab = data[1], data[2], space[0], space[1]
     marginals, t = np.empty((1, L)), np.int64(0)
-    return [(unigram_expectations, (G, tok_ptr, tok_obs, tok_val, u_ptr, u_lab, t, t, L,
-                                    marginals, marginals, Gd)),
-            (posterior_errors, (marginals, data[3], t, t)),
+    if runs is NO_RUNS:
+        expectations = (unigram_expectations, (G, tok_ptr, tok_obs, tok_val, u_ptr, u_lab, t,
+                                               t, L, marginals, marginals, Gd))
+    else:
+        expectations = (run_expectations, (G, tok_ptr, tok_obs, runs[1], runs[2], t, t, t, L,
+                                           marginals, marginals, Gd))
+    return [expectations, (posterior_errors, (marginals, data[3], t, t)),
             (flush_dense, (G, Gd, u_ptr, u_lab))]
 
 
@@ -133,7 +154,7 @@ def crf_loss_block(W: np.ndarray, space: tuple, data: tuple, per_token: bool, L:
                    s1: int, trans: np.ndarray, exp_trans: np.ndarray, trans_shift: float,
                    expw: np.ndarray, Wd: np.ndarray, expW: np.ndarray, expWd: np.ndarray,
                    Gd: np.ndarray, G: np.ndarray, out: np.ndarray,
-                   tok_val: np.ndarray | None = None) -> None:
+                   tok_val: np.ndarray | None = None, runs: tuple | None = None) -> None:
     """Sequences s0..s1-1: the sum of their log Z into out[0], expected counts into G.
 
     out[1] / out[2] count token / sequence errors of posterior decoding
@@ -145,12 +166,13 @@ def crf_loss_block(W: np.ndarray, space: tuple, data: tuple, per_token: bool, L:
     (``Gd``, the same shape: scratch, zeroed here); each of their features' gradient is
     still the same additions in the same order, from zero.
     ``per_token``: the model has observation bigrams (``phi`` differs per token).
-    ``tok_val``: the data's occurrence values (None: all 1).
+    ``tok_val``: the data's occurrence values (None: all 1). ``runs``: the data's
+    :func:`crfkit.kernels.runs.sparse_runs` for ``Gd``'s dense rows (None: none).
     """
     factored = tok_val is None and len(expW) > 0  # (gradient.factors_given)
-    kernel = CRF_LOSS_KERNELS[bool(per_token), factored]
+    kernel, runs = crf_loss_kernel(per_token, factored, runs)
     kernel(W, space, data, L, s0, s1, trans, exp_trans, trans_shift, expw, Wd, expW, expWd, Gd, G,
-           out, tok_val)
+           out, tok_val, runs)
 
 
 # --- MEMM and MaxEnt: a softmax per token ---------------------------------------------------

@@ -142,14 +142,14 @@ def test_the_last_callees_have_the_types_the_loss_kernel_calls_them_with():
     corpus = encode_training(PATTERNS, random_corpus(3, n_seqs=4, max_len=4))
     objective = Objective(corpus.space, corpus.data, corpus.empirical, 0.1)
     w = np.zeros(corpus.space.n_weights)
-    kernel = loss.CRF_LOSS_KERNELS[corpus.space.n_b > 0, True]
+    kernel, runs = loss.crf_loss_kernel(corpus.space.n_b > 0, True, objective.runs())
     # compiled afresh (not from the cache), so that its callees are compiled or loaded here
     uncached = njit(**{**config.JIT, "cache": False})(kernel.py_func)
     Gd, G = objective.dense_expectations(), objective.G_blocks[0]
     uncached(w, objective.space_arrays, objective.data_arrays, corpus.space.n_labels, 0, 1,
-             *objective.shared(w), Gd, G, objective.out[0], None)
+             *objective.shared(w), Gd, G, objective.out[0], None, runs)
     callees = loss.last_callees(objective.space_arrays, objective.data_arrays,
-                                corpus.space.n_labels, Gd, G, None)
+                                corpus.space.n_labels, Gd, G, None, runs)
     assert callees
     for callee, args in callees:
         assert tuple(callee.typeof_pyval(a) for a in args) in callee.overloads, callee

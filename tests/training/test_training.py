@@ -144,8 +144,9 @@ def test_the_loss_kernel_run_is_the_version_the_factors_need(monkeypatch):
     objective = Objective(corpus.space, corpus.data, corpus.empirical, 0.0)
     w = np.random.default_rng(3).normal(size=corpus.space.n_weights)
     objective(w, np.empty_like(w))
-    assert used == {(corpus.space.n_b > 0, True)}
+    # (the third part of a key: whether the kernel reads the sparse runs, kernels.runs)
+    assert {key[:2] for key in used} == {(corpus.space.n_b > 0, True)}
     used.clear()
     w[:corpus.space.n_u] *= 400.0
     objective(w, np.empty_like(w))
-    assert used == {(corpus.space.n_b > 0, False)}
+    assert {key[:2] for key in used} == {(corpus.space.n_b > 0, False)}

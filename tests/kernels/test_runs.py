@@ -1,0 +1,70 @@
+"""The sparse features laid out in reading order (crfkit.kernels.runs)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from crfkit import config
+from crfkit.features.patterns import parse_patterns
+from crfkit.kernels.objective import Objective
+from crfkit.kernels.runs import sparse_runs
+from crfkit.training.corpus import encode_training
+from tests.helpers import random_corpus
+
+# unigram patterns and label pairs only: every token shares one transition matrix
+CHAIN = parse_patterns("U00:%x[0,0]\nU01:%x[-1,0]/%x[0,0]\nU02:%x[0,1]\nB\n")
+
+
+def test_runs_list_the_sparse_occurrences_features_in_corpus_order():
+    u_ptr = np.array([0, 2, 3, 6, 7], dtype=np.int64)  # observations 0..3
+    u_lab = np.array([0, 2, 1, 0, 1, 2, 2], dtype=np.int32)
+    seq_ptr = np.array([0, 2, 3], dtype=np.int64)
+    tok_ptr = np.array([0, 3, 5, 7], dtype=np.int64)
+    tok_obs = np.array([2, 0, 3, 1, 2, 3, 0], dtype=np.int32)
+    start, feature, label = sparse_runs(seq_ptr, tok_ptr, tok_obs, u_ptr, u_lab, 1)
+    want = []  # (feature, label, last of its occurrence) of every occurrence past row 0
+    for o in tok_obs:
+        if o >= 1:
+            ks = range(u_ptr[o], u_ptr[o + 1])
+            want += [(k, u_lab[k], k == ks[-1]) for k in ks]
+    got = [(f, ~y if y < 0 else y, y < 0)
+           for f, y in zip(feature.tolist(), label.tolist(), strict=True)]
+    assert got == want
+    # sequence 1 (token 2) starts after sequence 0's 3 + 1 + 1 + 3 pairs
+    assert start.tolist() == [0, 8, 9]
+
+
+def test_a_sparse_occurrence_without_features_gives_no_runs():
+    """Its end could not be marked: the kernel that reads no runs is used instead."""
+    u_ptr = np.array([0, 1, 1, 2], dtype=np.int64)  # observation 1 has no feature
+    u_lab = np.array([0, 1], dtype=np.int32)
+    args = (np.array([0, 1]), np.array([0, 2]), np.array([2, 1], dtype=np.int32), u_ptr, u_lab)
+    assert sparse_runs(*args, 0) is None
+    assert sparse_runs(*args, 2) is not None  # dense there: not read from the runs
+
+
+@pytest.mark.parametrize("dense_rows", [0, 3, 10_000])
+def test_the_kernel_reading_runs_gives_the_bits_of_the_one_that_does_not(monkeypatch,
+                                                                         dense_rows):
+    """Objective and gradient, to the bit, with the sparse features read from the runs or
+    through the feature space (the same products and sums in the same order), with no,
+    some or all observations in dense rows."""
+    corpus = encode_training(CHAIN, random_corpus(5, n_seqs=40, max_len=7))
+    L = corpus.space.n_labels
+    monkeypatch.setattr(config, "DENSE_ROW_CELLS", dense_rows * L)
+    w = np.random.default_rng(5).normal(size=corpus.space.n_weights)
+    results, pairs = [], 0
+    for read_runs in (True, False):
+        objective = Objective(corpus.space, corpus.data, corpus.empirical, 0.5)
+        if not read_runs:
+            objective._runs = None
+        g = np.empty_like(w)
+        results.append((objective(w, g), g, objective.token_errors))
+        runs = objective.runs()
+        assert (runs is not None) == read_runs
+        pairs += 0 if runs is None else len(runs[1])
+    assert (pairs > 0) == (dense_rows < corpus.space.n_obs)  # the runs were read
+    (f1, g1, e1), (f2, g2, e2) = results
+    assert f1 == f2 and e1 == e2
+    assert np.array_equal(g1, g2)
