@@ -32,16 +32,29 @@ from crfkit.kernels.scaled import shared_logz
 def sparse_runs(seq_ptr: np.ndarray, tok_ptr: np.ndarray, tok_obs: np.ndarray,
                 u_ptr: np.ndarray, u_lab: np.ndarray, n_dense: int) -> tuple | None:
     """The runs of a corpus whose observations from ``n_dense`` on are sparse; None when a
-    sparse occurrence has no feature (an end marker could not be put on it)."""
+    sparse occurrence has no feature (an end marker could not be put on it), or when the
+    runs would take more memory than the corpus's occurrences (:data:`MAX_RUNS_SHARE`)."""
     n_pairs = count_pairs(tok_obs, u_ptr, n_dense)
     if n_pairs < 0:
         return None
-    feature = np.empty(n_pairs, dtype=np.int32 if len(u_lab) < 2 ** 31 else np.int64)
-    label = np.empty(n_pairs, dtype=label_type(u_lab))
+    feature_type = np.int32 if len(u_lab) < 2 ** 31 else np.int64
+    label = np.dtype(label_type(u_lab))
+    if n_pairs * (np.dtype(feature_type).itemsize + label.itemsize) \
+            > MAX_RUNS_SHARE * tok_obs.nbytes:
+        return None
+    feature = np.empty(n_pairs, dtype=feature_type)
+    label = np.empty(n_pairs, dtype=label)
     start = np.empty(len(seq_ptr), dtype=np.int64)
     fill_runs(seq_ptr, tok_ptr, tok_obs, u_ptr, u_lab, n_dense, start, feature, label)
     return start, feature, label
 
+
+# Runs pay where the unigram work dominates: few labels, so few features an occurrence
+# (CoNLL-2000's 22 labels: 0.7x the occurrences' bytes, a fifth off the kernel). With many
+# labels the forward-backward dominates and the runs grow with the labels seen per
+# observation (Brown's 92 tags: about 150 MB more at the peak, no time saved): past this
+# share of the occurrences' bytes the kernel reads the features as before.
+MAX_RUNS_SHARE = 1.0
 
 # Empty runs, for the kernels that read none (always these types: one compiled version each)
 NO_RUNS = (np.zeros(1, dtype=np.int64), np.empty(0, dtype=np.int32), np.empty(0, dtype=np.int8))

@@ -7,6 +7,7 @@ import pytest
 
 from crfkit import config
 from crfkit.features.patterns import parse_patterns
+from crfkit.kernels import runs
 from crfkit.kernels.objective import Objective
 from crfkit.kernels.runs import sparse_runs
 from crfkit.training.corpus import encode_training
@@ -16,7 +17,8 @@ from tests.helpers import random_corpus
 CHAIN = parse_patterns("U00:%x[0,0]\nU01:%x[-1,0]/%x[0,0]\nU02:%x[0,1]\nB\n")
 
 
-def test_runs_list_the_sparse_occurrences_features_in_corpus_order():
+def test_runs_list_the_sparse_occurrences_features_in_corpus_order(monkeypatch):
+    monkeypatch.setattr(runs, "MAX_RUNS_SHARE", np.inf)  # a toy's runs outgrow its occurrences
     u_ptr = np.array([0, 2, 3, 6, 7], dtype=np.int64)  # observations 0..3
     u_lab = np.array([0, 2, 1, 0, 1, 2, 2], dtype=np.int32)
     seq_ptr = np.array([0, 2, 3], dtype=np.int64)
@@ -44,6 +46,18 @@ def test_a_sparse_occurrence_without_features_gives_no_runs():
     assert sparse_runs(*args, 2) is not None  # dense there: not read from the runs
 
 
+def test_runs_larger_than_the_occurrences_are_not_built(monkeypatch):
+    """Many labels an observation (Brown's tags): the runs would cost more memory than the
+    corpus's occurrences; the kernel reads the feature space instead."""
+    u_ptr = np.array([0, 1, 4], dtype=np.int64)  # observation 1: three features
+    u_lab = np.array([0, 0, 1, 2], dtype=np.int32)
+    tok_obs = np.array([1, 1], dtype=np.int32)  # 8 bytes of occurrences, 6 pairs of 5
+    args = (np.array([0, 2]), np.array([0, 1, 2]), tok_obs, u_ptr, u_lab, 0)
+    assert sparse_runs(*args) is None
+    monkeypatch.setattr(runs, "MAX_RUNS_SHARE", 30 / tok_obs.nbytes)
+    assert sparse_runs(*args) is not None
+
+
 @pytest.mark.parametrize("dense_rows", [0, 3, 10_000])
 def test_the_kernel_reading_runs_gives_the_bits_of_the_one_that_does_not(monkeypatch,
                                                                          dense_rows):
@@ -53,6 +67,7 @@ def test_the_kernel_reading_runs_gives_the_bits_of_the_one_that_does_not(monkeyp
     corpus = encode_training(CHAIN, random_corpus(5, n_seqs=40, max_len=7))
     L = corpus.space.n_labels
     monkeypatch.setattr(config, "DENSE_ROW_CELLS", dense_rows * L)
+    monkeypatch.setattr("crfkit.kernels.runs.MAX_RUNS_SHARE", np.inf)
     w = np.random.default_rng(5).normal(size=corpus.space.n_weights)
     results, pairs = [], 0
     for read_runs in (True, False):
