@@ -31,6 +31,7 @@ from numba import njit
 
 from crfkit.kernels.bestpath import transition_block
 from crfkit.kernels.decoded import Decoded, Weighted
+from crfkit.kernels.flavour import read_only
 from crfkit.space import Dataset
 
 # compile seconds on a first run (README's 2-core machine, empty cache)
@@ -54,10 +55,13 @@ def fused_best_paths(model: Weighted, data: Dataset, *, token_ok: np.ndarray | N
     mask = np.ones((1, L), dtype=np.bool_) if token_ok is None else token_ok
     paths = np.zeros(data.n_tokens, dtype=np.int32)
     scores = np.full(data.n_seqs, -np.inf)
+    # the model's arrays read-only, whether it was loaded or just trained: one compiled version
     if not finite or not batch_paths(
-            np.asarray(model.weights, dtype=np.float64), np.asarray(s.u_ptr, dtype=np.int64),
-            np.asarray(s.u_lab, dtype=np.int32), np.asarray(data.seq_ptr, dtype=np.int64),
-            np.asarray(data.tok_ptr, dtype=np.int64), np.asarray(data.tok_obs, dtype=np.int32),
+            read_only(np.asarray(model.weights, dtype=np.float64)),
+            read_only(np.asarray(s.u_ptr, dtype=np.int64)),
+            read_only(np.asarray(s.u_lab, dtype=np.int32)),
+            np.asarray(data.seq_ptr, dtype=np.int64), np.asarray(data.tok_ptr, dtype=np.int64),
+            np.asarray(data.tok_obs, dtype=np.int32),
             trans, np.ascontiguousarray(mask, dtype=np.bool_), use_mask, paths, scores):
         return None
     return Decoded(paths=paths[:, None], scores=scores[:, None],

@@ -197,11 +197,26 @@ def test_labelling_output_is_byte_identical(client, address_model, address_sampl
     assert stats == expected
 
 
+def compile_worker_epochs(algo: str, path: str) -> None:
+    """Run the epoch kernel the workers run for ``algo`` once here: compiled once into the
+    cache, which both workers then load, instead of both compiling it at the same time."""
+    from crfkit.kernels.epochs import PerceptronEpochs, SgdEpochs
+
+    corpus = encode_training(read_patterns(ADDRESS_PATTERNS), list(read_sequences(path)))
+    W, order = np.zeros(corpus.space.n_weights), np.zeros(1, dtype=np.int64)
+    if algo == "sgd-l1":
+        SgdEpochs(corpus.space, corpus.data)(W, order, 0, 0.1, 0.9, 0.0, np.zeros(W.size),
+                                             np.zeros(1))
+    else:
+        PerceptronEpochs(corpus.space, corpus.data)(W, np.zeros(W.size), order, 0)
+
+
 @pytest.mark.parametrize("algo", ["sgd-l1", "ap"])
 def test_online_training_does_not_depend_on_the_shards(client, address_sample, algo):
     import crfkit.dask
 
     path = str(address_sample["train"])
+    compile_worker_epochs(algo, path)
     models = [crfkit.dask.train(ADDRESS_PATTERNS, path, client=client, shard_bytes=size,
                                 algo=algo, maxiter=3).to_bytes()
               for size in (SMALL, 1 << 20)]

@@ -30,6 +30,7 @@ from crfkit import config
 from crfkit.kernels.bestpath import Decoded
 from crfkit.kernels.blocks import partition_blocks, run_blocks
 from crfkit.kernels.decoder import check_decode_request, decode_masks, insert_ranked
+from crfkit.kernels.flavour import read_only, read_only_space
 from crfkit.kernels.lattice import longest_sequence
 from crfkit.space import Dataset
 from crfkit.structures.order2 import pair_lattice as order2
@@ -293,10 +294,13 @@ def decode2(model, data: Dataset, *, nbest: int = 1, log_z: bool = False,
         blocks = partition_blocks(data.lengths, config.N_BLOCKS)
         arrays = (data.seq_ptr, data.tok_ptr, data.tok_obs)
         asked = (nbest, log_z, marginals, posterior, pair_marginals)
-        space = s.arrays()
+        # read-only, whether the model was loaded or just trained: one compiled version
+        weights, space = read_only(model.weights), read_only_space(s.arrays())
+        lat2 = lat2._replace(**{name: read_only(value) for name, value in lat2._asdict().items()
+                                if isinstance(value, np.ndarray)})
 
         def block(b: int) -> None:
-            decode_block2(model.weights, space, lat2, arrays, L, blocks[b], blocks[b + 1],
+            decode_block2(weights, space, lat2, arrays, L, blocks[b], blocks[b + 1],
                           s.n_g > 0, masks, asked, out)
 
         run_blocks(block, len(blocks) - 1)

@@ -28,6 +28,7 @@ from crfkit.errors import CrfkitError
 from crfkit.kernels import loss
 from crfkit.kernels.blocks import partition_blocks, run_blocks, thread_count
 from crfkit.kernels.decoded import Decoded
+from crfkit.kernels.flavour import read_only, read_only_space
 from crfkit.space import Dataset, FeatureSpace
 from crfkit.structures.skipchain.belief import (
     edge_scores,
@@ -187,13 +188,15 @@ def skip_decode(space: FeatureSpace, weights: np.ndarray, data: Dataset, graph: 
     init_messages(msg)
     if n_seq:
         trans, exp_trans, trans_shift, expw = _scores(space, weights)
-        arrays, bp_arrays = space.arrays(), bp.arrays()
+        bp_arrays = bp.arrays()
         S = _edge_scores(weights, skip_offset, L, edge_block_arrays(graph, edge_blocks))
         labels = np.zeros(0, dtype=np.int32)
         data_arrays = (data.seq_ptr, data.tok_ptr, data.tok_obs, labels)
+        # read-only, whether the model was loaded or just trained: one compiled version
+        fixed, arrays = read_only(weights), read_only_space(space.arrays())
 
         def block(b: int) -> None:
-            skip_decode_block(weights, arrays, data_arrays, graph, L, space.n_b > 0,
+            skip_decode_block(fixed, arrays, data_arrays, graph, L, space.n_b > 0,
                               S, int(blocks[b]), int(blocks[b + 1]), trans,
                               exp_trans, trans_shift, expw, bp_arrays, max_product, msg, paths,
                               marg, keep, log_z, out[b])

@@ -24,7 +24,9 @@ def both_kernels(space, data, W, n_dense, factors=False):
     Wd = dense_rows(W, space.u_ptr, space.u_lab, n_dense, space.n_labels)
     expW, expWd = np.exp(W[:space.n_u]), np.empty(Wd.shape)
     dense_factors(expW, space.u_ptr, space.u_lab, expWd)
-    extra = ((expW, expWd), np.full(Wd.shape, np.nan)) if factors else ()
+    # the scratch passed as Objective2 passes it, so the kernel is compiled for Objective2's
+    # argument types only (omitted arguments would make another version)
+    extra = ((expW, expWd) if factors else None, np.full(Wd.shape, np.nan))
     lat2 = space.lattice
     got = []
     for lanes in (True, False):

@@ -190,3 +190,19 @@ def test_warm_start_keeps_a_second_order_model(model2, corpus):
     np.testing.assert_allclose(b.scores, a.scores, rtol=1e-12)
     again = train(None, corpus + extra, TrainOptions(maxiter=3), init=model2)
     assert isinstance(again.space, Order2Space) and "NEW" in again.labels
+
+
+def test_a_trained_and_a_loaded_model_decode_with_one_compiled_decoder(model2, corpus):
+    """Training hands the decoder writable arrays, a loaded model read-only ones: decode2
+    passes read-only views of both, so Numba compiles one version, not one per flavour."""
+    from crfkit.structures.order2.pair_decoder import decode_block2
+
+    data = encode(model2, short(corpus))
+    trained = decode2(model2, data, nbest=2, marginals=True)
+    n_signatures = len(decode_block2.signatures)
+    loaded = Model.from_bytes(model2.to_bytes())
+    assert not loaded.weights.flags.writeable and model2.weights.flags.writeable
+    labelled = decode2(loaded, data, nbest=2, marginals=True)
+    assert len(decode_block2.signatures) == n_signatures
+    assert np.array_equal(trained.paths, labelled.paths)
+    assert np.array_equal(trained.marginals, labelled.marginals)
