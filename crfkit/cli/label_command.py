@@ -241,7 +241,7 @@ def _label_bytes(out: Any, model: Any, options: Any, o: SimpleNamespace, *, enco
     if that path does not serve it (nothing written then)."""
     from crfkit.labelling import bytepath
 
-    if not (bytepath.pays(o.input_file)
+    if not (bytepath.pays(o.input_file, model.space.n_labels)
             and bytepath.byte_path_applies(model, options, encoding=encoding, sep=o.sep)):
         return None
     if meter is not None:

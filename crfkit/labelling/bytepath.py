@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, TextIO
 import numpy as np
 
 from crfkit.labelling.columnar import columnar_applies
-from crfkit.labelling.label import Decoder, LabelOptions, LabelStats
+from crfkit.labelling.label import Decoder, LabelOptions, LabelStats, labels_scaled
 from crfkit.model.model import Model
 from crfkit.space import Dataset
 
@@ -63,9 +63,11 @@ def byte_path_applies(model: Model, options: LabelOptions, *, encoding: str,
             and model.structure.fused_best_path(model) and plain_cells(model.featurizer))
 
 
-def pays(path: str) -> bool:
-    """Whether ``path`` is a regular file large enough to repay loading Numba."""
-    return path != "-" and os.path.isfile(path) and os.path.getsize(path) >= BYTE_PATH_BYTES
+def pays(path: str, n_labels: int) -> bool:
+    """Whether ``path`` is a regular file large enough to repay loading Numba, for a model
+    of ``n_labels`` (:func:`~crfkit.labelling.label.labels_scaled`)."""
+    return (path != "-" and os.path.isfile(path)
+            and os.path.getsize(path) >= labels_scaled(BYTE_PATH_BYTES, n_labels))
 
 
 def label_file_bytes(model: Model, path: str, out: TextIO, options: LabelOptions, *,

@@ -474,17 +474,29 @@ def kernel_decoding_pays(model: Model, input_file: str) -> bool:
 # even at 8 MiB on one core; a file's two halves on two cores each save half as much).
 FUSED_DECODING_BYTES = 16 << 20
 
+# The label count of the measurements behind the compiled paths' thresholds (CoNLL-2000).
+THRESHOLD_LABELS = 22
+
+
+def labels_scaled(threshold: int, n_labels: int) -> int:
+    """A file-size threshold measured with :data:`THRESHOLD_LABELS` labels, for a model of
+    ``n_labels``: numpy's best path costs about L x L a token, so with more labels loading
+    Numba pays on a smaller file (Brown's 92 tags: a seventeenth of the size). Fewer
+    labels keep it: the other costs of a token do not shrink with them."""
+    return int(threshold * min(1.0, (THRESHOLD_LABELS / max(1, n_labels)) ** 2))
+
 
 def fused_decoding_pays(model: Model, input_file: str) -> bool:
     """Whether the plain best path of ``input_file`` is faster through the fused kernel
     (:mod:`crfkit.kernels.fusedpath`): its model's structure serves it
     (:meth:`~crfkit.structures.base.Structure.fused_best_path`) and the input is a regular
-    file of at least :data:`FUSED_DECODING_BYTES`, enough tokens to repay the few tenths
-    of a second that loading Numba costs. A pipe or terminal keeps numpy, as in
-    :func:`kernel_decoding_pays`."""
+    file of at least :data:`FUSED_DECODING_BYTES` (:func:`labels_scaled`), enough tokens
+    to repay the few tenths of a second that loading Numba costs. A pipe or terminal
+    keeps numpy, as in :func:`kernel_decoding_pays`."""
     return (model.structure.fused_best_path(model) and input_file != "-"
             and os.path.isfile(input_file)
-            and os.path.getsize(input_file) >= FUSED_DECODING_BYTES)
+            and os.path.getsize(input_file)
+            >= labels_scaled(FUSED_DECODING_BYTES, model.space.n_labels))
 
 
 def check_output_encoding(model: Model, encoding: str) -> None:

@@ -176,3 +176,19 @@ def test_the_command_takes_the_byte_path_or_reports_at_the_line(
     bad.write_bytes(b"a Xx O\nb Xx O\n\nc Xx\n")
     one_error_line(run("label", "-m", model, bad, tmp_path / "x.txt"), "bad.txt:4:",
                    "expected 3 columns, found 2")
+
+
+def test_with_many_labels_a_smaller_file_repays_loading_numba(tmp_path, monkeypatch):
+    """numpy's best path costs about L x L a token: the size thresholds, measured with 22
+    labels, shrink by (22 / L)^2 for more labels and stay for fewer."""
+    from crfkit.labelling import label as label_module
+
+    path = tmp_path / "in.txt"
+    path.write_bytes(b"x\n" * 5000)  # 10,000 bytes
+    monkeypatch.setattr(bytepath, "BYTE_PATH_BYTES", 100_000)
+    assert not bytepath.pays(str(path), 12) and not bytepath.pays(str(path), 22)
+    assert not bytepath.pays(str(path), 69)  # 100,000 * (22/69)^2 = 10,166 > 10,000
+    assert bytepath.pays(str(path), 70)  # 9,877
+    assert not bytepath.pays("-", 1000)
+    assert label_module.labels_scaled(16 << 20, 92) == int((16 << 20) * (22 / 92) ** 2)
+    assert label_module.labels_scaled(16 << 20, 9) == 16 << 20
