@@ -4,9 +4,10 @@
 
 The numbers below are copied from docs/benchmarks.md (CoNLL-2000,
 patterns/chunking.pat, the 2-core machine): training wall time against
-python-crfsuite (median of the two converged ``scripts/bench.py --skip-peers``
-runs), seconds per iteration and labelling speed of the four tools
-(``scripts/bench.py --maxiter 3``). Change them there and here together.
+python-crfsuite (the converged ``scripts/bench.py --skip-peers`` run), seconds per
+iteration of the four tools (``scripts/bench.py --maxiter 3``) and labelling speed
+on the 994,917-token file (``scripts/bench_label_paths.py``: crfkit, ``crf_test``,
+``wapiti label``). Change them there and here together.
 Needs matplotlib (``pip install 'crfkit[plot]'``).
 """
 
@@ -18,10 +19,10 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 TOOLS = ("crfkit", "crfsuite", "CRF++", "Wapiti")
-TRAINING_WALL = {"crfkit": [34.65, 31.92], "crfsuite": [95.56, 100.94]}
+TRAINING_WALL = {"crfkit": [30.32], "crfsuite": [119.95]}
 SECONDS_PER_ITERATION = {"crfkit": 0.267, "crfsuite": 0.812, "CRF++": 3.853, "Wapiti": 1.426}
-LABELLING_TOKENS_PER_S = {"crfkit": 463_515, "crfsuite": 103_917, "CRF++": 98_178,
-                          "Wapiti": 70_694}
+LABELLING_TOKENS_PER_S = {"crfkit": round(994_917 / 1.82), "CRF++": round(994_917 / 11.77),
+                          "Wapiti": round(994_917 / 16.14)}
 COLOURS = {"crfkit": "tab:blue", "crfsuite": "tab:orange", "CRF++": "tab:green",
            "Wapiti": "tab:red"}
 
