@@ -14,6 +14,7 @@ type's ``normalisation``, :mod:`crfkit.model.types`). The kernels of
 from __future__ import annotations
 
 import threading
+from functools import cached_property
 
 import numpy as np
 
@@ -86,7 +87,6 @@ class Objective:
         # each thread's share of the weights to exponentiate
         self.factor_cuts = np.linspace(0, space.n_u, self.wave + 1).astype(np.int64)
         self.dense_scratch: dict[int, np.ndarray] = {}  # per thread (dense_expectations)
-        self._runs: tuple | None | bool = False  # not built yet (runs())
 
     def shared(self, w: np.ndarray) -> tuple:
         """What every block reads at ``w`` (computed once per evaluation)."""
@@ -98,19 +98,18 @@ class Objective:
         summed = self.data.tok_val is not None or len(factors[0]) == 0
         scores = loss.shared_scores(w, s.u_ptr, s.u_lab, s.n_u, s.n_b, s.trans_offset,
                                     s.has_trans, s.n_labels, self.n_dense if summed else 0)
-        self.runs()  # (built here, before the blocks' threads read them)
+        _ = self.runs  # built here, before the blocks' threads read them
         return (*scores, *factors)
 
+    @cached_property
     def runs(self) -> tuple | None:
         """The CRF kernel's sparse features in reading order (:mod:`crfkit.kernels.runs`),
-        built on the first call (a subclass with its own kernel never asks); None for a
+        built when first asked (a subclass with its own kernel never asks); None for a
         valued corpus, or one whose tokens' transitions vary (the kernels that read no runs)."""
-        if self._runs is False:
-            d, s = self.data, self.space
-            self._runs = (None if d.tok_val is not None or s.n_b > 0 else
-                          sparse_runs(d.seq_ptr, d.tok_ptr, d.tok_obs, s.u_ptr, s.u_lab,
-                                      self.n_dense))
-        return self._runs  # type: ignore[return-value]
+        d, s = self.data, self.space
+        if d.tok_val is not None or s.n_b > 0:
+            return None
+        return sparse_runs(d.seq_ptr, d.tok_ptr, d.tok_obs, s.u_ptr, s.u_lab, self.n_dense)
 
     def compile_loss_aside(self, w: np.ndarray, g: np.ndarray) -> Aside | None:
         """On a first run, the CRF loss kernel is compiled in a child process while this one
@@ -123,8 +122,7 @@ class Objective:
         s = self.space
         # the factored version: all but valued corpora (and weights too large, which a
         # run rarely starts from)
-        runs = self.runs()
-        kernel, read = loss.crf_loss_kernel(s.n_b > 0, self.data.tok_val is None, runs)
+        kernel, read = loss.crf_loss_kernel(s.n_b > 0, self.data.tok_val is None, self.runs)
         aside = compile_aside(kernel, (w, self.space_arrays, self.data_arrays, s.n_labels, 0, 0,
                                        *standin_shared(s.n_labels), self.dense_expectations(),
                                        self.G_blocks[0], self.out[0], self.data.tok_val, read))
@@ -161,7 +159,7 @@ class Objective:
         if self.normalisation == config.NORM_GLOBAL:
             loss.crf_loss_block(w, self.space_arrays, self.data_arrays, s.n_b > 0, s.n_labels,
                                 s0, s1, *shared, self.dense_expectations(), G, out,
-                                self.data.tok_val, self._runs or None)
+                                self.data.tok_val, self.runs)
         else:
             loss.local_loss_block(w, self.space_arrays, self.data_arrays,
                                   self.normalisation == config.NORM_MEMM, s.n_labels, s0, s1,

@@ -73,10 +73,10 @@ def test_the_kernel_reading_runs_gives_the_bits_of_the_one_that_does_not(monkeyp
     for read_runs in (True, False):
         objective = Objective(corpus.space, corpus.data, corpus.empirical, 0.5)
         if not read_runs:
-            objective._runs = None
+            objective.runs = None
         g = np.empty_like(w)
         results.append((objective(w, g), g, objective.token_errors))
-        runs = objective.runs()
+        runs = objective.runs
         assert (runs is not None) == read_runs
         pairs += 0 if runs is None else len(runs[1])
     assert (pairs > 0) == (dense_rows < corpus.space.n_obs)  # the runs were read
