@@ -129,9 +129,9 @@ CRF_LOSS_KERNELS = {key: _crf_loss_kernel(*key) for key in
                      if not runs or (factored and not per_token)] + [(False, True, False, True)]}
 
 # From this many labels on, a corpus whose tokens share one transition matrix runs through
-# forward-backward in groups of sequences (:mod:`crfkit.kernels.grouped`). The kernels took
-# the same time at 44 labels (CoNLL-2000's POS tags), the grouped one 1.6x less at 91
-# (Brown) and 1.6x more at 22 (CoNLL-2000's chunks, where the per-sequence one reads runs).
+# forward-backward in groups of sequences (:mod:`crfkit.kernels.grouped`). On one thread the
+# kernels took the same time at 44 labels (CoNLL-2000's POS tags), the grouped one 1.1-1.3x
+# less at 91-92 (Brown), 1.6x more at 22 (CoNLL-2000's chunks: the per-sequence one reads runs).
 GROUPED_LABELS = 48
 
 
