@@ -29,7 +29,6 @@ from numba import njit
 
 from crfkit.config import JIT
 from crfkit.kernels.lattice import (
-    argmax,
     bigram_scores,
     exp_transitions,
     exp_transitions_factors,
@@ -129,10 +128,21 @@ def factored_gradient(factored, W, space, tok_ptr, tok_obs, tok_val, t0, T, L, p
 
 @njit(**JIT)
 def posterior_errors(marginals, labels, t0, T):
-    """Tokens whose most probable label (posterior decoding) is not the gold one."""
+    """Tokens whose most probable label (posterior decoding; ties to the lower label, as
+    :func:`crfkit.kernels.lattice.argmax`) is not the gold one.
+
+    A token is wrong when some label beats the gold one's marginal: counted without
+    branches, so the loop vectorises (finding the argmax took a tenth of a Brown
+    evaluation)."""
     wrong = 0
     for t in range(T):
-        if argmax(marginals[t]) != labels[t0 + t]:
+        gold = labels[t0 + t]
+        g = marginals[t, gold]
+        beaten = 0
+        for y in range(marginals.shape[1]):
+            m = marginals[t, y]
+            beaten += (m > g) | ((m == g) & (y < gold))
+        if beaten:
             wrong += 1
     return wrong
 

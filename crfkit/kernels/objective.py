@@ -122,7 +122,8 @@ class Objective:
         s = self.space
         # the factored version: all but valued corpora (and weights too large, which a
         # run rarely starts from)
-        kernel, read = loss.crf_loss_kernel(s.n_b > 0, self.data.tok_val is None, self.runs)
+        kernel, read = loss.crf_loss_kernel(s.n_b > 0, self.data.tok_val is None, self.runs,
+                                            s.n_labels)
         aside = compile_aside(kernel, (w, self.space_arrays, self.data_arrays, s.n_labels, 0, 0,
                                        *standin_shared(s.n_labels), self.dense_expectations(),
                                        self.G_blocks[0], self.out[0], self.data.tok_val, read))

@@ -142,7 +142,8 @@ def test_the_last_callees_have_the_types_the_loss_kernel_calls_them_with():
     corpus = encode_training(PATTERNS, random_corpus(3, n_seqs=4, max_len=4))
     objective = Objective(corpus.space, corpus.data, corpus.empirical, 0.1)
     w = np.zeros(corpus.space.n_weights)
-    kernel, runs = loss.crf_loss_kernel(corpus.space.n_b > 0, True, objective.runs)
+    kernel, runs = loss.crf_loss_kernel(corpus.space.n_b > 0, True, objective.runs,
+                                        corpus.space.n_labels)
     # compiled afresh (not from the cache), so that its callees are compiled or loaded here
     uncached = njit(**{**config.JIT, "cache": False})(kernel.py_func)
     Gd, G = objective.dense_expectations(), objective.G_blocks[0]

@@ -254,3 +254,12 @@ def test_dense_rows_give_the_same_bits_as_feature_by_feature(n_dense):
             k = np.arange(u_ptr[o], u_ptr[o + 1])
             want[k] += marginals[t, u_lab[k]]
     np.testing.assert_allclose(G, want, atol=1e-12)
+
+
+def test_posterior_errors_count_tokens_whose_argmax_is_not_gold():
+    """As numpy's argmax decides, ties going to the lower label."""
+    rng = np.random.default_rng(4)
+    marginals = rng.integers(0, 3, size=(200, 5)).astype(float)  # many ties
+    labels = rng.integers(0, 5, size=203).astype(np.int32)
+    want = int((marginals.argmax(axis=1) != labels[3:]).sum())
+    assert gradient.posterior_errors(marginals, labels, 3, 200) == want
