@@ -37,8 +37,8 @@ def sparse_runs(seq_ptr: np.ndarray, tok_ptr: np.ndarray, tok_obs: np.ndarray,
     n_pairs = count_pairs(tok_obs, u_ptr, n_dense)
     if n_pairs < 0:
         return None
-    feature_type = np.int32 if len(u_lab) < 2 ** 31 else np.int64
-    label = np.dtype(label_type(u_lab))
+    feature_type, label = runs_types(u_lab)
+    label = np.dtype(label)
     if n_pairs * (np.dtype(feature_type).itemsize + label.itemsize) \
             > MAX_RUNS_SHARE * tok_obs.nbytes:
         return None
@@ -58,6 +58,18 @@ MAX_RUNS_SHARE = 1.0
 
 # Empty runs, for the kernels that read none (always these types: one compiled version each)
 NO_RUNS = (np.zeros(1, dtype=np.int64), np.empty(0, dtype=np.int32), np.empty(0, dtype=np.int8))
+
+
+def runs_types(u_lab: np.ndarray) -> tuple[type, type]:
+    """The types of the runs' features and labels for a feature space's ``u_lab``."""
+    return (np.int32 if len(u_lab) < 2 ** 31 else np.int64), label_type(u_lab)
+
+
+def standin_runs(u_lab: np.ndarray) -> tuple:
+    """Empty runs of the types :func:`sparse_runs` builds for ``u_lab``: to compile the
+    kernel that reads them while they are built (on a first run, :mod:`crfkit.kernels.aside`)."""
+    feature, label = runs_types(u_lab)
+    return np.zeros(1, dtype=np.int64), np.empty(0, dtype=feature), np.empty(0, dtype=label)
 
 
 def label_type(u_lab: np.ndarray) -> type:
