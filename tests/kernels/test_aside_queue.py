@@ -5,7 +5,7 @@ before the runs it reads are built, with stand-ins of their types."""
 
 from __future__ import annotations
 
-import importlib.util
+import importlib
 import os
 import sys
 from pathlib import Path
@@ -44,17 +44,14 @@ def queued_b(x):
 
 @pytest.fixture
 def kernels(tmp_path: Path, monkeypatch):
-    """Kernels never compiled, cached beside their module (importable by name while the
-    test runs: Numba finds a cached kernel's module by name)."""
+    """Kernels never compiled, in a module of their own on the path while the test runs
+    (Numba finds a cached kernel's module by name), cached beside it."""
     name = f"queue_kernels_{tmp_path.name}"
-    path = tmp_path / f"{name}.py"
-    path.write_text(KERNELS, encoding="utf-8")
-    spec = importlib.util.spec_from_file_location(name, path)
-    module = importlib.util.module_from_spec(spec)
-    monkeypatch.setitem(sys.modules, name, module)
-    spec.loader.exec_module(module)
+    (tmp_path / f"{name}.py").write_text(KERNELS, encoding="utf-8")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.delitem(sys.modules, name, raising=False)
     monkeypatch.setattr(aside_module, "may_fork", lambda: True)  # pools of earlier tests
-    return module
+    return importlib.import_module(name)
 
 
 def test_the_child_compiles_the_queue_and_the_parent_loads_it(kernels):
