@@ -30,7 +30,7 @@ from crfkit.kernels.aside import (
 )
 from crfkit.kernels.blocks import partition_blocks, run_blocks, thread_count
 from crfkit.kernels.lattice import FACTOR_RANGE, dense_factors, exp_range, max_abs
-from crfkit.kernels.runs import sparse_runs, standin_runs
+from crfkit.kernels.runs import fill_sparse_runs, runs_size, standin_runs
 from crfkit.space import Dataset, FeatureSpace
 from crfkit.vectors import dot
 
@@ -107,17 +107,23 @@ class Objective:
         built when first asked (a subclass with its own kernel never asks); None for a
         valued corpus, or one whose tokens' transitions vary (the kernels that read no runs)."""
         d, s = self.data, self.space
-        if not self._reads_runs():
+        if self._runs_size is None:
             return None
-        return sparse_runs(d.seq_ptr, d.tok_ptr, d.tok_obs, s.u_ptr, s.u_lab, self.n_dense)
+        return fill_sparse_runs(d.seq_ptr, d.tok_ptr, d.tok_obs, s.u_ptr, s.u_lab,
+                                self.n_dense, self._runs_size)
 
-    def _reads_runs(self) -> bool:
-        return self.data.tok_val is None and self.space.n_b == 0
+    @cached_property
+    def _runs_size(self) -> int | None:
+        """How many pairs the runs hold, None without runs (:func:`runs_size`)."""
+        d, s = self.data, self.space
+        if d.tok_val is not None or s.n_b > 0:
+            return None
+        return runs_size(d.tok_obs, s.u_ptr, s.u_lab, self.n_dense)
 
     def _runs_or_standin(self) -> tuple | None:
-        """The runs if built, else empty runs of their types (what they nearly always are:
-        a first run compiles the kernel aside while this process builds them)."""
-        if "runs" in vars(self) or not self._reads_runs():
+        """The runs if built, else, if there will be runs, empty runs of their types: a
+        first run compiles the kernel aside while this process fills them."""
+        if "runs" in vars(self) or self._runs_size is None:
             return self.runs
         return standin_runs(self.space.u_lab)
 

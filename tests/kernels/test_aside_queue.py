@@ -82,3 +82,15 @@ def test_the_runs_stand_ins_have_the_types_of_the_runs(monkeypatch):
     runs = objective.runs
     assert runs is not None
     assert [typeof(a) for a in standin_runs(corpus.space.u_lab)] == [typeof(a) for a in runs]
+
+
+def test_no_stand_ins_for_a_corpus_without_runs(monkeypatch):
+    """Runs larger than the occurrences are not built (many labels): the child must then
+    compile the kernel that reads none, the one the training calls."""
+    unigrams = parse_patterns("U00:%x[0,0]\nU01:%x[-1,0]/%x[0,0]\nB\n")
+    corpus = encode_training(unigrams, random_corpus(3, n_seqs=6, max_len=5))
+    monkeypatch.setattr(runs_module, "MAX_RUNS_SHARE", 0.0)
+    objective = Objective(corpus.space, corpus.data, corpus.empirical, 0.1)
+    objective.n_dense = 1
+    assert objective._runs_or_standin() is None
+    assert objective.runs is None
