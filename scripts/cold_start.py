@@ -54,8 +54,10 @@ def _waitpid(pid: int, options: int) -> tuple[int, int]:
 
 def main() -> None:
     os.fork, os.waitpid = _fork, _waitpid
-    sys.modules.setdefault("scipy.linalg.cython_blas", None)  # as crfkit.cli.main does
     from crfkit.cli import cli
+    from crfkit.cli.startup import prepare_process
+
+    prepare_process()  # as crfkit.cli.main does
 
     start = time.perf_counter()
     try:

@@ -92,10 +92,9 @@ for command in (train_command, tune_command, label_command, convert_command, dum
 
 def main() -> None:
     """Console entry point."""
-    # Numba's first call imports scipy (~1 s) only to look for BLAS, which
-    # crfkit's kernels never use. In the CLI process (not in library use, where
-    # the caller may want scipy) we tell it there is none.
-    sys.modules.setdefault("scipy.linalg.cython_blas", None)
+    from crfkit.cli.startup import prepare_process
+
+    prepare_process()
     cli(prog_name="crfkit")
 
 

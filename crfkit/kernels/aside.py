@@ -18,14 +18,17 @@ process finds nothing in the cache and compiles the kernel itself.
 While the child works, this process compiles first the kernels the child's
 kernel calls last (:func:`compile_now`: the child then finds them in the cache),
 then the kernels it calls itself next: the shared scores, then those queued
-with :func:`compile_meanwhile` (the gradient sums, the optimiser's vector
-kernels), compiled by :meth:`Aside.wait` before it blocks. Otherwise they would
+with :func:`compile_meanwhile` (the optimiser's vector kernels, the gradient
+sums), compiled by :meth:`Aside.wait` before it blocks. Otherwise they would
 be compiled one after the other once the child is done, with the second core
-idle.
+idle. The child, done with its kernel, compiles the queue too, from its end:
+each process loads from the cache what the other has compiled, so the two meet
+wherever the queue's work balances theirs (kernels queued before the fork).
 """
 
 from __future__ import annotations
 
+import mmap
 import os
 import sys
 import threading
@@ -37,21 +40,24 @@ _meanwhile: dict[tuple[int, tuple], tuple[object, tuple]] = {}
 
 
 class Aside:
-    """A child compiling a kernel; :meth:`wait` before calling it here."""
+    """A child compiling a kernel; :meth:`wait` before calling it here. ``claims``: one
+    byte per kernel queued at the fork, shared with the child, set by whichever process
+    takes the kernel (this one from the queue's start, the child from its end)."""
 
-    def __init__(self, pid: int) -> None:
-        self.pid = pid
+    def __init__(self, pid: int, claims: mmap.mmap | None = None) -> None:
+        self.pid, self.claims = pid, claims
 
     def wait(self) -> None:
-        """Compile the kernels queued by :func:`compile_meanwhile`, then block until the
-        child is done (at once if it already was)."""
-        compile_queued()
+        """Compile the queued kernels the child has not taken, block until the child is
+        done (at once if it already was), then load from the cache those it compiled."""
+        compile_queued(self.claims)
         if self.pid:
             try:
                 os.waitpid(self.pid, 0)
             except ChildProcessError:  # already reaped
                 pass
             self.pid = 0
+        compile_queued()
 
 
 def compile_aside(dispatcher: object, args: Sequence[object]) -> Aside | None:
@@ -73,6 +79,7 @@ def compile_aside(dispatcher: object, args: Sequence[object]) -> Aside | None:
         return None
     sys.stdout.flush()
     sys.stderr.flush()
+    claims = mmap.mmap(-1, max(1, len(_meanwhile)))  # shared with the child
     pid = os.fork()
     if pid == 0:  # the child: compile (saved to the cache), then leave without cleanup
         try:
@@ -80,14 +87,20 @@ def compile_aside(dispatcher: object, args: Sequence[object]) -> Aside | None:
             os.dup2(devnull, 1)
             os.dup2(devnull, 2)
             dispatcher.compile(signature)  # type: ignore[attr-defined]
+            queued = list(_meanwhile.values())
+            for i in reversed(range(len(queued))):
+                if not claims[i]:
+                    claims[i] = 1
+                    _compile(*queued[i])
         finally:
             os._exit(0)
-    return Aside(pid)
+    return Aside(pid, claims)
 
 
 def compile_meanwhile(calls: Sequence[tuple[object, Sequence[object]]]) -> None:
     """Queue kernels (each with arguments of the types it will be called with) for this
-    process to compile while the next child compiles its kernel (:meth:`Aside.wait`).
+    process to compile while the next child compiles its kernel (:meth:`Aside.wait`), and
+    for that child to compile after its kernel, from the queue's end.
     Queued only if not compiled here yet; dropped if no child starts (a warm cache: each
     is then loaded from it on its first call, as it would have been anyway)."""
     for dispatcher, args in calls:
@@ -105,10 +118,16 @@ def drop_queued() -> None:
     _meanwhile.clear()
 
 
-def compile_queued() -> None:
-    """Compile the queued kernels now (loaded from the cache if they are in it)."""
-    while _meanwhile:  # in the order queued
-        _compile(*_meanwhile.pop(next(iter(_meanwhile))))
+def compile_queued(claims: mmap.mmap | None = None) -> None:
+    """Compile the queued kernels now (loaded from the cache if they are in it), in the
+    order queued; with ``claims``, only those no other process has taken (the others stay
+    queued)."""
+    for i, key in enumerate(list(_meanwhile)):
+        if claims is not None and i < len(claims):
+            if claims[i]:
+                continue
+            claims[i] = 1
+        _compile(*_meanwhile.pop(key))
 
 
 def compile_now(calls: Sequence[tuple[object, Sequence[object]]]) -> None:

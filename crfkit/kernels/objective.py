@@ -30,7 +30,7 @@ from crfkit.kernels.aside import (
 )
 from crfkit.kernels.blocks import partition_blocks, run_blocks, thread_count
 from crfkit.kernels.lattice import FACTOR_RANGE, dense_factors, exp_range, max_abs
-from crfkit.kernels.runs import sparse_runs
+from crfkit.kernels.runs import fill_sparse_runs, runs_size, standin_runs
 from crfkit.space import Dataset, FeatureSpace
 from crfkit.vectors import dot
 
@@ -107,23 +107,43 @@ class Objective:
         built when first asked (a subclass with its own kernel never asks); None for a
         valued corpus, or one whose tokens' transitions vary (the kernels that read no runs)."""
         d, s = self.data, self.space
+        if self._runs_size is None:
+            return None
+        return fill_sparse_runs(d.seq_ptr, d.tok_ptr, d.tok_obs, s.u_ptr, s.u_lab,
+                                self.n_dense, self._runs_size)
+
+    @cached_property
+    def _runs_size(self) -> int | None:
+        """How many pairs the runs hold, None without runs (:func:`runs_size`)."""
+        d, s = self.data, self.space
         if d.tok_val is not None or s.n_b > 0:
             return None
-        return sparse_runs(d.seq_ptr, d.tok_ptr, d.tok_obs, s.u_ptr, s.u_lab, self.n_dense)
+        return runs_size(d.tok_obs, s.u_ptr, s.u_lab, self.n_dense)
+
+    def _runs_or_standin(self) -> tuple | None:
+        """The runs if built, else, if there will be runs, empty runs of their types: a
+        first run compiles the kernel aside while this process fills them."""
+        if "runs" in vars(self) or self._runs_size is None:
+            return self.runs
+        return standin_runs(self.space.u_lab)
 
     def compile_loss_aside(self, w: np.ndarray, g: np.ndarray) -> Aside | None:
         """On a first run, the CRF loss kernel is compiled in a child process while this one
         compiles the kernel's last callees, the shared scores and the kernels that sum
         the blocks (:mod:`crfkit.kernels.aside`): the kernel's arguments for an empty
-        block, with stand-ins of the shared scores' types."""
+        block, with stand-ins of the shared scores' and the runs' types."""
         if self.normalisation != config.NORM_GLOBAL:
             drop_queued()
             return None
         s = self.space
         # the factored version: all but valued corpora (and weights too large, which a
         # run rarely starts from)
-        kernel, read = loss.crf_loss_kernel(s.n_b > 0, self.data.tok_val is None, self.runs,
-                                            s.n_labels)
+        kernel, read = loss.crf_loss_kernel(s.n_b > 0, self.data.tok_val is None,
+                                            self._runs_or_standin(), s.n_labels)
+        # queued before the fork, for the child too (dropped if no child starts)
+        compile_meanwhile([(loss.add_blocks, (self.G_blocks, True, g)),
+                           (loss.finish_gradient, (self.empirical, w, self.rho2, g)),
+                           (dot, (w, self.empirical))])
         aside = compile_aside(kernel, (w, self.space_arrays, self.data_arrays, s.n_labels, 0, 0,
                                        *standin_shared(s.n_labels), self.dense_expectations(),
                                        self.G_blocks[0], self.out[0], self.data.tok_val, read))
@@ -131,9 +151,6 @@ class Objective:
             compile_now(loss.last_callees(self.space_arrays, self.data_arrays, s.n_labels,
                                           self.dense_expectations(), self.G_blocks[0],
                                           self.data.tok_val, read))
-            compile_meanwhile([(loss.add_blocks, (self.G_blocks, True, g)),
-                               (loss.finish_gradient, (self.empirical, w, self.rho2, g)),
-                               (dot, (w, self.empirical))])
         return aside
 
     def factors(self, w: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -34,16 +34,31 @@ def sparse_runs(seq_ptr: np.ndarray, tok_ptr: np.ndarray, tok_obs: np.ndarray,
     """The runs of a corpus whose observations from ``n_dense`` on are sparse; None when a
     sparse occurrence has no feature (an end marker could not be put on it), or when the
     runs would take more memory than the corpus's occurrences (:data:`MAX_RUNS_SHARE`)."""
+    n_pairs = runs_size(tok_obs, u_ptr, u_lab, n_dense)
+    if n_pairs is None:
+        return None
+    return fill_sparse_runs(seq_ptr, tok_ptr, tok_obs, u_ptr, u_lab, n_dense, n_pairs)
+
+
+def runs_size(tok_obs: np.ndarray, u_ptr: np.ndarray, u_lab: np.ndarray,
+              n_dense: int) -> int | None:
+    """How many pairs :func:`sparse_runs` would hold, or None if it builds no runs."""
     n_pairs = count_pairs(tok_obs, u_ptr, n_dense)
     if n_pairs < 0:
         return None
-    feature_type = np.int32 if len(u_lab) < 2 ** 31 else np.int64
-    label = np.dtype(label_type(u_lab))
-    if n_pairs * (np.dtype(feature_type).itemsize + label.itemsize) \
+    feature, label = runs_types(u_lab)
+    if n_pairs * (np.dtype(feature).itemsize + np.dtype(label).itemsize) \
             > MAX_RUNS_SHARE * tok_obs.nbytes:
         return None
+    return int(n_pairs)
+
+
+def fill_sparse_runs(seq_ptr: np.ndarray, tok_ptr: np.ndarray, tok_obs: np.ndarray,
+                     u_ptr: np.ndarray, u_lab: np.ndarray, n_dense: int, n_pairs: int) -> tuple:
+    """The runs of :func:`sparse_runs`, of the size :func:`runs_size` gave."""
+    feature_type, label_dtype = runs_types(u_lab)
     feature = np.empty(n_pairs, dtype=feature_type)
-    label = np.empty(n_pairs, dtype=label)
+    label = np.empty(n_pairs, dtype=label_dtype)
     start = np.empty(len(seq_ptr), dtype=np.int64)
     fill_runs(seq_ptr, tok_ptr, tok_obs, u_ptr, u_lab, n_dense, start, feature, label)
     return start, feature, label
@@ -58,6 +73,18 @@ MAX_RUNS_SHARE = 1.0
 
 # Empty runs, for the kernels that read none (always these types: one compiled version each)
 NO_RUNS = (np.zeros(1, dtype=np.int64), np.empty(0, dtype=np.int32), np.empty(0, dtype=np.int8))
+
+
+def runs_types(u_lab: np.ndarray) -> tuple[type, type]:
+    """The types of the runs' features and labels for a feature space's ``u_lab``."""
+    return (np.int32 if len(u_lab) < 2 ** 31 else np.int64), label_type(u_lab)
+
+
+def standin_runs(u_lab: np.ndarray) -> tuple:
+    """Empty runs of the types :func:`sparse_runs` builds for ``u_lab``: to compile the
+    kernel that reads them while they are built (on a first run, :mod:`crfkit.kernels.aside`)."""
+    feature, label = runs_types(u_lab)
+    return np.zeros(1, dtype=np.int64), np.empty(0, dtype=feature), np.empty(0, dtype=label)
 
 
 def label_type(u_lab: np.ndarray) -> type:
