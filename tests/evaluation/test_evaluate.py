@@ -35,7 +35,7 @@ from crfkit.evaluation.run_eval import run_eval_command
 from crfkit.evaluation.scoring import check_scheme, evaluate, evaluate_tags
 from tests.helpers import eval_counts as counts
 from tests.helpers import eval_per_type as per_type
-from tests.helpers import one_error_line
+from tests.helpers import one_error_line, run
 
 
 def report_of(text: str, *, delimiter: str | None = None, **options) -> EvalReport:
@@ -817,11 +817,10 @@ def test_hash_tokens_and_slashes_in_tags_are_kept():
 def test_label_outputs_that_cannot_be_scored_are_one_error(tmp_path, text, drop):
     path = tmp_path / "out.txt"
     path.write_text(text)
-    proc = subprocess.run([sys.executable, "-m", "crfkit.cli", "eval", str(path)],
-                          capture_output=True, text=True, check=False)
-    assert proc.returncode == 1 and proc.stdout == ""
-    lines = proc.stderr.strip().splitlines()
-    assert len(lines) == 1 and "Traceback" not in proc.stderr, proc.stderr
+    result = run("eval", path)  # the message, in this process (exceptions propagate)
+    assert result.exit_code == 1 and result.stdout == ""
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and "Traceback" not in result.stderr, result.stderr
     assert f"{path}:" in lines[0] and "crfkit label" in lines[0] and drop in lines[0]
 
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 import numpy as np
 
 from crfkit.kernels.decoded import Decoded, Weighted
+from crfkit.kernels.flavour import read_only
 from crfkit.space import Dataset
 from crfkit.structures.base import DecodeRequest
 from crfkit.structures.latent.states import state_tokens, state_transitions
@@ -34,7 +35,9 @@ def label_path_log_z(model: Weighted, data: Dataset, s: int, labels: np.ndarray)
     allowed[t0 + np.arange(len(labels)), labels] = True
     E, shift = exp_transitions(sp, model.weights)
     out = np.zeros(2)
-    clamped_block(model.weights, sp.u_ptr, sp.u_lab, sp.trans_offset, bool(sp.has_trans),
+    # read-only whether the model was loaded or just trained: training's compiled version
+    clamped_block(read_only(model.weights), read_only(sp.u_ptr), read_only(sp.u_lab),
+                  sp.trans_offset, bool(sp.has_trans),
                   sp.n_labels, sp.K, data.seq_ptr, data.tok_ptr, data.tok_obs, allowed, E,
                   shift, s, s + 1, False, np.zeros(0), out)
     return -np.inf if out[1] >= 0 else float(out[0])

@@ -19,6 +19,7 @@ import numpy as np
 from crfkit import config
 from crfkit.errors import InputError
 from crfkit.kernels.blocks import run_blocks, thread_count
+from crfkit.kernels.flavour import read_only
 from crfkit.kernels.objective import Objective, objective_blocks
 from crfkit.space import Dataset, FeatureSpace
 
@@ -61,13 +62,15 @@ class LatentObjective:
 
         s, d = self.space, self.data
         E, shift = exp_transitions(s, w)
+        # read-only, as a loaded model's are: labelling (label_search) shares the version
+        w_ro, u_ptr, u_lab = read_only(w), read_only(s.u_ptr), read_only(s.u_lab)
         ptr = self.block_ptr
         for first in range(0, len(self.out), self.wave):
             last = min(first + self.wave, len(self.out))
 
             def block(i: int, first: int = first) -> None:
                 b = first + i
-                clamped_block(w, s.u_ptr, s.u_lab, s.trans_offset, bool(s.has_trans),
+                clamped_block(w_ro, u_ptr, u_lab, s.trans_offset, bool(s.has_trans),
                               s.n_labels, self.K, d.seq_ptr, d.tok_ptr, d.tok_obs,
                               self.allowed, E, shift, int(ptr[b]), int(ptr[b + 1]),
                               True, self.G_blocks[i], self.out[b])

@@ -75,7 +75,8 @@ def edge_block_arrays(graph: GraphArrays, edge_blocks: tuple | None) -> tuple:
 def _edge_scores(w: np.ndarray, skip_offset: int, L: int, blocks: tuple) -> tuple:
     """``(S, ES)``: the edges' scores and their factors (the kernels' ``skip``)."""
     S = np.empty((len(blocks[0]) - 1, L, L))
-    edge_scores(w, skip_offset, L, blocks[0], blocks[1], S)
+    # read-only, as the weights of a loaded model are: one compiled version for both
+    edge_scores(read_only(w), skip_offset, L, blocks[0], blocks[1], S)
     ES = np.empty_like(S)
     edge_factors(S, ES)
     return S, ES

@@ -104,3 +104,15 @@ def test_latent_1_continues_a_chain_model_as_plain_training_does(tmp_path):
     assert models[2].read_bytes() == models[3].read_bytes()  # full labels: the chain's
     result = run("train", "-m", chain, "--latent", 2, tmp_path / "t.txt", tmp_path / "k2")
     one_error_line(result, "linear chain", "--latent 2", "--latent 1 can")
+
+
+def test_training_and_labelling_share_one_compiled_clamped_kernel(tmp_path):
+    """Training's weights are writable, a loaded model's read-only: both reach the clamped
+    kernel as read-only views, so a first training and labelling compile it once."""
+    from crfkit.structures.latent.clamped import clamped_block
+
+    model = trained_model(tmp_path, PATTERNS, PARTIAL, "-i", 3, "--latent", 2)
+    result = run("label", "-m", model, "--latent-decode", "labels", "-n", 2,
+                 tmp_path / "train.txt")
+    assert result.exit_code == 0, result.stderr
+    assert len(clamped_block.signatures) == 1, clamped_block.signatures

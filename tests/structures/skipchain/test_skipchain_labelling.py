@@ -184,3 +184,16 @@ def test_input_without_document_markers_is_told_and_doc_sep_marks_them(files, tm
     linear.write_text("u:w=%x[0,0]\nB\n")
     assert run("train", "-q", "-i", "2", "-p", linear, data, chain).exit_code == 0
     one_error_line(run("label", "-m", chain, "--doc-sep", "^###", data), "--doc-sep")
+
+
+def test_training_and_labelling_share_one_compiled_edge_scores_kernel(tmp_path):
+    """Training's weights are writable, a loaded model's read-only: both reach the edges'
+    scores as read-only views, so a first training and labelling compile them once."""
+    from crfkit.structures.skipchain.belief import edge_scores
+
+    data, pat = skip_corpus(tmp_path, [("Green", "PER", 3), ("Paris", "LOC", 2)])
+    model = tmp_path / "skip.model"
+    assert run("train", "-q", "-i", "2", "-p", pat, data, model).exit_code == 0
+    result = run("label", "-m", model, data, tmp_path / "out")
+    assert result.exit_code == 0, result.stderr
+    assert len(edge_scores.signatures) == 1, edge_scores.signatures
