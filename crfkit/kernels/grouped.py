@@ -37,6 +37,10 @@ from crfkit.kernels.lattice import longest_sequence, unigram_factors
 # Sequences advanced together: the tile height of row_products.
 GROUP = 8
 
+# Sequences sorted by length together (in block order, window by window): enough for
+# groups of near-equal lengths, few enough that the features they read stay in cache.
+WINDOW = 256
+
 
 @njit(**JIT)
 def padded(L):
@@ -262,32 +266,40 @@ def grouped_block(space, data, L, s0, s1, exp_trans, trans_shift, expW, expWd, G
     """:func:`crfkit.kernels.loss.crf_loss_block` of a binary corpus whose tokens share one
     transition matrix (unigram factors given): the expected counts of sequences s0..s1-1
     into G (the dense rows' into Gd, both zeroed by the caller), (sum of log Z, token
-    errors, sequence errors) into out, the sequences taken in groups by length."""
+    errors, sequence errors) into out, the sequences taken in groups by length (:data:`WINDOW`)."""
+    Tmax = longest_sequence(data[0], s0, s1)
+    gw = group_work(Tmax, L, exp_trans)
+    rows = (np.empty((Tmax, L)), np.empty((Tmax, L)), np.empty((Tmax, L)))
+    out[0] = out[1] = out[2] = 0.0
+    for w0 in range(s0, s1, WINDOW):
+        order = by_length(data[0], w0, min(w0 + WINDOW, s1))
+        for g0 in range(0, order.size, GROUP):
+            group_gradient(space, data, L, order[g0:g0 + GROUP], gw, rows, trans_shift, expW,
+                           expWd, Gd, G, out)
+
+
+@njit(**JIT)
+def group_gradient(space, data, L, seqs, gw, rows, trans_shift, expW, expWd, Gd, G, out):
+    """:func:`grouped_block`'s work for one group: the sequences ``seqs`` (sorted by
+    length); ``rows``: (expu, alpha, beta) of one sequence, (Tmax, L) each."""
     seq_ptr, tok_ptr, tok_obs, labels = data
     u_ptr, u_lab, trans_offset, has_trans = space[0], space[1], space[6], space[7]
-    order = by_length(seq_ptr, s0, s1)
-    Tmax = longest_sequence(seq_ptr, s0, s1)
-    gw = group_work(Tmax, L, exp_trans)
-    expu, alpha, beta = np.empty((Tmax, L)), np.empty((Tmax, L)), np.empty((Tmax, L))
-    out[0] = out[1] = out[2] = 0.0
-    for g0 in range(0, order.size, GROUP):
-        n = min(GROUP, order.size - g0)
-        last = order[g0 + n - 1]
-        Tg = seq_ptr[last + 1] - seq_ptr[last]  # the longest: sorted by length
-        for k in range(n):
-            t0, T = seq_ptr[order[g0 + k]], seq_ptr[order[g0 + k] + 1] - seq_ptr[order[g0 + k]]
-            unigram_factors(expW, tok_ptr, tok_obs, u_ptr, u_lab, t0, T, expu, expWd)
-            load_slot(gw, k, expu, T, Tg, L)
-        group_logz(gw, n, Tg, L)
-        if has_trans:
-            group_pair_expectations(G, trans_offset, gw, n, L)
-        for k in range(n):
-            t0, T = seq_ptr[order[g0 + k]], seq_ptr[order[g0 + k] + 1] - seq_ptr[order[g0 + k]]
-            unload_slot(gw, k, alpha, beta, L)
-            unigram_expectations(G, tok_ptr, tok_obs, None, u_ptr, u_lab, t0, T, L, alpha, beta,
-                                 Gd)
-            out[0] += trans_shift * (T - 1)
-            out[0] += gw[10][k]
-            wrong = posterior_errors(alpha, labels, t0, T)
-            out[1] += wrong
-            out[2] += 1 if wrong else 0
+    expu, alpha, beta = rows
+    n = seqs.size
+    Tg = seq_ptr[seqs[n - 1] + 1] - seq_ptr[seqs[n - 1]]  # the longest
+    for k in range(n):
+        t0, T = seq_ptr[seqs[k]], seq_ptr[seqs[k] + 1] - seq_ptr[seqs[k]]
+        unigram_factors(expW, tok_ptr, tok_obs, u_ptr, u_lab, t0, T, expu, expWd)
+        load_slot(gw, k, expu, T, Tg, L)
+    group_logz(gw, n, Tg, L)
+    if has_trans:
+        group_pair_expectations(G, trans_offset, gw, n, L)
+    for k in range(n):
+        t0, T = seq_ptr[seqs[k]], seq_ptr[seqs[k] + 1] - seq_ptr[seqs[k]]
+        unload_slot(gw, k, alpha, beta, L)
+        unigram_expectations(G, tok_ptr, tok_obs, None, u_ptr, u_lab, t0, T, L, alpha, beta, Gd)
+        out[0] += trans_shift * (T - 1)
+        out[0] += gw[10][k]
+        wrong = posterior_errors(alpha, labels, t0, T)
+        out[1] += wrong
+        out[2] += 1 if wrong else 0

@@ -36,13 +36,15 @@ def test_the_grouped_kernel_is_chosen_by_the_label_count():
 
 
 def test_grouped_objective_matches_brute_force(grouped_always):
-    """Three groups (8, 8, 5 sequences of 1 to 5 tokens): log Z of each sequence as
-    enumeration gives it."""
-    seqs = random_corpus(11, n_seqs=21, max_len=5)
+    """Two windows of sequences sorted by length (256 and 44 sequences of 1 to 4 tokens),
+    each in groups of 8: log Z of each sequence as enumeration gives it."""
+    seqs = random_corpus(11, n_seqs=grouped.WINDOW + 44)
     corpus = encode_training(SHARED, seqs)
     assert corpus.space.n_b == 0 and corpus.space.has_trans
     w = np.random.default_rng(11).normal(size=corpus.space.n_weights)
-    got = Objective(corpus.space, corpus.data, corpus.empirical, 0.0)(w, np.empty_like(w))
+    one_block = np.array([0, len(seqs)])
+    objective = Objective(corpus.space, corpus.data, corpus.empirical, 0.0, block_ptr=one_block)
+    got = objective(w, np.empty_like(w))
     assert got == pytest.approx(sum(enumerated_loss(corpus, w, seq) for seq in seqs), rel=1e-10)
 
 
