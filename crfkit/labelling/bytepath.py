@@ -88,11 +88,14 @@ def label_file_bytes(model: Model, path: str, out: TextIO, options: LabelOptions
 
     data = np.asarray(np.memmap(path, dtype=np.uint8, mode="r"))
     mode = MODES[sep]
-    columns = column_count(data, start, mode)
+    # the count reads the whole file, without the GIL: the tables are built meanwhile
+    with ThreadPoolExecutor(1) as aside:
+        counted = aside.submit(column_count, data, start, mode)
+        tables = byte_tables(model, ALL_BITS if hash_mask is None else hash_mask)
+        columns = counted.result()
     needed = model.n_token_columns + (1 if options.check else 0)
     if columns < max(needed, 1):
         return None
-    tables = byte_tables(model, ALL_BITS if hash_mask is None else hash_mask)
     labeller = _WindowLabeller(model, options, tables, data, columns, mode, path)
     return labeller.run(_windows(data, start), out, threads, progress)
 
