@@ -74,3 +74,12 @@ def test_occurrence_index_lists_each_observation_in_token_order(corpus):
         where = np.flatnonzero(data.tok_obs == o)
         assert np.array_equal(occ_j[ptr[o]:ptr[o + 1]], where)
         assert np.array_equal(occ_tok[ptr[o]:ptr[o + 1]], token_of[where])
+
+
+def test_both_halves_of_a_sweep_share_one_compiled_observation_sweep(corpus):
+    """The first half's bounds start at an int64 0, not the literal 0, which would make
+    Numba compile the observation sweep a second time."""
+    d = BlockDescent(corpus.space, corpus.data, corpus.empirical)
+    d.sweep(np.zeros(corpus.space.n_weights), 0.05, 0.01, 1.5)
+    assert bcd.observation_sweep.signatures
+    assert not any("Literal" in str(sig) for sig in bcd.observation_sweep.signatures)

@@ -365,6 +365,18 @@ def test_perceptron_matches_the_explicit_average(small_crf):
     assert np.abs(want).max() > 0
 
 
+def test_the_gold_and_the_predicted_path_share_one_compiled_count_kernel(small_crf):
+    """The predicted path's counts start at an int64 0, not the literal 0, which would
+    make Numba compile add_path_counts a second time in every epoch kernel."""
+    from crfkit.kernels.gradient import add_path_counts
+
+    c = small_crf
+    W = np.zeros(c.space.n_weights)
+    PerceptronEpochs(c.space, c.data)(W, np.zeros_like(W), np.arange(c.data.n_seqs), 0)
+    assert add_path_counts.signatures
+    assert not any("Literal" in str(sig) for sig in add_path_counts.signatures)
+
+
 def test_perceptron_stops_on_separable_data():
     rows = [["a", "X"], ["b", "Y"], ["c", "Z"]]
     from crfkit.features.patterns import parse_patterns
