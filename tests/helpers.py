@@ -227,3 +227,20 @@ def rosenbrock_sum(x: np.ndarray, g: np.ndarray) -> float:
     g[0::2] = -2 * (1 - a) - 400 * a * (b - a * a)
     g[1::2] = 200 * (b - a * a)
     return float(np.sum((1 - a) ** 2 + 100 * (b - a * a) ** 2))
+
+
+def callee_versions(kernel) -> list:
+    """The versions of ``kernel`` that its callers made Numba compile in this process;
+    skips the test when there are none: a caller loaded from Numba's cache does not
+    compile (nor list) the versions of the kernels it calls, a first (cold) run does."""
+    import pytest
+
+    if not kernel.signatures:
+        pytest.skip(f"{kernel.__name__}'s callers came from Numba's cache (a cold run checks)")
+    return list(kernel.signatures)
+
+
+def no_literal_versions(kernel) -> bool:
+    """Whether no version of ``kernel`` compiled here takes a literal argument (``0``,
+    ``False``: Numba compiles those apart from the int64 / bool ones)."""
+    return not any("Literal" in str(sig) for sig in callee_versions(kernel))

@@ -241,7 +241,7 @@ def sweep(W, space, data, tok_val, per_token, lat, index, empirical, rho1, rho2,
     reset(W, space, data, tok_val, lat)
     n_obs = len(index[4])
     observation_sweep(W, space, data, tok_val, per_token, lat, index, empirical, rho1, rho2,
-                      kappa, g, h, old, 0, index[5])
+                      kappa, g, h, old, np.int64(0), index[5])
     if space[7]:
         transition_sweep(W, space, data, per_token, lat, empirical, rho1, rho2, kappa, g, h,
                          old)

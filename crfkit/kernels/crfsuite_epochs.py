@@ -75,7 +75,8 @@ def _difference(G, space, tok_ptr, tok_obs, tok_val, L, t0, T, labels, path, fro
     """d = counts(gold path) - counts(``path``) as a compact list (idx, val) without frozen
     weights; G is left at zero. Returns the list's length."""
     gradient.add_path_counts(G, space, tok_ptr, tok_obs, tok_val, L, t0, T, labels, t0, 1.0)
-    gradient.add_path_counts(G, space, tok_ptr, tok_obs, tok_val, L, t0, T, path, 0, -1.0)
+    gradient.add_path_counts(G, space, tok_ptr, tok_obs, tok_val, L, t0, T, path, np.int64(0),
+                             -1.0)
     m = 0
     for q in range(touched_weights(space, tok_ptr, tok_obs, L, t0, T, touched)):
         k = touched[q]

@@ -218,7 +218,8 @@ def perceptron_epoch(W, U, seen, order, space, data, per_token, L, G, touched, o
         tok_err += wrong
         seq_err += 1
         add_path_counts(G, space, tok_ptr, tok_obs, tok_val, L, t0, T, labels, t0, 1.0)
-        add_path_counts(G, space, tok_ptr, tok_obs, tok_val, L, t0, T, path, 0, -1.0)
+        add_path_counts(G, space, tok_ptr, tok_obs, tok_val, L, t0, T, path, np.int64(0),
+                        -1.0)
         for n in range(touched_weights(space, tok_ptr, tok_obs, L, t0, T, touched)):
             k = touched[n]
             d = G[k]

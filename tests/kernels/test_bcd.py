@@ -15,7 +15,7 @@ from crfkit.kernels import bcd
 from crfkit.kernels.bcd import BlockDescent
 from crfkit.kernels.objective import Objective
 from crfkit.training.corpus import encode_training
-from tests.helpers import PATTERNS, random_corpus
+from tests.helpers import PATTERNS, no_literal_versions, random_corpus
 
 
 @pytest.fixture(scope="module")
@@ -74,3 +74,11 @@ def test_occurrence_index_lists_each_observation_in_token_order(corpus):
         where = np.flatnonzero(data.tok_obs == o)
         assert np.array_equal(occ_j[ptr[o]:ptr[o + 1]], where)
         assert np.array_equal(occ_tok[ptr[o]:ptr[o + 1]], token_of[where])
+
+
+def test_both_halves_of_a_sweep_share_one_compiled_observation_sweep(corpus):
+    """The first half's bounds start at an int64 0, not the literal 0, which would make
+    Numba compile the observation sweep a second time."""
+    d = BlockDescent(corpus.space, corpus.data, corpus.empirical)
+    d.sweep(np.zeros(corpus.space.n_weights), 0.05, 0.01, 1.5)
+    assert no_literal_versions(bcd.observation_sweep)

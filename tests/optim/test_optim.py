@@ -21,7 +21,7 @@ from crfkit.kernels.objective import Objective
 from crfkit.optim import INTERRUPTED, Iteration, lbfgs, perceptron, sgd
 from crfkit.space import Dataset
 from crfkit.training.corpus import encode_training
-from tests.helpers import PATTERNS, random_corpus
+from tests.helpers import PATTERNS, no_literal_versions, random_corpus
 
 
 def quadratic(a: np.ndarray, c: np.ndarray):
@@ -363,6 +363,17 @@ def test_perceptron_matches_the_explicit_average(small_crf):
     want = reference_perceptron(space, data, orders)
     np.testing.assert_allclose(W - U / seen, want, atol=1e-9)
     assert np.abs(want).max() > 0
+
+
+def test_the_gold_and_the_predicted_path_share_one_compiled_count_kernel(small_crf):
+    """The predicted path's counts start at an int64 0, not the literal 0, which would
+    make Numba compile add_path_counts a second time in every epoch kernel."""
+    from crfkit.kernels.gradient import add_path_counts
+
+    c = small_crf
+    W = np.zeros(c.space.n_weights)
+    PerceptronEpochs(c.space, c.data)(W, np.zeros_like(W), np.arange(c.data.n_seqs), 0)
+    assert no_literal_versions(add_path_counts)
 
 
 def test_perceptron_stops_on_separable_data():

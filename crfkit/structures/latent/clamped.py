@@ -19,6 +19,7 @@ import numpy as np
 from numba import njit
 
 from crfkit.config import JIT
+from crfkit.kernels.lattice import longest_sequence
 
 
 @njit(**JIT)
@@ -163,10 +164,7 @@ def clamped_block(W, u_ptr, u_lab, trans_offset, has_trans, S, K, seq_ptr, tok_p
     """Sequences s0..s1-1: out[0] = sum of log Z(x, y), G = their expected counts (zeroed
     here; not computed without ``counts``); out[1] = the first sequence with no allowed
     path, -1 if none."""
-    Tmax = 1
-    for s in range(s0, s1):
-        Tmax = max(Tmax, seq_ptr[s + 1] - seq_ptr[s])
-    buf = clamped_buffers(Tmax, S)
+    buf = clamped_buffers(longest_sequence(seq_ptr, s0, s1), S)
     G[:] = 0.0
     out[0] = 0.0
     out[1] = -1.0

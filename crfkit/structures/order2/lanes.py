@@ -35,7 +35,8 @@ from numba import njit
 
 from crfkit.config import JIT
 from crfkit.kernels.gradient import posterior_errors
-from crfkit.kernels.lattice import exp_shifted, unigram_factors
+from crfkit.kernels.grouped import by_length
+from crfkit.kernels.lattice import exp_shifted, longest_sequence, unigram_factors
 from crfkit.structures.order2 import pair_lattice as order2
 
 LANES = 32  # a lane vector's loops have this runtime length: vectorised, see the module docstring
@@ -223,9 +224,10 @@ def load_lane(W, space, lat2, tok_ptr, tok_obs, t0, T, L, edges, Wd, factors, wo
             shift += exp_shifted(psi[t], expu[t])
         shift += (shared[3] if T > 1 else 0.0) + max(T - 2, 0) * edges[3]
     elif T > 0:
-        order2.lattice_scores(W, space, lat2, tok_ptr, tok_obs, t0, T, L, shared, False, psi,
-                              node, edge, False)
-        shift = order2.exp_lattice(W, space, lat2, tok_ptr, tok_obs, t0, T, L, shared, False,
+        per_edge = np.bool_(False)  # a bool, not the literal: loss_block2's compiled versions
+        order2.lattice_scores(W, space, lat2, tok_ptr, tok_obs, t0, T, L, shared, per_edge,
+                              psi, node, edge, False)
+        shift = order2.exp_lattice(W, space, lat2, tok_ptr, tok_obs, t0, T, L, shared, per_edge,
                                    psi, node, edge, expu, work[4], work[5])
     for t in range(Tg if factored else 1):
         for y in range(L):
@@ -268,6 +270,21 @@ def lane_buffers(Tmax, L, P, K, factored):
 
 
 @njit(**JIT)
+def shortest_first(seq_ptr, s0, s1):
+    """Sequences s0..s1-1 shortest first, in order among equals (a stable sort by
+    length): the empty ones, then :func:`crfkit.kernels.grouped.by_length`'s counting
+    sort of the others, so that no general sort is compiled for it."""
+    order = np.empty(s1 - s0, dtype=np.int64)
+    n = 0
+    for s in range(s0, s1):
+        if seq_ptr[s + 1] == seq_ptr[s]:
+            order[n] = s
+            n += 1
+    order[n:] = by_length(seq_ptr, s0, s1)
+    return order
+
+
+@njit(**JIT)
 def loss_block_lanes(W, space, lat2, lists, data, L, s0, s1, Wd, G, out, factors=None,
                      dense_G=None):
     """:func:`crfkit.structures.order2.pair_lattice.loss_block2` without observation
@@ -276,10 +293,12 @@ def loss_block_lanes(W, space, lat2, lists, data, L, s0, s1, Wd, G, out, factors
     (None: exponentiate the scores); ``dense_G`` the dense rows' scratch (None: new)."""
     seq_ptr, tok_ptr, tok_obs, labels = data
     P, K, S = lat2.pair_a.shape[0], lat2.e_tri.shape[0], LANES
-    lengths = seq_ptr[s0 + 1:s1 + 1] - seq_ptr[s0:s1]
-    order = s0 + np.argsort(lengths, kind="mergesort")
-    Tmax = max(1, lengths.max()) if s1 > s0 else 1
-    work = order2.work2(Tmax, L, P, K, False)
+    order = shortest_first(seq_ptr, s0, s1)
+    Tmax = longest_sequence(seq_ptr, s0, s1)
+    # per_edge false (shared edges) as a bool, not the literal False, which would make
+    # Numba compile work2 and flush_blocks again beside loss_block2's versions
+    per_edge = np.bool_(False)
+    work = order2.work2(Tmax, L, P, K, per_edge)
     edges = lane_edges(W, space, lat2, L)
     E, first, factored = edges[1], edges[2], edges[4]
     xu, xN, alpha, beta, scale, inv, tmp, logz, lmarg, pacc, eacc = lane_buffers(
@@ -292,11 +311,12 @@ def loss_block_lanes(W, space, lat2, lists, data, L, s0, s1, Wd, G, out, factors
     G[:] = 0.0
     logz_sum, tok_err, seq_err = 0.0, 0, 0
     for g in range(0, s1 - s0, S):
-        Tg = 1
         for s in range(S):
             seqs[s] = order[g + s] if g + s < s1 - s0 else -1
             lens[s] = seq_ptr[seqs[s] + 1] - seq_ptr[seqs[s]] if seqs[s] >= 0 else 0
-            Tg = max(Tg, lens[s])
+        # an int64 from the start: a Tg first typed as the literal 1 has Numba compile
+        # the lane kernels a second time
+        Tg = max(np.int64(1), lens.max())
         for s in range(S):
             t0 = seq_ptr[seqs[s]] if seqs[s] >= 0 else 0
             logz[s] = 0.0
@@ -318,7 +338,7 @@ def loss_block_lanes(W, space, lat2, lists, data, L, s0, s1, Wd, G, out, factors
             wrong = posterior_errors(marg, labels, t0, T)
             tok_err += wrong
             seq_err += 1 if wrong else 0
-    order2.flush_blocks(G, space, lat2, L, pacc, eacc, E, False, Gd)
+    order2.flush_blocks(G, space, lat2, L, pacc, eacc, E, per_edge, Gd)
     out[0] = logz_sum
     out[1] = tok_err
     out[2] = seq_err

@@ -35,7 +35,7 @@ from numba import njit
 
 from crfkit.config import JIT
 from crfkit.kernels.gradient import posterior_errors
-from crfkit.kernels.lattice import exp_shifted, unigram_scores
+from crfkit.kernels.lattice import exp_shifted, longest_sequence, unigram_scores
 
 OVERFLOW = 700.0  # a recomputed exponent above this falls back to a full row shift
 
@@ -454,10 +454,7 @@ def loss_block2(W, space, lat2, data, L, s0, s1, per_edge, Wd, G, out):
     token / sequence errors of posterior decoding into out[1] / out[2]."""
     seq_ptr, tok_ptr, tok_obs, labels = data
     P, K = lat2.pair_a.shape[0], lat2.e_tri.shape[0]
-    Tmax = 1
-    for s in range(s0, s1):
-        Tmax = max(Tmax, seq_ptr[s + 1] - seq_ptr[s])
-    work = work2(Tmax, L, P, K, per_edge)
+    work = work2(longest_sequence(seq_ptr, s0, s1), L, P, K, per_edge)
     shared = shared_rows(W, space, lat2, L, np.zeros((L, L)))
     if not per_edge:  # every token reads the shared edge row
         for j in range(K):

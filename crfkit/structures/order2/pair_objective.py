@@ -36,7 +36,10 @@ class Objective2(Objective):
     def shared(self, w: np.ndarray) -> tuple:
         s = self.space
         Wd = dense_rows(w, s.u_ptr, s.u_lab, self.n_dense, s.n_labels)
-        return (Wd, self.factors(w)) if self.uses_factors else (Wd, None)
+        if self.uses_factors:
+            return Wd, self.factors(w)
+        # empty tables (exponentiate the scores), not None: one compiled lane kernel
+        return Wd, (np.empty(0), np.empty((0, s.n_labels)))
 
     def _loss_block(self, w: np.ndarray, shared: tuple, s0: int, s1: int, G: np.ndarray,
                     out: np.ndarray) -> None:

@@ -76,7 +76,7 @@ from crfkit.kernels.gradient import (
     unigram_expectations,
     work_buffers,
 )
-from crfkit.kernels.lattice import flush_dense, unigram_scores, viterbi
+from crfkit.kernels.lattice import flush_dense, longest_sequence, unigram_scores, viterbi
 from crfkit.structures.skipchain.chain_pass import (
     augmented,
     chain_beliefs,
@@ -235,9 +235,7 @@ def _skip_expectations(S, L, e0, e1, e_i, e_j, g0, logb, msg, Bel, ci, cj, pair)
 def _buffers(seq_ptr, doc_ptr, d0, d1, L, per_token, exp_trans):
     """Work buffers of a block of documents d0..d1-1: the chain ``work`` tuple, the
     document's scores and beliefs, four label rows and the span ends of its chains."""
-    Tmax = 1
-    for s in range(doc_ptr[d0], doc_ptr[d1]):
-        Tmax = max(Tmax, seq_ptr[s + 1] - seq_ptr[s])
+    Tmax = longest_sequence(seq_ptr, doc_ptr[d0], doc_ptr[d1])
     Dmax = longest_document(seq_ptr, doc_ptr, d0, d1)
     work = work_buffers(Tmax, L, per_token, exp_trans)
     scratch = (np.empty(L), np.empty(L), np.empty(L), np.empty(L))
@@ -321,10 +319,14 @@ def skip_loss_block(W, space, data, graph, L, per_token, skip, d0, d1, trans, ex
     seq_err = 0
     bp_counts = out[3:5]
     bp_counts[:] = 0.0
+    # sum-product BP, given as a bool rather than the literal False, which would make
+    # Numba compile _propagate again beside the decoder's version
+    max_product = np.bool_(False)
     for d in range(d0, d1):
         g0 = seq_ptr[doc_ptr[d]]
         for s in _settled_chains(W, space, data, graph, d, L, per_token, skip, trans, exp_trans,
-                                 trans_shift, expw, Wd, bp, False, msg, buffers, bp_counts):
+                                 trans_shift, expw, Wd, bp, max_product, msg, buffers,
+                                 bp_counts):
             t0 = seq_ptr[s]
             T = seq_ptr[s + 1] - t0
             shift, logz = chain_pass(W, space, tok_ptr, tok_obs, t0, T, L, per_token, trans,

@@ -29,7 +29,7 @@ from crfkit.kernels import loss
 from crfkit.kernels.blocks import partition_blocks, run_blocks, thread_count
 from crfkit.kernels.decoded import Decoded
 from crfkit.kernels.flavour import read_only, read_only_space
-from crfkit.space import Dataset, FeatureSpace
+from crfkit.space import DataArrays, Dataset, FeatureSpace
 from crfkit.structures.skipchain.belief import (
     edge_scores,
     init_messages,
@@ -124,7 +124,8 @@ class SkipObjective:
         init_messages(self.msg)
         self.token_errors = self.sequence_errors = self.rounds = self.unconverged = 0
         self.evaluations = 0
-        self.space_arrays = space.arrays()
+        # read-only, as a loaded model's are: labelling shares the compiled BP kernels
+        self.space_arrays = read_only_space(space.arrays())
         self.data_arrays = data.arrays()
 
     def __call__(self, w: np.ndarray, g: np.ndarray) -> float:
@@ -138,12 +139,13 @@ class SkipObjective:
         S = _edge_scores(w, self.skip_offset, s.n_labels, self.edge_blocks)
         ptr, n_blocks = self.block_ptr, len(self.out)
         per_token = s.n_b > 0
+        fixed = read_only(w)  # as the decoder's weights: one compiled version of BP
         for first in range(0, n_blocks, self.wave):
             last = min(first + self.wave, n_blocks)
 
             def block(i: int, first: int = first) -> None:
-                skip_loss_block(w, self.space_arrays, self.data_arrays, self.graph, s.n_labels,
-                                per_token, S, int(ptr[first + i]),
+                skip_loss_block(fixed, self.space_arrays, self.data_arrays, self.graph,
+                                s.n_labels, per_token, S, int(ptr[first + i]),
                                 int(ptr[first + i + 1]), trans, exp_trans, trans_shift, expw,
                                 Wd, bp, self.msg, self.G_blocks[i], self.Bel,
                                 self.out[first + i])
@@ -192,7 +194,7 @@ def skip_decode(space: FeatureSpace, weights: np.ndarray, data: Dataset, graph: 
         bp_arrays = bp.arrays()
         S = _edge_scores(weights, skip_offset, L, edge_block_arrays(graph, edge_blocks))
         labels = np.zeros(0, dtype=np.int32)
-        data_arrays = (data.seq_ptr, data.tok_ptr, data.tok_obs, labels)
+        data_arrays = DataArrays(data.seq_ptr, data.tok_ptr, data.tok_obs, labels)
         # read-only, whether the model was loaded or just trained: one compiled version
         fixed, arrays = read_only(weights), read_only_space(space.arrays())
 

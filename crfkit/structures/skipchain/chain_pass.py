@@ -106,7 +106,7 @@ def chain_beliefs(W, space, tok_ptr, tok_obs, t0, T, L, per_token, trans, exp_tr
     u_ptr, u_lab, b_ptr, b_prev, b_cur, n_u, trans_offset, has_trans = space
     inc_ptr, inc_edge, inc_side = graph.inc_ptr, graph.inc_edge, graph.inc_side
     psi, phi, expu, expb, alpha, beta, scale, pair, tmp = work
-    first = -1
+    first = np.int64(-1)  # not the literal -1: scaled_backward's other callers pass an int64
     for t in range(T):
         g = t0 + t
         if inc_ptr[g + 1] > inc_ptr[g]:

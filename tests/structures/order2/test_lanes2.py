@@ -14,6 +14,7 @@ from crfkit.kernels.lattice import dense_factors, dense_rows
 from crfkit.structures.order2 import lanes as lanes2
 from crfkit.structures.order2 import pair_lattice as order2
 from crfkit.structures.order2.pair_objective import Objective2
+from tests.helpers import callee_versions, no_literal_versions
 from tests.structures.order2.reference import random_data, random_space
 
 
@@ -26,7 +27,8 @@ def both_kernels(space, data, W, n_dense, factors=False):
     dense_factors(expW, space.u_ptr, space.u_lab, expWd)
     # the scratch passed as Objective2 passes it, so the kernel is compiled for Objective2's
     # argument types only (omitted arguments would make another version)
-    extra = ((expW, expWd) if factors else None, np.full(Wd.shape, np.nan))
+    no_factors = (np.empty(0), np.empty((0, space.n_labels)))
+    extra = ((expW, expWd) if factors else no_factors, np.full(Wd.shape, np.nan))
     lat2 = space.lattice
     got = []
     for lanes in (True, False):
@@ -99,3 +101,35 @@ def test_overflow_in_one_lane_is_reported():
     assert (data.tok_obs == 1).any()
     with pytest.raises(CrfkitError, match="overflow"):
         objective(W, np.empty_like(W))
+
+
+def test_sequences_go_through_the_lanes_in_stable_length_order():
+    """The lanes' order is numpy's stable sort of the lengths (empty sequences first),
+    taken without compiling a general sort."""
+    rng = np.random.default_rng(8)
+    lengths = rng.integers(0, 5, size=200)
+    seq_ptr = np.concatenate(([0], np.cumsum(lengths))).astype(np.int64)
+    for s0, s1 in [(0, 200), (37, 150), (5, 5), (60, 61)]:
+        want = s0 + np.argsort(lengths[s0:s1], kind="stable")
+        assert lanes2.shortest_first(seq_ptr, s0, s1).tolist() == want.tolist()
+
+
+def test_one_compiled_version_of_each_lane_kernel_serves_both_objectives():
+    """With observation bigrams the lanes exponentiate the scores (empty factor tables,
+    not None) through the one-sequence lattice, without them they multiply factors; a
+    group's length is an int64 from the start, not first the literal 1: each lane kernel
+    is compiled once for all of it."""
+    rng = np.random.default_rng(9)
+    for obs_bigrams in (True, False):
+        space = random_space(rng, 3, 5, obs_tri=False, obs_bigrams=obs_bigrams)
+        data = random_data(rng, [3, 5, 1, 4], 5, 3)
+        objective = Objective2(space, data, np.zeros(space.n_weights), rho2=1.0)
+        assert objective.uses_factors is not obs_bigrams
+        W = rng.normal(scale=0.5, size=space.n_weights)
+        assert np.isfinite(objective(W, np.empty_like(W)))
+    assert len(lanes2.loss_block_lanes.signatures) == 1, lanes2.loss_block_lanes.signatures
+    for kernel in (lanes2.load_lane, lanes2.forward_lanes, lanes2.backward_lanes):
+        assert len(callee_versions(kernel)) == 1, (kernel, kernel.signatures)
+    # per_edge false given as a bool: the versions loss_block2 uses, not literal ones
+    for kernel in (order2.work2, order2.exp_lattice, order2.flush_blocks):
+        assert no_literal_versions(kernel), kernel

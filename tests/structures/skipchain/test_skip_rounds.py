@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 
 from crfkit.kernels import loss
+from crfkit.kernels.flavour import read_only, read_only_space
 from crfkit.kernels.gradient import work_buffers
 from crfkit.kernels.lattice import unigram_scores
 from crfkit.structures.skipchain import chain_pass, window
@@ -29,7 +30,8 @@ CASES = [
 
 def _round_setup(lengths, docs, edges, seed):
     """A small problem's scores and shared buffers: the unigram scores of every token, the
-    fixed factors of the tokens without edges (NaN elsewhere) and the chain work tuple."""
+    fixed factors of the tokens without edges (NaN elsewhere) and the chain work tuple; the
+    weights read-only, as training and labelling pass them (the kernels' one version)."""
     L = 4
     space, data, graph, W = make_problem(lengths, docs, edges, L, n_skip=2, seed=seed)
     g = graph.arrays()
@@ -45,15 +47,15 @@ def _round_setup(lengths, docs, edges, seed):
     chain_pass.fixed_exps(psi_doc, N, L, 0, inc_ptr, expu_doc)
     work = work_buffers(max(lengths), L, False, exp_trans)
     scores = (trans, exp_trans, trans_shift, expw)
-    return L, space, data, g, W, scores, psi_doc, expu_doc, work
+    return L, space, data, g, read_only(W), scores, psi_doc, expu_doc, work
 
 
 def _full_pass(W, space, data, s, L, scores, psi_doc, g, msg, work, want):
     """chain_pass then store_beliefs of chain s (the reference); returns (t0, T)."""
     t0 = int(data.seq_ptr[s])
     T = int(data.seq_ptr[s + 1]) - t0
-    chain_pass.chain_pass(W, space.arrays(), data.tok_ptr, data.tok_obs, t0, T, L, False,
-                          *scores, psi_doc, 0, g, msg, work)
+    chain_pass.chain_pass(W, read_only_space(space.arrays()), data.tok_ptr, data.tok_obs, t0,
+                          T, L, False, *scores, psi_doc, 0, g, msg, work)
     chain_pass.store_beliefs(t0, T, L, 0, g[5], work[4], work[5], want)
     return t0, T
 
@@ -69,7 +71,7 @@ def test_round_pass_gives_the_same_beliefs_as_forward_backward(lengths, docs, ed
     msg = rng.normal(0.0, 2.0, (len(g[2]), 2, L))
     want = np.full((N, L), np.nan)
     got = np.full((N, L), np.nan)
-    sp, dt = space.arrays(), data.arrays()
+    sp, dt = read_only_space(space.arrays()), data.arrays()
     for s in range(data.n_seqs):
         t0, T = _full_pass(W, space, data, s, L, scores, psi_doc, g, msg, work, want)
         work[5][:] = np.nan  # nothing of the full pass may leak into the round pass

@@ -13,7 +13,7 @@ from crfkit.space import Dataset
 from crfkit.structures.skipchain.bethe import BeliefPropagation, skip_decode
 from crfkit.structures.skipchain.graph import SkipOptions, graph_from_edges
 from crfkit.structures.skipchain.space import SkipSpace
-from tests.helpers import one_error_line, run, skip_corpus
+from tests.helpers import callee_versions, one_error_line, run, skip_corpus
 
 
 def triangle(seed: int, L: int = 2) -> tuple:
@@ -186,14 +186,20 @@ def test_input_without_document_markers_is_told_and_doc_sep_marks_them(files, tm
     one_error_line(run("label", "-m", chain, "--doc-sep", "^###", data), "--doc-sep")
 
 
-def test_training_and_labelling_share_one_compiled_edge_scores_kernel(tmp_path):
+def test_training_and_labelling_share_one_compiled_version_of_the_bp_kernels(tmp_path):
     """Training's weights are writable, a loaded model's read-only: both reach the edges'
-    scores as read-only views, so a first training and labelling compile them once."""
-    from crfkit.structures.skipchain.belief import edge_scores
+    scores and belief propagation as read-only views (the same data tuple, max-product a
+    bool, not the literal False), so a first training and labelling compile them once."""
+    from crfkit.structures.skipchain.belief import _propagate, edge_scores
+    from crfkit.structures.skipchain.chain_pass import chain_pass
 
     data, pat = skip_corpus(tmp_path, [("Green", "PER", 3), ("Paris", "LOC", 2)])
     model = tmp_path / "skip.model"
     assert run("train", "-q", "-i", "2", "-p", pat, data, model).exit_code == 0
+    trained = {kernel: set(kernel.signatures) for kernel in (_propagate, chain_pass)}
     result = run("label", "-m", model, data, tmp_path / "out")
     assert result.exit_code == 0, result.stderr
     assert len(edge_scores.signatures) == 1, edge_scores.signatures
+    assert len(callee_versions(_propagate)) == 1, _propagate.signatures
+    for kernel, signatures in trained.items():
+        assert set(kernel.signatures) == signatures, kernel  # labelling compiled none
