@@ -27,6 +27,8 @@ are one contiguous (GROUP x Lp) matrix.
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 from numba import njit
 
@@ -119,28 +121,42 @@ def by_length(seq_ptr, s0, s1):
     return order
 
 
+class GroupWork(NamedTuple):
+    """A group's tables for sequences of up to Tmax tokens, labels padded to Lp."""
+
+    expu: np.ndarray     # (Tmax, GROUP, Lp) unigram factors, then the backward factors
+    alpha: np.ndarray    # (Tmax, GROUP, Lp) scaled forward rows
+    beta: np.ndarray     # (Tmax, GROUP, Lp) scaled backward rows
+    scale: np.ndarray    # (Tmax, GROUP) the forward rows' sums
+    prod: np.ndarray     # (GROUP, Lp) a step's product
+    left: np.ndarray     # (Lp, GROUP Tmax) the pair product's operands
+    right: np.ndarray    # (Lp, GROUP Tmax)
+    pair: np.ndarray     # (Lp, Lp) the pair sums
+    factors: np.ndarray  # (2, Lp, Lp) exp_trans padded: the matrix and its transpose
+    lengths: np.ndarray  # (GROUP,) each slot's sequence length
+    logz: np.ndarray     # (GROUP,) each slot's log Z (NaN: a scale underflowed)
+
+
 @njit(**JIT)
 def group_work(Tmax, L, exp_trans):
-    """A group's tables for sequences of up to Tmax tokens (zeros: the padding must be):
-    (expu, alpha, beta (Tmax, GROUP, Lp), scale (Tmax, GROUP), prod (GROUP, Lp),
-    left and right (Lp, GROUP Tmax): the pair product's operands, pair (Lp, Lp),
-    factors (2, Lp, Lp): ``exp_trans`` padded, lengths, logz (GROUP,))."""
+    """A :class:`GroupWork` for sequences of up to Tmax tokens (zeros: the padding must be)."""
     Lp = padded(L)
     factors = np.zeros((2, Lp, Lp))
     for m in range(2):
         for a in range(L):
             for b in range(L):
                 factors[m, a, b] = exp_trans[m, a, b]
-    return (np.zeros((Tmax, GROUP, Lp)), np.zeros((Tmax, GROUP, Lp)),
-            np.zeros((Tmax, GROUP, Lp)), np.ones((Tmax, GROUP)), np.zeros((GROUP, Lp)),
-            np.zeros((Lp, GROUP * Tmax)), np.zeros((Lp, GROUP * Tmax)), np.zeros((Lp, Lp)),
-            factors, np.zeros(GROUP, dtype=np.int64), np.zeros(GROUP))
+    return GroupWork(np.zeros((Tmax, GROUP, Lp)), np.zeros((Tmax, GROUP, Lp)),
+                     np.zeros((Tmax, GROUP, Lp)), np.ones((Tmax, GROUP)), np.zeros((GROUP, Lp)),
+                     np.zeros((Lp, GROUP * Tmax)), np.zeros((Lp, GROUP * Tmax)),
+                     np.zeros((Lp, Lp)), factors, np.zeros(GROUP, dtype=np.int64),
+                     np.zeros(GROUP))
 
 
 @njit(**JIT)
 def load_slot(gw, k, src, T, Tg, L):
     """Slot k's unigram factors = src[:T] (one sequence's, (T, L)), zero for T <= t < Tg."""
-    expu, lengths = gw[0], gw[9]
+    expu, lengths = gw.expu, gw.lengths
     lengths[k] = T
     for t in range(Tg):
         for y in range(L):
@@ -150,7 +166,7 @@ def load_slot(gw, k, src, T, Tg, L):
 @njit(**JIT)
 def unload_slot(gw, k, alpha, beta, L):
     """alpha[:T], beta[:T] (T, L) = slot k's scaled forward and backward rows."""
-    galpha, gbeta, lengths = gw[1], gw[2], gw[9]
+    galpha, gbeta, lengths = gw.alpha, gw.beta, gw.lengths
     for t in range(lengths[k]):
         for y in range(L):
             alpha[t, y] = galpha[t, k, y]
@@ -159,13 +175,13 @@ def unload_slot(gw, k, alpha, beta, L):
 
 @njit(**JIT)
 def group_logz(gw, n, Tg, L):
-    """logz[k] (gw[10]) = log Z of slot k < n's sequence minus the transitions' shifts, NaN
+    """gw.logz[k] = log Z of slot k < n's sequence minus the transitions' shifts, NaN
     if a scale underflows; alpha, beta, scale filled, expu[t] (t >= 1) turned into the
     backward factors U[t] beta[t] / scale[t] (the pair product's right operand)."""
-    lengths, logz = gw[9], gw[10]
+    lengths, logz = gw.lengths, gw.logz
     group_forward(gw, n, Tg, L)
     group_backward(gw, n, Tg, L)
-    scale = gw[3]
+    scale = gw.scale
     for k in range(n):
         if logz[k] == logz[k]:
             for t in range(lengths[k]):
@@ -176,7 +192,8 @@ def group_logz(gw, n, Tg, L):
 def group_forward(gw, n, Tg, L):
     """alpha[t] = prod(alpha[t-1], M) * U[t], scaled to sum 1, for every slot at once;
     a slot whose scale underflows gets logz NaN and zero factors from there on."""
-    expu, alpha, prod, MT, lengths, logz = gw[0], gw[1], gw[4], gw[8][1], gw[9], gw[10]
+    expu, alpha, prod, MT, lengths, logz = (gw.expu, gw.alpha, gw.prod, gw.factors[1],
+                                            gw.lengths, gw.logz)
     Lp = alpha.shape[2]
     for k in range(GROUP):
         logz[k] = 0.0 if k < n else np.nan
@@ -196,7 +213,7 @@ def group_forward(gw, n, Tg, L):
 def rescale_slot(gw, t, k, L, live):
     """scale[t, k] = the sum of slot k's alpha[t], which is divided by it; a sum that
     underflowed or overflowed sets logz[k] NaN and zeroes the slot's rows."""
-    expu, alpha, scale, logz = gw[0], gw[1], gw[3], gw[10]
+    expu, alpha, scale, logz = gw.expu, gw.alpha, gw.scale, gw.logz
     if not live:
         return
     s = 0.0
@@ -219,8 +236,8 @@ def rescale_slot(gw, t, k, L, live):
 def group_backward(gw, n, Tg, L):
     """beta[t] = prod(U[t+1] beta[t+1] / scale[t+1], M transposed) for every slot at once,
     beta[T-1] = 1 for each slot's last token T-1."""
-    expu, beta, scale, prod, M, lengths, logz = gw[0], gw[2], gw[3], gw[4], gw[8][0], \
-        gw[9], gw[10]
+    expu, beta, scale, prod, M, lengths, logz = (gw.expu, gw.beta, gw.scale, gw.prod,
+                                                 gw.factors[0], gw.lengths, gw.logz)
     Lp = beta.shape[2]
     for k in range(n):
         for y in range(L):
@@ -242,8 +259,8 @@ def group_backward(gw, n, Tg, L):
 def group_pair_expectations(G, trans_offset, gw, n, L):
     """G's transition block += sum over the group's tokens of P(y[t-1] = a, y[t] = b):
     pair = (alpha[t-1] rows)^T (backward factor rows) as one product, times M."""
-    expu, alpha, lengths, logz = gw[0], gw[1], gw[9], gw[10]
-    left, right, pair, M = gw[5], gw[6], gw[7], gw[8][0]
+    expu, alpha, lengths, logz = gw.expu, gw.alpha, gw.lengths, gw.logz
+    left, right, pair, M = gw.left, gw.right, gw.pair, gw.factors[0]
     Lp = pair.shape[0]
     m = 0
     for k in range(n):
@@ -299,7 +316,7 @@ def group_gradient(space, data, L, seqs, gw, rows, trans_shift, expW, expWd, Gd,
         unload_slot(gw, k, alpha, beta, L)
         unigram_expectations(G, tok_ptr, tok_obs, None, u_ptr, u_lab, t0, T, L, alpha, beta, Gd)
         out[0] += trans_shift * (T - 1)
-        out[0] += gw[10][k]
+        out[0] += gw.logz[k]
         wrong = posterior_errors(alpha, labels, t0, T)
         out[1] += wrong
         out[2] += 1 if wrong else 0
