@@ -10,6 +10,7 @@ start fast.
 from __future__ import annotations
 
 import sys
+from typing import NoReturn
 
 import click
 
@@ -25,7 +26,7 @@ from crfkit.cli.tune_command import tune_command
 from crfkit.cli.update_command import update_command
 from crfkit.errors import CrfkitError
 
-__all__ = ["ALGORITHM_NAMES", "MODEL_TYPE_NAMES", "cli", "main"]
+__all__ = ["ALGORITHM_NAMES", "MODEL_TYPE_NAMES", "cli", "console", "main"]
 
 
 class _Group(click.Group):
@@ -91,13 +92,26 @@ for command in (train_command, tune_command, label_command, convert_command, dum
 
 
 def main() -> None:
-    """Console entry point."""
+    """Run the command line (sys.argv); ends with SystemExit, as click does."""
     from crfkit.cli.startup import prepare_process
 
     prepare_process()
     cli(prog_name="crfkit")
 
 
+def console() -> NoReturn:
+    """The ``crfkit`` executable: :func:`main`, then the process ends without the
+    interpreter's teardown (:mod:`crfkit.cli.quickexit`)."""
+    from crfkit.cli.quickexit import exit_status, leave
+
+    try:
+        main()
+        status = 0
+    except SystemExit as end:
+        status = exit_status(end.code)
+    leave(status)
+
+
 if __name__ == "__main__":
-    main()
+    console()
 

@@ -1,5 +1,5 @@
 """python -m crfkit.cli"""
 
-from crfkit.cli import main
+from crfkit.cli import console
 
-main()
+console()
