@@ -19,6 +19,7 @@ import argparse
 import filecmp
 import os
 import subprocess
+import sys
 import tempfile
 from pathlib import Path
 
@@ -51,7 +52,10 @@ def main() -> None:
 
     def crfkit(root: Path) -> tuple[list[str], dict[str, str]]:
         name = "base" if root != HERE else "this"
-        return (["crfkit", "label", "-m", a.model, a.input, str(out / f"crfkit-{name}.out")],
+        # the checkout's own command line (`python -m crfkit.cli`: what the installed
+        # `crfkit` runs), whichever checkout the installed entry point comes from
+        return ([sys.executable, "-m", "crfkit.cli", "label", "-m", a.model, a.input,
+                 str(out / f"crfkit-{name}.out")],
                 {**env, "PYTHONPATH": str(root)})
 
     commands = {

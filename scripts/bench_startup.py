@@ -22,6 +22,7 @@ import filecmp
 import os
 import statistics
 import subprocess
+import sys
 import tempfile
 from pathlib import Path
 
@@ -52,7 +53,9 @@ def main() -> None:
 
     def run(name: str) -> tuple[float, float]:
         out = str(work / f"{name}.out")
-        command = ["crfkit", *[arg.replace("{out}", out) for arg in a.arguments or QUICK_START]]
+        # the checkout's own command line (what the installed `crfkit` runs)
+        command = [sys.executable, "-m", "crfkit.cli",
+                   *[arg.replace("{out}", out) for arg in a.arguments or QUICK_START]]
         return timed(command, trees[name], {**env, "PYTHONPATH": str(trees[name]),
                                             "NUMBA_CACHE_DIR": str(work / f"numba-{name}"),
                                             "PYTHONPYCACHEPREFIX": str(work / f"pyc-{name}")})
