@@ -18,6 +18,8 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
+from crfkit.numbahook import after_numba
+
 __version__ = "0.1.0"
 
 _EXPORTS = {
@@ -33,6 +35,15 @@ _EXPORTS = {
 }
 
 __all__ = ["__version__", *_EXPORTS]
+
+
+def _stamp_kernels() -> None:
+    from crfkit.kernels.sourcestamp import install
+
+    install()
+
+
+after_numba(_stamp_kernels)  # before any crfkit kernel is decorated
 
 
 def __getattr__(name: str) -> Any:

@@ -9,7 +9,8 @@ look hung; a warm run prints nothing.
 How it tells, without compiling or loading anything: each kernel's cache
 index (``<function>-<line>.py311.nbi``) maps the compiled versions to their
 data files. Numba accepts an index only if it was written by the same Numba
-version for the current source file (size and mtime); an entry is usable
+version for the current source (for crfkit's kernels, the whole package's:
+:mod:`crfkit.kernels.sourcestamp`); an entry is usable
 only on the same CPU (``magic_tuple``) and for the same bytecode and
 closure values. A kernel counts as cached if such an entry exists, whatever
 its argument types. The index is Numba's private format: if reading it
