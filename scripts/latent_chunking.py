@@ -3,6 +3,7 @@
     python scripts/latent_chunking.py timing [--iterations 5] [--rounds 2]
     python scripts/latent_chunking.py accuracy --latent 2 [--maxiter 300] [-2 RHO2]
     python scripts/latent_chunking.py accuracy --order 2 [--patterns FILE]
+    python scripts/latent_chunking.py full --latent 3 --iterations N [--patterns FILE]
     python scripts/latent_chunking.py states --model latent3.model
 
 ``timing`` trains first order, ``--latent 2`` and ``--latent 3`` on the full training
@@ -12,6 +13,8 @@ iteration (from the progress lines) and its ratio to first order's, beside K^2.
 keeping the weights of the best development F1 (the only choice made, on training data),
 labels test.txt and prints crfkit eval's summary line. ``--latent 1`` gives first order,
 ``--order 2`` second order (no hidden states) on the same split and pattern file.
+``full`` then trains on the whole of train.txt for the iterations ``accuracy`` chose (its
+best development iteration, ``--iterations``), labels test.txt and prints the summary line.
 ``states`` shows how a trained model uses each label's hidden states: the share of the
 label's unigram weight mass (sum of |w|) each state carries. States that stayed near the
 seeded start carry little: a label whose top state carries nearly all has, in effect, one.
@@ -70,24 +73,43 @@ def timing(args: argparse.Namespace, work: Path) -> None:
               f"(K^2 = {K * K}, bar 1.2 K^2 = {1.2 * K * K:.1f})")
 
 
+def _structure(args: argparse.Namespace) -> tuple[str, list[str]]:
+    """The model's short name and its structure's training options."""
+    if args.order > 1:
+        return f"order{args.order}", ["--order", str(args.order)]
+    return f"latent{args.latent}", ["--latent", str(args.latent), "--latent-seed", str(args.seed)]
+
+
+def _test_f1(args: argparse.Namespace, model: Path, out: Path) -> str:
+    """crfkit eval's summary line of ``model`` on test.txt."""
+    decode = ["--latent-decode", args.decode] if args.latent > 1 and args.order == 1 else []
+    crfkit("label", "-m", str(model), *decode, str(DATA / "test.txt"), str(out))
+    return crfkit("eval", str(out)).splitlines()[1]
+
+
 def accuracy(args: argparse.Namespace, work: Path) -> None:
     blocks = (DATA / "train.txt").read_text().strip("\n").split("\n\n")
     cut = len(blocks) * 9 // 10
     train, devel = work / "train90.txt", work / "devel10.txt"
     train.write_text("\n\n".join(blocks[:cut]) + "\n\n")
     devel.write_text("\n\n".join(blocks[cut:]) + "\n\n")
-    name = f"order{args.order}" if args.order > 1 else f"latent{args.latent}"
-    structure = (["--order", str(args.order)] if args.order > 1 else
-                 ["--latent", str(args.latent), "--latent-seed", str(args.seed)])
+    name, structure = _structure(args)
     model = work / f"{name}.model"
     log = crfkit("train", "-p", str(PATTERNS / args.patterns), *structure, "-2", str(args.rho2),
                  "-i", str(args.maxiter), "-d", str(devel), "--keep-best-devel", str(train),
                  str(model), log=work / f"{name}.log")
     print("\n".join(line for line in log.splitlines() if line.startswith("*")))
-    out = work / "test.out"
-    decode = ["--latent-decode", args.decode] if args.latent > 1 and args.order == 1 else []
-    crfkit("label", "-m", str(model), *decode, str(DATA / "test.txt"), str(out))
-    print(crfkit("eval", str(out)).splitlines()[1])
+    print(_test_f1(args, model, work / "test.out"))
+
+
+def full(args: argparse.Namespace, work: Path) -> None:
+    name, structure = _structure(args)
+    model = work / f"{name}-full.model"
+    log = crfkit("train", "-p", str(PATTERNS / args.patterns), *structure, "-2", str(args.rho2),
+                 "-i", str(args.iterations), str(DATA / "train.txt"), str(model),
+                 log=work / f"{name}-full.log")
+    print("\n".join(line for line in log.splitlines() if line.startswith("*")))
+    print(_test_f1(args, model, work / "test-full.out"))
 
 
 def states(args: argparse.Namespace) -> None:
@@ -111,10 +133,11 @@ def states(args: argparse.Namespace) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("what", choices=("timing", "accuracy", "states"))
+    parser.add_argument("what", choices=("timing", "accuracy", "full", "states"))
     parser.add_argument("--model", help="states: a model trained with --latent K")
     parser.add_argument("--patterns", default="chunking.pat")
-    parser.add_argument("--iterations", type=int, default=5)
+    parser.add_argument("--iterations", type=int, default=5,
+                        help="timing: iterations per run; full: the iterations to train")
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--latent", type=int, default=2)
     parser.add_argument("--order", type=int, default=1, choices=(1, 2))
@@ -128,12 +151,13 @@ def main() -> None:
     if args.what == "states":
         states(args)
         return
+    run = {"timing": timing, "accuracy": accuracy, "full": full}[args.what]
     if args.work:
         Path(args.work).mkdir(parents=True, exist_ok=True)
-        (timing if args.what == "timing" else accuracy)(args, Path(args.work))
+        run(args, Path(args.work))
         return
     with tempfile.TemporaryDirectory() as work:
-        (timing if args.what == "timing" else accuracy)(args, Path(work))
+        run(args, Path(work))
 
 
 if __name__ == "__main__":
