@@ -209,3 +209,16 @@ def test_a_structure_leak_is_reported(tmp_path):   # "shows it failing once"
     assert structure_leaks(import_graph(root), root) == [
         "crfkit.label:1 imports crfkit.structures.order2.pair_space (a structure's own module)",
         "crfkit.label:2 branches on a structure"]
+
+
+def test_no_kernel_can_depend_on_a_folder_its_cache_stamp_leaves_out():
+    """crfkit.kernels.sourcestamp leaves crfkit/cli/ out of the kernels' stamp: nothing
+    outside it may import it."""
+    from crfkit.kernels.sourcestamp import LEFT_OUT
+
+    for module, imports in import_graph().items():
+        for folder in (f"crfkit.{name}" for name in LEFT_OUT):
+            if module == folder or module.startswith(folder + "."):
+                continue
+            assert not [m for m, _, _ in imports if m == folder or m.startswith(folder + ".")], \
+                f"{module} imports {folder}"

@@ -6,7 +6,9 @@ other files. After a change to a callee's file alone (a ``git pull`` into an
 editable install, an edit), the caller's cached version, compiled with the old
 callee, would still be loaded: results from code that is no longer there. Here
 every kernel under ``crfkit/`` carries the hash of all of crfkit's Python source
-instead, so any change to it compiles each kernel again, once.
+instead, so any change to it compiles each kernel again, once. The command line
+(``crfkit/cli/``) is left out: no other module imports it, so no kernel's code can
+depend on it, and editing it need not compile every kernel again.
 
 Installed right after Numba's first import (``crfkit/__init__.py``), before a
 crfkit kernel is decorated; functions outside the package keep Numba's own
@@ -23,14 +25,16 @@ from functools import cache
 from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parent.parent
+LEFT_OUT = ("cli",)  # the package's folders no kernel can depend on (module docstring)
 
 
-def tree_stamp(root: Path) -> bytes:
-    """The SHA-256 of every ``*.py`` file under ``root`` (``__pycache__`` left out):
-    relative names and bytes, in name order."""
+def tree_stamp(root: Path, left_out: tuple[str, ...] = ()) -> bytes:
+    """The SHA-256 of every ``*.py`` file under ``root`` (``__pycache__`` and the top
+    folders ``left_out`` left out): relative names and bytes, in name order."""
     names = []
     for folder, subfolders, files in os.walk(root):
-        subfolders[:] = [d for d in subfolders if d != "__pycache__"]
+        skip = {"__pycache__", *(left_out if folder == str(root) else ())}
+        subfolders[:] = [d for d in subfolders if d not in skip]
         names += [os.path.relpath(os.path.join(folder, f), root) for f in files
                   if f.endswith(".py")]
     digest = hashlib.sha256()
@@ -44,7 +48,7 @@ def tree_stamp(root: Path) -> bytes:
 @cache
 def package_stamp() -> bytes:
     """:func:`tree_stamp` of the crfkit package, read once a process."""
-    return tree_stamp(PACKAGE)
+    return tree_stamp(PACKAGE, LEFT_OUT)
 
 
 def install() -> None:

@@ -10,7 +10,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from crfkit.kernels.sourcestamp import PACKAGE, package_stamp, tree_stamp
+from crfkit.kernels.sourcestamp import LEFT_OUT, PACKAGE, package_stamp, tree_stamp
 
 CALLEE = '''
 from numba import njit
@@ -57,7 +57,7 @@ def test_a_kernel_is_cached_where_numba_puts_it_with_the_package_stamp() -> None
     from crfkit.kernels import fusedpath
 
     cache = fusedpath.batch_paths._cache
-    assert cache._cache_file._source_stamp == package_stamp() == tree_stamp(PACKAGE)
+    assert cache._cache_file._source_stamp == package_stamp() == tree_stamp(PACKAGE, LEFT_OUT)
     folder = Path(cache._cache_path)
     given = os.environ.get("NUMBA_CACHE_DIR")
     assert folder == PACKAGE / "kernels" / "__pycache__" if not given \
@@ -79,3 +79,16 @@ def test_the_stamp_follows_every_source_file_and_only_those(tmp_path: Path) -> N
     assert changed != first
     (tmp_path / "sub" / "b.py").rename(tmp_path / "sub" / "c.py")
     assert tree_stamp(tmp_path) not in (first, changed)
+
+
+def test_a_folder_left_out_at_the_top_only(tmp_path: Path) -> None:
+    (tmp_path / "cli").mkdir()
+    (tmp_path / "kernels" / "cli").mkdir(parents=True)
+    (tmp_path / "cli" / "a.py").write_text("x = 1\n")
+    (tmp_path / "kernels" / "cli" / "b.py").write_text("y = 1\n")
+    first = tree_stamp(tmp_path, ("cli",))
+    (tmp_path / "cli" / "a.py").write_text("x = 2\n")
+    assert tree_stamp(tmp_path, ("cli",)) == first
+    assert tree_stamp(tmp_path) != tree_stamp(tmp_path, ("cli",))
+    (tmp_path / "kernels" / "cli" / "b.py").write_text("y = 2\n")
+    assert tree_stamp(tmp_path, ("cli",)) != first
