@@ -78,8 +78,11 @@ def _package_locator(base: type) -> type:
                 return None
             return super().from_function(py_func, py_file)
 
-        def get_source_stamp(self) -> bytes:
-            return package_stamp()
+        def get_source_stamp(self) -> object:
+            try:
+                return package_stamp()
+            except OSError:  # a source file that cannot be read: the file's own stamp
+                return super().get_source_stamp()
 
     PackageLocator.__name__ = PackageLocator.__qualname__ = f"Package{base.__name__}"
     return PackageLocator
