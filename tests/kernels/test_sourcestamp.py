@@ -92,3 +92,18 @@ def test_a_folder_left_out_at_the_top_only(tmp_path: Path) -> None:
     assert tree_stamp(tmp_path) != tree_stamp(tmp_path, ("cli",))
     (tmp_path / "kernels" / "cli" / "b.py").write_text("y = 2\n")
     assert tree_stamp(tmp_path, ("cli",)) != first
+
+
+def test_an_unreadable_source_falls_back_to_the_kernels_own_file_stamp(monkeypatch) -> None:
+    from numba.core import caching
+
+    from crfkit.kernels import fusedpath, sourcestamp
+
+    def unreadable() -> bytes:
+        raise PermissionError("a source file cannot be read")
+
+    monkeypatch.setattr(sourcestamp, "package_stamp", unreadable)
+    kernel = fusedpath.batch_paths
+    locator = type(kernel._cache._impl.locator).from_function(kernel.py_func, fusedpath.__file__)
+    own = caching._SourceFileBackedLocatorMixin.get_source_stamp(locator)
+    assert locator.get_source_stamp() == own != package_stamp()
