@@ -17,15 +17,12 @@ import sys
 
 from crfkit.numbahook import after_numba
 
-_prepared: list[bool] = []
-
 
 def prepare_process() -> None:
-    """Set the command line's Numba habits up for this process (once)."""
+    """Set the command line's Numba habits up for this process (installing the cache
+    loads again changes nothing)."""
     sys.modules.setdefault("scipy.linalg.cython_blas", None)
-    if not _prepared:
-        _prepared.append(True)
-        after_numba(_install_cache_loads)
+    after_numba(_install_cache_loads)
 
 
 def _install_cache_loads() -> None:

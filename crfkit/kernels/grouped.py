@@ -100,25 +100,31 @@ def row_products(A, B, C, nA, nB, K):
 
 
 @njit(**JIT)
-def by_length(seq_ptr, s0, s1):
-    """The non-empty sequences of s0 .. s1-1, shortest first, in order among equals
-    (a counting sort: stable, and deterministic)."""
-    longest = 0
-    for s in range(s0, s1):
-        longest = max(longest, seq_ptr[s + 1] - seq_ptr[s])
+def shortest_first(seq_ptr, s0, s1):
+    """Sequences s0 .. s1-1 shortest first, in order among equals (a counting sort:
+    stable and deterministic, and no general sort to compile)."""
+    longest = longest_sequence(seq_ptr, s0, s1)
     count = np.zeros(longest + 2, dtype=np.int64)
     for s in range(s0, s1):
         count[seq_ptr[s + 1] - seq_ptr[s] + 1] += 1
-    count[1] = 0  # empty sequences are left out
     for n in range(1, longest + 2):
         count[n] += count[n - 1]
-    order = np.empty(count[longest + 1], dtype=np.int64)
+    order = np.empty(s1 - s0, dtype=np.int64)
     for s in range(s0, s1):
         T = seq_ptr[s + 1] - seq_ptr[s]
-        if T:
-            order[count[T]] = s
-            count[T] += 1
+        order[count[T]] = s
+        count[T] += 1
     return order
+
+
+@njit(**JIT)
+def by_length(seq_ptr, s0, s1):
+    """The non-empty sequences of s0 .. s1-1 in :func:`shortest_first`'s order."""
+    order = shortest_first(seq_ptr, s0, s1)
+    n = 0
+    while n < order.size and seq_ptr[order[n] + 1] == seq_ptr[order[n]]:
+        n += 1
+    return order[n:]
 
 
 class GroupWork(NamedTuple):

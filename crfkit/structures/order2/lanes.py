@@ -35,7 +35,7 @@ from numba import njit
 
 from crfkit.config import JIT
 from crfkit.kernels.gradient import posterior_errors
-from crfkit.kernels.grouped import by_length
+from crfkit.kernels.grouped import shortest_first
 from crfkit.kernels.lattice import exp_shifted, longest_sequence, unigram_factors
 from crfkit.structures.order2 import pair_lattice as order2
 
@@ -267,21 +267,6 @@ def lane_buffers(Tmax, L, P, K, factored):
     return (np.empty((Tmax, L, S)), np.empty((TN, P, S)), np.empty((Tmax, R, S)),
             np.empty((Tmax, R, S)), np.empty((Tmax, S)), np.empty(S), np.empty((P, S)),
             np.empty(S), np.empty((Tmax, L, S)), np.zeros(P), np.zeros(K))
-
-
-@njit(**JIT)
-def shortest_first(seq_ptr, s0, s1):
-    """Sequences s0..s1-1 shortest first, in order among equals (a stable sort by
-    length): the empty ones, then :func:`crfkit.kernels.grouped.by_length`'s counting
-    sort of the others, so that no general sort is compiled for it."""
-    order = np.empty(s1 - s0, dtype=np.int64)
-    n = 0
-    for s in range(s0, s1):
-        if seq_ptr[s + 1] == seq_ptr[s]:
-            order[n] = s
-            n += 1
-    order[n:] = by_length(seq_ptr, s0, s1)
-    return order
 
 
 @njit(**JIT)

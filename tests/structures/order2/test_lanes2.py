@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 from crfkit.errors import CrfkitError
+from crfkit.kernels.grouped import shortest_first
 from crfkit.kernels.lattice import dense_factors, dense_rows
 from crfkit.structures.order2 import lanes as lanes2
 from crfkit.structures.order2 import pair_lattice as order2
@@ -111,7 +112,7 @@ def test_sequences_go_through_the_lanes_in_stable_length_order():
     seq_ptr = np.concatenate(([0], np.cumsum(lengths))).astype(np.int64)
     for s0, s1 in [(0, 200), (37, 150), (5, 5), (60, 61)]:
         want = s0 + np.argsort(lengths[s0:s1], kind="stable")
-        assert lanes2.shortest_first(seq_ptr, s0, s1).tolist() == want.tolist()
+        assert shortest_first(seq_ptr, s0, s1).tolist() == want.tolist()
 
 
 def test_one_compiled_version_of_each_lane_kernel_serves_both_objectives():
