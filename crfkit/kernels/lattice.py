@@ -97,8 +97,9 @@ def multiply_row(expu, t, expWd, o):
 
 # The products of unigram_factors stay within exp(+-FACTOR_RANGE), far inside the normal
 # doubles (exp(+-708)): forward-backward's sums and scales keep their headroom. Weights
-# W allow them when max|W| * (the most features a token has per label) stays below it
-# (crfkit.kernels.objective.Objective.factors); else the scores are summed as before.
+# W allow them when max|W| * (the most features a token has per label) stays below it,
+# or failing that the tighter factor_bound (crfkit.kernels.objective.Objective.factors);
+# else the scores are summed as before.
 FACTOR_RANGE = 300.0
 
 
@@ -109,6 +110,26 @@ def max_abs(W, n):
     for k in range(n):
         m = max(m, abs(W[k]))
     return m
+
+
+@njit(**JIT)
+def factor_bound(W, u_ptr, tok_ptr, tok_obs, obs_max):
+    """The largest |log| a product of :func:`unigram_factors` can reach at W: over the
+    tokens, the sum of each feature's largest |W| over its labels (``obs_max``: scratch,
+    one per observation). Tighter than max|W| times the most features a token has:
+    the largest weights rarely fire together."""
+    for o in range(len(u_ptr) - 1):
+        m = 0.0
+        for k in range(u_ptr[o], u_ptr[o + 1]):
+            m = max(m, abs(W[k]))
+        obs_max[o] = m
+    bound = 0.0
+    for t in range(len(tok_ptr) - 1):
+        s = 0.0
+        for j in range(tok_ptr[t], tok_ptr[t + 1]):
+            s += obs_max[tok_obs[j]]
+        bound = max(bound, s)
+    return bound
 
 
 @njit(**JIT)

@@ -29,7 +29,13 @@ from crfkit.kernels.aside import (
     drop_queued,
 )
 from crfkit.kernels.blocks import partition_blocks, run_blocks, thread_count
-from crfkit.kernels.lattice import FACTOR_RANGE, dense_factors, exp_range, max_abs
+from crfkit.kernels.lattice import (
+    FACTOR_RANGE,
+    dense_factors,
+    exp_range,
+    factor_bound,
+    max_abs,
+)
 from crfkit.kernels.runs import fill_sparse_runs, runs_size, standin_runs
 from crfkit.space import Dataset, FeatureSpace
 from crfkit.vectors import dot
@@ -160,7 +166,7 @@ class Objective:
         sum and exponentiate the scores (valued corpora; weights so large that a product
         could leave exp(+-FACTOR_RANGE)). Exponentiated on all threads."""
         s = self.space
-        if not max_abs(w, s.n_u) * self.max_obs < FACTOR_RANGE:  # (inf * 0 is NaN: no)
+        if not self.factors_fit(w):
             return np.empty(0), np.empty((0, s.n_labels))
         if self.factor_tables is None:  # allocated once: no page faults per evaluation
             self.factor_tables = np.empty(s.n_u), np.empty((self.n_dense, s.n_labels))
@@ -169,6 +175,19 @@ class Objective:
         run_blocks(lambda i: exp_range(w, expW, cuts[i], cuts[i + 1]), self.wave)
         dense_factors(expW, s.u_ptr, s.u_lab, expWd)
         return expW, expWd
+
+    def factors_fit(self, w: np.ndarray) -> bool:
+        """Whether every token's product of factors stays within exp(+-FACTOR_RANGE) at
+        ``w``: the quick bound first, the per-token one (:func:`factor_bound`) only when
+        it fails, as at a first line search's long trial step, where summing the scores
+        would cost half an evaluation more. Never for valued corpora."""
+        s, d = self.space, self.data
+        if max_abs(w, s.n_u) * self.max_obs < FACTOR_RANGE:  # (inf * 0 is NaN: no)
+            return True
+        if not np.isfinite(self.max_obs):
+            return False
+        return bool(factor_bound(w, s.u_ptr, d.tok_ptr, d.tok_obs,
+                                 np.empty(s.n_obs)) < FACTOR_RANGE)
 
     def _loss_block(self, w: np.ndarray, shared: tuple, s0: int, s1: int, G: np.ndarray,
                     out: np.ndarray) -> None:

@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 from crfkit.kernels import loss
+from crfkit.kernels.lattice import FACTOR_RANGE, factor_bound
 from crfkit.kernels.objective import Objective
 from crfkit.training.corpus import model_patterns
 from crfkit.training.train import encode_training
@@ -129,6 +130,36 @@ def test_weights_too_large_for_products_are_exponentiated_as_scores():
     assert largest > 710  # a product of exp(w) there would overflow (or vanish)
     assert objective(w, np.empty_like(w)) == pytest.approx(want, rel=1e-10)
     assert len(objective.shared(w)[5]) == 0
+
+
+def test_one_large_feature_keeps_the_factors():
+    """Large weights on one observation fail the quick bound (max|w| times the most
+    features a token has) but not the per-token one (lattice.factor_bound): the scores
+    are still multiplied out of factors, the bound covers every token's scores, and the
+    objective equals brute force."""
+    seqs = random_corpus(4)
+    corpus = encode_training(PATTERNS, seqs)
+    s = corpus.space
+    rng = np.random.default_rng(4)
+    w = rng.normal(size=s.n_weights)
+    with_unigrams = np.diff(s.u_ptr) > 0
+    common = (np.bincount(corpus.data.tok_obs, minlength=s.n_obs) * with_unigrams).argmax()
+    lo, hi = s.u_ptr[common], s.u_ptr[common + 1]
+    w[lo:hi] = 120.0 * rng.choice([-1.0, 1.0], size=hi - lo)
+    objective = Objective(s, corpus.data, corpus.empirical, 0.0)
+    assert 120.0 * objective.max_obs >= FACTOR_RANGE  # the quick bound declines
+    assert len(objective.shared(w)[5]) == s.n_u  # the factors are taken
+    bound = factor_bound(w, s.u_ptr, corpus.data.tok_ptr, corpus.data.tok_obs,
+                         np.empty(s.n_obs))
+    label_id = {name: i for i, name in enumerate(corpus.labels)}
+    want, largest = 0.0, 0.0
+    for seq in seqs:
+        psi, phi = naive.reference_scores(corpus, w, seq)
+        largest = max(largest, np.abs(psi).max())
+        gold = tuple(label_id[row[-1]] for row in seq.rows)
+        want += naive.log_partition(psi, phi) - naive.path_score(psi, phi, gold)
+    assert 100.0 < largest <= bound < FACTOR_RANGE
+    assert objective(w, np.empty_like(w)) == pytest.approx(want, rel=1e-10)
 
 
 def test_the_loss_kernel_run_is_the_version_the_factors_need(monkeypatch):
