@@ -111,6 +111,18 @@ def test_unigram_factors_give_the_exponentiated_scores(seed):
     np.testing.assert_allclose(g1, g2, rtol=1e-10, atol=1e-12)
 
 
+def brute_force_loss(corpus, seqs, w: np.ndarray) -> tuple[float, float]:
+    """The unregularised loss at ``w`` by enumeration, and the largest |unigram score|."""
+    label_id = {name: i for i, name in enumerate(corpus.labels)}
+    want, largest = 0.0, 0.0
+    for seq in seqs:
+        psi, phi = naive.reference_scores(corpus, w, seq)
+        largest = max(largest, np.abs(psi).max())
+        gold = tuple(label_id[row[-1]] for row in seq.rows)
+        want += naive.log_partition(psi, phi) - naive.path_score(psi, phi, gold)
+    return want, largest
+
+
 def test_weights_too_large_for_products_are_exponentiated_as_scores():
     """Weights whose products could leave the normal doubles are not multiplied
     (Objective.factors declines them): the objective still equals brute force where a
@@ -120,13 +132,7 @@ def test_weights_too_large_for_products_are_exponentiated_as_scores():
     w = np.random.default_rng(3).normal(size=corpus.space.n_weights)
     w[:corpus.space.n_u] *= 400.0  # the unigram weights (the factors' exponents)
     objective = Objective(corpus.space, corpus.data, corpus.empirical, 0.0)
-    label_id = {name: i for i, name in enumerate(corpus.labels)}
-    want, largest = 0.0, 0.0
-    for seq in seqs:
-        psi, phi = naive.reference_scores(corpus, w, seq)
-        largest = max(largest, np.abs(psi).max())
-        gold = tuple(label_id[row[-1]] for row in seq.rows)
-        want += naive.log_partition(psi, phi) - naive.path_score(psi, phi, gold)
+    want, largest = brute_force_loss(corpus, seqs, w)
     assert largest > 710  # a product of exp(w) there would overflow (or vanish)
     assert objective(w, np.empty_like(w)) == pytest.approx(want, rel=1e-10)
     assert len(objective.shared(w)[5]) == 0
@@ -151,13 +157,7 @@ def test_one_large_feature_keeps_the_factors():
     assert len(objective.shared(w)[5]) == s.n_u  # the factors are taken
     bound = factor_bound(w, s.u_ptr, corpus.data.tok_ptr, corpus.data.tok_obs,
                          np.empty(s.n_obs))
-    label_id = {name: i for i, name in enumerate(corpus.labels)}
-    want, largest = 0.0, 0.0
-    for seq in seqs:
-        psi, phi = naive.reference_scores(corpus, w, seq)
-        largest = max(largest, np.abs(psi).max())
-        gold = tuple(label_id[row[-1]] for row in seq.rows)
-        want += naive.log_partition(psi, phi) - naive.path_score(psi, phi, gold)
+    want, largest = brute_force_loss(corpus, seqs, w)
     assert 100.0 < largest <= bound < FACTOR_RANGE
     assert objective(w, np.empty_like(w)) == pytest.approx(want, rel=1e-10)
 
