@@ -64,7 +64,11 @@ that step alone. What each row of the table means:
 train wall (s)
     crfkit: wall time of the whole ``crfkit train`` process (start-up, imports,
     reading, feature encoding, optimisation, writing the model), run after a
-    tiny warm-up training that fills the Numba cache. crfsuite: wall time of
+    two-iteration warm-up training on the same file, which fills the Numba cache
+    with every kernel the run takes (a smaller file would not: below
+    ``crfkit.features.small_counts.SMALL_CORPUS_TOKENS`` tokens the corpus is
+    counted with numpy, and below 48 labels forward-backward takes other
+    kernels, so the timed run would compile them). crfsuite: wall time of
     ``Trainer.train()`` alone (crfsuite's own feature set-up from the appended
     attributes, optimisation, writing the model) -- reading the corpus and
     building the attribute strings in Python are NOT included, so the ratio is
@@ -170,7 +174,6 @@ CHILD_FLAG = "--_child"
 MB = 1024 * 1024
 WARM_RUNS = 3
 LABEL_RUNS = 3  # the test file is labelled this many times by each tool; the fastest counts
-WARMUP_SEQUENCES = 50
 
 
 # ---------------------------------------------------------------------------
@@ -605,7 +608,7 @@ def bench_crfkit(args, files: dict, workdir: Path, log) -> dict:
 
     log("crfkit: warm-up training (fills the Numba cache)")
     warm = run_child("crfkit-warmup-train", [*crfkit, "train", *train_opts, "-i", "2", "-q",
-                                             str(files["warmup"]), str(workdir / "warmup.model")],
+                                             str(files["train"]), str(workdir / "warmup.model")],
                      workdir)
     result["warmup_train_wall_s"] = warm.wall_s
 
@@ -1071,7 +1074,7 @@ def relabel(sequences: Iterable[Rows], column: int) -> Iterator[Rows]:
 
 
 def prepare_files(args, workdir: Path) -> dict:
-    """Training file (after --limit and --scale), warm-up and one-sentence files, sizes."""
+    """Training file (after --limit and --scale), one-sentence file, sizes."""
     files: dict = {"test": args.test}
     if args.label_column is not None:
         files["test"] = workdir / "test.txt"
@@ -1084,9 +1087,6 @@ def prepare_files(args, workdir: Path) -> dict:
             base = list(relabel(base, args.label_column))
         files["train"] = workdir / "train.txt"
         write_column_file(files["train"], (rows for _ in range(args.scale) for rows in base))
-    files["warmup"] = workdir / "warmup.txt"
-    write_column_file(files["warmup"], islice(read_column_file(files["train"]),
-                                              WARMUP_SEQUENCES))
     files["one"] = workdir / "one.txt"
     write_column_file(files["one"], islice(read_column_file(files["test"]), 1))
     files["train_sequences"], files["train_tokens"] = corpus_size(files["train"])
