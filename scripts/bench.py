@@ -65,9 +65,9 @@ train wall (s)
     crfkit: wall time of the whole ``crfkit train`` process (start-up, imports,
     reading, feature encoding, optimisation, writing the model), run after a
     two-iteration warm-up training on the same file, which fills the Numba cache
-    with every kernel the run takes (a smaller file would not: below
+    with every kernel the run takes (a part of the file might not: below
     ``crfkit.features.small_counts.SMALL_CORPUS_TOKENS`` tokens the corpus is
-    counted with numpy, and below 48 labels forward-backward takes other
+    counted with numpy, and with fewer labels forward-backward may take other
     kernels, so the timed run would compile them). crfsuite: wall time of
     ``Trainer.train()`` alone (crfsuite's own feature set-up from the appended
     attributes, optimisation, writing the model) -- reading the corpus and

@@ -23,6 +23,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Iterable
 
+from crfkit.features.small_counts import is_small
 from crfkit.progress import Progress
 from crfkit.structures import named
 from crfkit.structures.base import Kernels, Structure
@@ -36,13 +37,16 @@ ATTRIBUTE_COUNTING = 3
 
 
 def announce_compile(progress: Progress, algo: str, model_type: str, devel: bool,
-                     structure: Structure | None = None, *, attributes: bool = False) -> None:
+                     structure: Structure | None = None, *, attributes: bool = False,
+                     n_tokens: int | None = None) -> None:
     """Tell the user, before it happens, that the kernels of this training are compiled
     (``structure``: None for the linear chain; ``attributes``: a training on attribute
-    sequences, :mod:`crfkit.attributes.attribute_model`)."""
+    sequences, :mod:`crfkit.attributes.attribute_model`; ``n_tokens``: the corpus's size
+    when known, see :func:`compile_seconds`)."""
     if progress.quiet:
         return
-    seconds = compile_seconds(algo, model_type, devel, structure, attributes=attributes)
+    seconds = compile_seconds(algo, model_type, devel, structure, attributes=attributes,
+                              n_tokens=n_tokens)
     if seconds:
         progress.message(compile_note(seconds))
 
@@ -73,16 +77,21 @@ def load_factor() -> float:
 
 
 def compile_seconds(algo: str, model_type: str, devel: bool,
-                    structure: Structure | None = None, *, attributes: bool = False) -> int:
-    """Estimated compile time of the kernels this training needs that are not cached (0: none)."""
+                    structure: Structure | None = None, *, attributes: bool = False,
+                    n_tokens: int | None = None) -> int:
+    """Estimated compile time of the kernels this training needs that are not cached (0: none).
+
+    A small corpus is counted with numpy (:mod:`crfkit.features.small_counts`), so the
+    counting kernels may stay uncompiled for good: they alone make a run announce only
+    when its corpus (``n_tokens``, None: not known) is large enough to need them, as
+    the first large corpus after small ones does."""
     groups = _groups(algo, model_type, devel, structure or named("chain"))
     if attributes:  # an attribute corpus is counted by its own kernels, not by intern's
         return _uncached_seconds(_attribute_groups(groups))
     counting, *rest = groups
-    # A small corpus is counted with numpy (crfkit.features.small_counts), so the
-    # counting kernels may stay uncompiled for good: they alone never make a run announce.
     seconds = _uncached_seconds(rest)
-    return seconds + _uncached_seconds([counting]) if seconds else 0
+    counted_by_kernels = n_tokens is not None and not is_small(n_tokens)
+    return seconds + _uncached_seconds([counting]) if seconds or counted_by_kernels else 0
 
 
 def decode_compile_seconds() -> int:

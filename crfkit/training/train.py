@@ -101,7 +101,8 @@ def train(patterns: list[Pattern] | None, sequences: Iterable[Sequence],
     if stand_in is not structure:  # label sets: the plain crf over them, unasked
         structure = stand_in
         patterns = _resolve_patterns(given_patterns, model_type, init, structure, progress)
-    announce_compile(progress, options.algo, model_type, devel is not None, structure)
+    announce_compile(progress, options.algo, model_type, devel is not None, structure,
+                     n_tokens=columns.n_tokens)
     set_thread_count(options.nthread)
     budget = _budget(options, devel=devel is not None)
     corpus = _encode(patterns, read, options, model_type=model_type, init=init,

@@ -65,6 +65,21 @@ def test_uncompiled_counting_kernels_alone_are_not_announced(monkeypatch):
     assert jitcache.compile_seconds("l-bfgs", "crf", False) == 0
 
 
+def test_uncompiled_counting_kernels_are_announced_for_a_large_corpus(monkeypatch):
+    """A corpus too large for numpy's counting compiles the counting kernels: the first
+    large corpus after small ones announces them alone, a small one still does not."""
+    from crfkit.features import intern
+    from crfkit.features.small_counts import SMALL_CORPUS_TOKENS
+
+    counting = {intern.intern_rows, intern.observed_pairs}
+    monkeypatch.setattr(jitcache, "is_cached", lambda dispatcher: dispatcher not in counting)
+    assert jitcache.compile_seconds("l-bfgs", "crf", False, n_tokens=SMALL_CORPUS_TOKENS) == 0
+    assert jitcache.compile_seconds("l-bfgs", "crf", False,
+                                    n_tokens=SMALL_CORPUS_TOKENS + 1) == jitcache.COUNTING
+    monkeypatch.setattr(jitcache, "is_cached", lambda dispatcher: True)
+    assert jitcache.compile_seconds("l-bfgs", "crf", False, n_tokens=10 ** 7) == 0
+
+
 @pytest.mark.parametrize("options", [(), ("-T", "memm"), ("-a", "sgd-l1"), ("-a", "ap"),
                                      ("-d", "devel")])
 def test_train_says_it_compiles_before_a_first_run_only(options, address_sample, tmp_path,
