@@ -48,7 +48,7 @@ TRAIN_GROUPS: OptionGroups = (
                  "mira_c", "shrinking_size", "kappa", "save_state", "restore_state")),
     (SKIP_CHAIN, ("skip_mode", "skip_cap", "bp_maxiter", "bp_tol", "bp_damping",
                   "bp_label_damping", "doc_sep")),
-    (LATENT, ("latent", "latent_seed")),
+    (LATENT, ("latent", "latent_start", "latent_seed")),
     (PERFORMANCE, ("nthread", "max_memory", "sparse")),
     (INPUT_OUTPUT, ("data_format", "sep", "encoding", "report_dir", "log_to_file", "logbase",
                     "quiet")),
@@ -57,7 +57,8 @@ TRAIN_GROUPS: OptionGroups = (
 )
 
 TUNE_GROUPS: OptionGroups = (
-    (MODEL, ("pattern_file", "model_type", "order", "structure", "latent", "latent_seed")),
+    (MODEL, ("pattern_file", "model_type", "order", "structure", "latent",
+            "latent_start", "latent_seed")),
     (SEARCH, ("rho1_list", "rho2_list", "likely_list", "no_warm_start")),
     (DEVEL, ("devel_file", "folds", "seed")),
     (STOPPING, ("maxiter", "stopeps", "path_stopeps", "stopwin")),

@@ -70,7 +70,7 @@ from crfkit.structures import STRUCTURE, declared_train_options
 @click.option("-q", "--quiet", is_flag=True,
               help="No table, progress or summary lines; warnings and errors are still shown.")
 @click_options([STRUCTURE])
-@click_options(declared_train_options(("latent", "latent_seed")))
+@click_options(declared_train_options(("latent", "latent_start", "latent_seed")))
 def tune_command(pattern_file, input_file, model_file, devel_file, folds, seed, rho1_list,
                  rho2_list, model_type, order, maxiter, stopeps, path_stopeps, stopwin, history,
                  cutoff, all_features, all_labels, likely_list, no_warm_start, jobs, nthread,

@@ -243,6 +243,13 @@ class Structure(ABC):
         blocks (an object with ``sweep(W, rho1, rho2, kappa)``); None: not this structure."""
         return None
 
+    def optimise(self, problem: Any, hook: Callable, run: Callable,
+                 progress: Progress | None) -> Any:
+        """Train: ``run(problem, hook)`` (the algorithm's runner on a
+        :class:`~crfkit.training.train_options.Problem`), once; a structure may run it in
+        phases (the latent structure's structured start)."""
+        return run(problem, hook)
+
     def notes(self, objective: object) -> list[str]:
         """Warnings after L-BFGS (a skip chain: BP that did not converge)."""
         return []

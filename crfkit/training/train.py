@@ -260,10 +260,11 @@ def _info(problem: Problem, result: Result, *, devel: bool) -> dict:
 
 def _optimise(problem: Problem, monitor: Monitor, progress: Progress,
               run: Callable[[Problem, IterationHook], Result] | None = None) -> Result:
-    """Run the algorithm, or ``run`` (in two phases around the likely features, if asked)."""
+    """Run the algorithm, or ``run``, as the structure runs it (in two phases around the
+    likely features, if asked)."""
     run = run or ALGORITHMS[problem.options.algo].run
     if problem.options.likely is None:
-        return run(problem, monitor)
+        return problem.structure.optimise(problem, monitor, run, progress)
     from crfkit.training.likely_features import run_with_likely_features
 
     return run_with_likely_features(problem, monitor, run, progress)

@@ -91,8 +91,11 @@ def _train_point(fold: Fold, strength: Strength, start: np.ndarray | None,
         return INTERRUPTED if stop.is_set() else None
 
     began = time.perf_counter()
-    result = ALGORITHMS["l-bfgs"].run(Problem(model_type, corpus, point_options,
-                                              fold.structure), hook)
+    problem = Problem(model_type, corpus, point_options, fold.structure)
+    run = ALGORITHMS["l-bfgs"].run
+    # a cold start as train's (a latent model's structured start); a warm one goes on
+    result = (run(problem, hook) if start is not None
+              else fold.structure.optimise(problem, hook, run, None))
     seconds = time.perf_counter() - began
     heldout = fold.heldout
     weights = Weights(corpus.space, result.x, MODEL_TYPES[model_type].normalisation)

@@ -72,3 +72,40 @@ def perturbation(n_weights: int, seed: int, scale: float = 0.1) -> np.ndarray:
     """The seeded start that breaks the symmetry of a label's states: with equal weights
     they would receive equal gradients forever."""
     return np.random.default_rng(seed).uniform(-scale, scale, n_weights)
+
+
+def successor_states(labels: np.ndarray, seq_ptr: np.ndarray, n_labels: int,
+                     K: int) -> np.ndarray:
+    """Each token's state in the structured start: ``k < K-1`` when the next token's label
+    (or the sequence's end) is its label's ``k+1``-th most frequent successor in the
+    corpus, ``K-1`` otherwise; -1 (free) where the token or its successor has a label set
+    (``labels`` -1). A label's states then start as the contexts it is followed by: for
+    BIO chunk tags, K = 2 separates a chunk's last token from the others (as BIOES tags
+    do), which a random start never finds (its states collapse into one)."""
+    n, L = len(labels), n_labels
+    following = np.full(n, L, dtype=np.int64)  # L: the sequence ends here
+    if n:
+        following[:-1] = labels[1:]
+        lengths = np.diff(seq_ptr)
+        following[seq_ptr[1:][lengths > 0] - 1] = L
+    known = (labels >= 0) & (following >= 0)
+    label, after = labels[known].astype(np.int64), following[known]
+    counts = np.bincount(label * (L + 1) + after, minlength=L * (L + 1)).reshape(L, L + 1)
+    order = np.argsort(-counts, axis=1, kind="stable")  # ties: the lower successor id first
+    rank = np.empty_like(order)
+    rank[np.arange(L)[:, None], order] = np.arange(L + 1)
+    states = np.full(n, -1, dtype=np.int8)
+    states[known] = np.minimum(rank[label, after], K - 1)
+    return states
+
+
+def start_mask(allowed: np.ndarray, labels: np.ndarray, states: np.ndarray,
+               K: int) -> np.ndarray:
+    """The states (n_tokens, L*K) the clamped pass allows during the structured start: the
+    one state :func:`successor_states` gave a token, all states of its allowed labels
+    where it gave none."""
+    mask = state_tokens(allowed, K)
+    fixed = np.flatnonzero(states >= 0)
+    mask[fixed] = False
+    mask[fixed, labels[fixed].astype(np.int64) * K + states[fixed]] = True
+    return mask

@@ -11,6 +11,7 @@ a chain's with ``structure: latent``, ``latent: K`` and each feature's state ind
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
@@ -34,10 +35,12 @@ from crfkit.structures.latent.states import (
     label_marginals,
     label_space,
     perturbation,
+    start_mask,
     state_names,
     state_space,
     state_tokens,
     state_transitions,
+    successor_states,
 )
 
 if TYPE_CHECKING:
@@ -49,6 +52,11 @@ CLAMPED = 5  # compile seconds of the clamped pass
 # gold path (the online ones) or the gold counts of a chain (bcd)
 SUMMING = ("l-bfgs", "sgd-l1", "rprop", "rprop+", "rprop-")
 USE = "use -a l-bfgs (with -1 for L1), -a rprop or -a sgd-l1"
+
+
+def start_of(values: Mapping[str, Any]) -> str:
+    """The run's --latent-start (successors unless given)."""
+    return values.get("latent_start") or "successors"
 
 
 class Latent(Chain):
@@ -165,9 +173,15 @@ class Latent(Chain):
         lines = (corpus.first_lines if corpus.first_lines is not None
                  else [seq.lines[0] for seq in sequences])
         corpus.part = LatentPart(allowed, self.K, lines)
-        if init is None and self.K > 1:
+        if init is not None or self.K == 1:
+            return
+        if start_of(values) == "random":
             corpus.x0 = corpus.x0 + perturbation(len(corpus.x0), int(values.get(
                 "latent_seed") or 0))
+            return
+        labels = corpus.data.labels
+        states = successor_states(labels, corpus.data.seq_ptr, len(corpus.labels), self.K)
+        corpus.part.start = start_mask(allowed, labels, states, self.K)
 
     # -- optimising ----------------------------------------------------------------------------
     def objective(self, corpus: Corpus, rho2: float, normalisation: int, values):
@@ -177,6 +191,35 @@ class Latent(Chain):
             return super().objective(corpus, rho2, normalisation, values)
         return LatentObjective(corpus.space, corpus.data, corpus.part, rho2, corpus.frozen)
 
+    def optimise(self, problem, hook, run, progress):
+        """The structured start (``--latent-start successors``): the algorithm runs first
+        with each token's state clamped to the one its successor gives it (one state path
+        per sequence: the convex training of a chain over the states), then on from there
+        with the states free. -i counts the iterations of both."""
+        from crfkit.optim import INTERRUPTED, Iteration
+
+        part, o = problem.corpus.part, problem.options
+        if getattr(part, "start", None) is None or o.restore_state is not None:
+            return run(problem, hook)  # (a restored run goes on from where it was)
+        starting = replace(problem, corpus=replace(problem.corpus,
+                                                   part=replace(part, starting=True)))
+        first = run(starting, hook)
+        if first.reason == INTERRUPTED or (o.maxiter and first.iterations >= o.maxiter):
+            return first
+        if progress is not None:
+            progress.message(f"* hidden states set free after {first.iterations} iterations "
+                             f"with each token's state set by its successor")
+        offset = first.iterations
+
+        def shifted(info: Iteration) -> str | None:
+            info.it += offset
+            return hook(info)
+
+        rest = replace(o, maxiter=o.maxiter - offset if o.maxiter else 0)
+        second = run(replace(problem, options=rest,
+                             corpus=replace(problem.corpus, x0=first.x)), shifted)
+        return replace(second, iterations=second.iterations + offset)
+
     def epochs(self, kind: str, corpus: Corpus) -> object:
         part = corpus.part
         if part is None:
@@ -185,7 +228,7 @@ class Latent(Chain):
             raise UsageError(f"label sets (? and A|B) and hidden states: {USE}")
         from crfkit.structures.latent.epochs import LatentSgdEpochs
 
-        return LatentSgdEpochs(corpus.space, corpus.data, part.allowed, part.K, part.lines)
+        return LatentSgdEpochs(corpus.space, corpus.data, *part.clamp(), part.lines)
 
     def coordinate_blocks(self, corpus: Corpus) -> object | None:
         """The chain's bcd needs its gold counts: none over states or label sets."""
@@ -194,7 +237,10 @@ class Latent(Chain):
     def recorded(self, values: Mapping[str, Any]) -> dict[str, Any]:
         if self.K == 1:
             return {}  # a plain crf: its model is a chain's
-        return {"latent": self.K, "latent_seed": int(values.get("latent_seed") or 0)}
+        recorded = {"latent": self.K, "latent_start": start_of(values)}
+        if recorded["latent_start"] == "random":
+            recorded["latent_seed"] = int(values.get("latent_seed") or 0)
+        return recorded
 
     # -- decoding ------------------------------------------------------------------------------
     def decode(self, model: Weighted, data: Dataset, request: DecodeRequest) -> Decoded:

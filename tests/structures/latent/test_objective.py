@@ -26,7 +26,8 @@ def latent_corpus(K: int, seed: int = 0):
     structure.K = K
     seqs = random_corpus(seed, n_seqs=4, max_len=3)
     corpus = encode_training(PATTERNS, seqs, structure=structure)
-    structure.attach(corpus, seqs, list(range(len(seqs))), {"latent_seed": 0}, None, None)
+    structure.attach(corpus, seqs, list(range(len(seqs))),
+                     {"latent_start": "random", "latent_seed": 0}, None, None)
     if corpus.part is None:  # K = 1 with full labels trains as the chain: made latent here
         corpus.space = state_space(corpus.space, 1)
         allowed = np.zeros((corpus.data.n_tokens, len(corpus.labels)), dtype=bool)
