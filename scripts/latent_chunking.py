@@ -2,6 +2,7 @@
 
     python scripts/latent_chunking.py timing [--iterations 5] [--rounds 2]
     python scripts/latent_chunking.py accuracy --latent 2 [--maxiter 300] [-2 RHO2]
+        [--start successors|random]
     python scripts/latent_chunking.py accuracy --order 2 [--patterns FILE]
     python scripts/latent_chunking.py full --latent 3 --iterations N [--patterns FILE]
     python scripts/latent_chunking.py states --model latent3.model
@@ -77,7 +78,8 @@ def _structure(args: argparse.Namespace) -> tuple[str, list[str]]:
     """The model's short name and its structure's training options."""
     if args.order > 1:
         return f"order{args.order}", ["--order", str(args.order)]
-    return f"latent{args.latent}", ["--latent", str(args.latent), "--latent-seed", str(args.seed)]
+    return f"latent{args.latent}", ["--latent", str(args.latent), "--latent-start", args.start,
+                                     "--latent-seed", str(args.seed)]
 
 
 def _test_f1(args: argparse.Namespace, model: Path, out: Path) -> str:
@@ -141,6 +143,8 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--latent", type=int, default=2)
     parser.add_argument("--order", type=int, default=1, choices=(1, 2))
+    parser.add_argument("--start", choices=("successors", "random"), default="successors",
+                        help="--latent-start (random: with --seed)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("-2", "--rho2", type=float, default=1.0)
     parser.add_argument("--maxiter", type=int, default=300)
