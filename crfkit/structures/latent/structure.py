@@ -195,7 +195,8 @@ class Latent(Chain):
         """The structured start (``--latent-start successors``): the algorithm runs first
         with each token's state clamped to the one its successor gives it (one state path
         per sequence: the convex training of a chain over the states), then on from there
-        with the states free. -i counts the iterations of both."""
+        with the states free. -i counts the iterations of both; a stop the hook asks for
+        (--devel-patience, -w) ends the training in either."""
         from crfkit.optim import INTERRUPTED, Iteration
 
         part, o = problem.corpus.part, problem.options
@@ -203,8 +204,16 @@ class Latent(Chain):
             return run(problem, hook)  # (a restored run goes on from where it was)
         starting = replace(problem, corpus=replace(problem.corpus,
                                                    part=replace(part, starting=True)))
-        first = run(starting, hook)
-        if first.reason == INTERRUPTED or (o.maxiter and first.iterations >= o.maxiter):
+        asked: list[str] = []  # the hook's own stops (--devel-patience, -w) end the training
+
+        def noting(info: Iteration) -> str | None:
+            reason = hook(info)
+            if reason:
+                asked.append(reason)
+            return reason
+
+        first = run(starting, noting)
+        if first.reason == INTERRUPTED or asked or (o.maxiter and first.iterations >= o.maxiter):
             return first
         if progress is not None:
             progress.message(f"* hidden states set free after {first.iterations} iterations "

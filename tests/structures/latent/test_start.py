@@ -110,7 +110,7 @@ def test_training_starts_by_successors_then_frees_the_states(tmp_path):
     assert random.read_bytes() != models[0].read_bytes()
 
 
-def test_an_iteration_limit_counts_both_phases(tmp_path):
+def test_an_iteration_limit_and_a_devel_stop_count_across_both_phases(tmp_path):
     (tmp_path / "p.pat").write_text(PATTERNS)
     (tmp_path / "t.txt").write_text(CHUNK_TRAIN)
     result = run("train", "--latent", 2, "-i", 3, "-p", tmp_path / "p.pat",
@@ -118,6 +118,11 @@ def test_an_iteration_limit_counts_both_phases(tmp_path):
     assert result.exit_code == 0, result.stderr
     assert "set free" not in result.stderr  # the three iterations were the start's
     assert Model.load(tmp_path / "m").info["iterations"] == 3
+    result = run("train", "--latent", 2, "-d", tmp_path / "t.txt", "--devel-patience", 2,
+                 "-p", tmp_path / "p.pat", tmp_path / "t.txt", tmp_path / "m")
+    assert result.exit_code == 0, result.stderr
+    assert "no development F1 improvement" in result.stderr
+    assert "set free" not in result.stderr  # the patience's stop ends the training
 
 
 def test_tune_and_sgd_take_the_start(tmp_path):
