@@ -205,8 +205,10 @@ class Latent(Chain):
         starting = replace(problem, corpus=replace(problem.corpus,
                                                    part=replace(part, starting=True)))
         asked: list[str] = []  # the hook's own stops (--devel-patience, -w) end the training
+        seconds = [0.0]  # the first phase's, which the second's progress lines go on from
 
         def noting(info: Iteration) -> str | None:
+            seconds[0] = info.seconds
             reason = hook(info)
             if reason:
                 asked.append(reason)
@@ -222,6 +224,7 @@ class Latent(Chain):
 
         def shifted(info: Iteration) -> str | None:
             info.it += offset
+            info.seconds += seconds[0]
             return hook(info)
 
         rest = replace(o, maxiter=o.maxiter - offset if o.maxiter else 0)

@@ -3,6 +3,8 @@ first phase (one clamped state path), then the states set free."""
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 
@@ -96,6 +98,11 @@ def test_training_starts_by_successors_then_frees_the_states(tmp_path):
                      tmp_path / "t.txt", models[-1])
         assert result.exit_code == 0, result.stderr
     assert "hidden states set free after" in result.stderr
+    # the second phase's progress lines go on counting iterations and seconds
+    rows = re.findall(r"^\s*\[\s*(\d+)\].*time=\s*([\d.]+)s", result.stderr, re.M)
+    assert len(rows) == Model.load(models[-1]).info["iterations"] > 0
+    assert [int(i) for i, _ in rows] == list(range(1, len(rows) + 1))
+    assert [float(t) for _, t in rows] == sorted(float(t) for _, t in rows)
     assert models[0].read_bytes() == models[1].read_bytes()  # deterministic: no seed
     model = Model.load(models[0])
     assert model.info["options"]["latent_start"] == "successors"
