@@ -79,9 +79,10 @@ def successor_states(labels: np.ndarray, seq_ptr: np.ndarray, n_labels: int,
     """Each token's state in the structured start: ``k < K-1`` when the next token's label
     (or the sequence's end) is its label's ``k+1``-th most frequent successor in the
     corpus, ``K-1`` otherwise; -1 (free) where the token or its successor has a label set
-    (``labels`` -1). A label's states then start as the contexts it is followed by: for
-    BIO chunk tags, K = 2 separates a chunk's last token from the others (as BIOES tags
-    do), which a random start never finds (its states collapse into one)."""
+    (``labels`` -1). A label's states then start as the contexts it is followed by (with
+    BIO chunk tags and K = 2, B-NP splits into the tokens I-NP follows and one-word
+    chunks, as BIOES tags split B and S), a distinction a random start does not find
+    (its states collapse into one)."""
     n, L = len(labels), n_labels
     following = np.full(n, L, dtype=np.int64)  # L: the sequence ends here
     if n:
