@@ -20,7 +20,8 @@ from dataclasses import replace
 import numpy as np
 
 from crfkit.errors import CrfkitError
-from crfkit.optim import INTERRUPTED, Iteration, IterationHook, Result
+from crfkit.optim import INTERRUPTED, IterationHook, Result
+from crfkit.optim.phases import Phases
 from crfkit.progress import Progress
 from crfkit.space import FeatureSpace
 
@@ -30,8 +31,9 @@ def run_with_likely_features(problem, hook: IterationHook,
     """Train in two phases around :func:`add_likely_features`; ``problem.corpus`` ends
     with the enlarged space (the returned weights are laid out for it)."""
     o = problem.options
-    first = run(replace(problem, options=replace(o, maxiter=o.likely_after)), hook)
-    if first.reason == INTERRUPTED:
+    phases = Phases(hook)
+    first = run(replace(problem, options=replace(o, maxiter=o.likely_after)), phases.first)
+    if first.reason == INTERRUPTED or phases.asked:
         return first
     corpus = problem.corpus
     before = corpus.space.n_weights
@@ -39,17 +41,11 @@ def run_with_likely_features(problem, hook: IterationHook,
     progress.message(f"* likely features after {first.iterations} iterations: {n_u} "
                      f"observation x label and {n_b} observation x label pair features "
                      f"added ({before} -> {corpus.space.n_weights})")
-    if o.maxiter and first.iterations >= o.maxiter:
+    if phases.ends(first, o.maxiter):
         return replace(first, x=corpus.x0)  # no iteration left: the new features stay at 0
-    offset = first.iterations
-
-    def shifted(info: Iteration) -> str | None:
-        info.it += offset
-        return hook(info)
-
-    rest = replace(o, maxiter=o.maxiter - offset if o.maxiter else 0)
-    second = run(replace(problem, options=rest), shifted)
-    return replace(second, iterations=second.iterations + offset)
+    second = run(replace(problem, options=replace(o, maxiter=phases.left(o.maxiter))),
+                 phases.second)
+    return phases.joined(second)
 
 
 def add_likely_features(corpus, x: np.ndarray, threshold: float) -> tuple[int, int]:

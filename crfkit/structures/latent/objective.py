@@ -29,21 +29,13 @@ class LatentPart:
     """What the latent structure adds to a corpus: the labels each token allows
     (n_tokens, L), the states per label and each sequence's first line (error lines);
     ``start``: the states (n_tokens, L*K) the structured start allows
-    (:func:`crfkit.structures.latent.states.start_mask`), clamped instead of the allowed
-    labels' while ``starting``."""
+    (:func:`crfkit.structures.latent.states.start_mask`), which its first run clamps as
+    ``allowed`` with K = 1 (one state a column)."""
 
     allowed: np.ndarray
     K: int
     lines: list[int]
     start: np.ndarray | None = None
-    starting: bool = False
-
-    def clamp(self) -> tuple[np.ndarray, int]:
-        """What the clamped pass reads: a mask and how many states each of its columns
-        stands for (the allowed labels' K states, or the start's single states)."""
-        if self.starting and self.start is not None:
-            return self.start, 1
-        return self.allowed, self.K
 
 
 class LatentObjective:
@@ -55,9 +47,8 @@ class LatentObjective:
                             np.full(data.n_tokens, -1, dtype=np.int32))
         self.free = Objective(space, free_data, np.zeros(space.n_weights), rho2,
                               config.NORM_GLOBAL)
-        self.space, self.data = space, data
-        allowed, self.K = part.clamp()
-        self.allowed = np.ascontiguousarray(allowed, dtype=np.bool_)
+        self.space, self.data, self.K = space, data, part.K
+        self.allowed = np.ascontiguousarray(part.allowed, dtype=np.bool_)
         self.frozen = frozen
         self.lines = part.lines
         self.block_ptr = objective_blocks(data.lengths, space.n_weights)

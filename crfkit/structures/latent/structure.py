@@ -195,42 +195,24 @@ class Latent(Chain):
         """The structured start (``--latent-start successors``): the algorithm runs first
         with each token's state clamped to the one its successor gives it (one state path
         per sequence: the convex training of a chain over the states), then on from there
-        with the states free. -i counts the iterations of both; a stop the hook asks for
-        (--devel-patience, -w) ends the training in either."""
-        from crfkit.optim import INTERRUPTED, Iteration
+        with the states free, the two runs counted as one (:mod:`crfkit.optim.phases`)."""
+        from crfkit.optim.phases import Phases
 
         part, o = problem.corpus.part, problem.options
         if getattr(part, "start", None) is None or o.restore_state is not None:
             return run(problem, hook)  # (a restored run goes on from where it was)
-        starting = replace(problem, corpus=replace(problem.corpus,
-                                                   part=replace(part, starting=True)))
-        asked: list[str] = []  # the hook's own stops (--devel-patience, -w) end the training
-        seconds = [0.0]  # the first phase's, which the second's progress lines go on from
-
-        def noting(info: Iteration) -> str | None:
-            seconds[0] = info.seconds
-            reason = hook(info)
-            if reason:
-                asked.append(reason)
-            return reason
-
-        first = run(starting, noting)
-        if first.reason == INTERRUPTED or asked or (o.maxiter and first.iterations >= o.maxiter):
+        phases = Phases(hook)
+        clamped = replace(part, allowed=part.start, K=1)  # one state a column: the start's
+        first = run(replace(problem, corpus=replace(problem.corpus, part=clamped)),
+                    phases.first)
+        if phases.ends(first, o.maxiter):
             return first
         if progress is not None:
             progress.message(f"* hidden states set free after {first.iterations} iterations "
                              f"with each token's state set by its successor")
-        offset = first.iterations
-
-        def shifted(info: Iteration) -> str | None:
-            info.it += offset
-            info.seconds += seconds[0]
-            return hook(info)
-
-        rest = replace(o, maxiter=o.maxiter - offset if o.maxiter else 0)
-        second = run(replace(problem, options=rest,
-                             corpus=replace(problem.corpus, x0=first.x)), shifted)
-        return replace(second, iterations=second.iterations + offset)
+        second = run(replace(problem, options=replace(o, maxiter=phases.left(o.maxiter)),
+                             corpus=replace(problem.corpus, x0=first.x)), phases.second)
+        return phases.joined(second)
 
     def epochs(self, kind: str, corpus: Corpus) -> object:
         part = corpus.part
@@ -240,7 +222,7 @@ class Latent(Chain):
             raise UsageError(f"label sets (? and A|B) and hidden states: {USE}")
         from crfkit.structures.latent.epochs import LatentSgdEpochs
 
-        return LatentSgdEpochs(corpus.space, corpus.data, *part.clamp(), part.lines)
+        return LatentSgdEpochs(corpus.space, corpus.data, part.allowed, part.K, part.lines)
 
     def coordinate_blocks(self, corpus: Corpus) -> object | None:
         """The chain's bcd needs its gold counts: none over states or label sets."""

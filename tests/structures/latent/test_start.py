@@ -72,7 +72,7 @@ def test_the_starting_objective_is_the_chain_over_the_set_states(K):
     assert not np.any(corpus.x0)  # no random start: the first phase is convex
     states = successor_states(corpus.data.labels, corpus.data.seq_ptr, len(corpus.labels), K)
     assert np.all(states >= 0)
-    starting = LatentPart(corpus.part.allowed, K, corpus.part.lines, corpus.part.start, True)
+    starting = LatentPart(corpus.part.start, 1, corpus.part.lines)  # as the start clamps
     objective = LatentObjective(corpus.space, corpus.data, starting, 0.3)
     w = np.random.default_rng(3).normal(0, 0.5, corpus.space.n_weights)
     g = np.empty_like(w)
