@@ -59,6 +59,8 @@ def fill_sparse_runs(seq_ptr: np.ndarray, tok_ptr: np.ndarray, tok_obs: np.ndarr
     feature_type, label_dtype = runs_types(u_lab)
     feature = np.empty(n_pairs, dtype=feature_type)
     label = np.empty(n_pairs, dtype=label_dtype)
+    if n_pairs == 0:  # every observation dense (a small corpus): nothing to compile
+        return np.zeros(len(seq_ptr), dtype=np.int64), feature, label
     start = np.empty(len(seq_ptr), dtype=np.int64)
     fill_runs(seq_ptr, tok_ptr, tok_obs, u_ptr, u_lab, n_dense, start, feature, label)
     return start, feature, label
@@ -94,17 +96,23 @@ def label_type(u_lab: np.ndarray) -> type:
     return np.int8 if top < 2 ** 7 else np.int16 if top < 2 ** 15 else u_lab.dtype
 
 
-@njit(**JIT)
-def count_pairs(tok_obs, u_ptr, K):
-    """The sparse occurrences' features, or -1 if one of them has none."""
+# count_pairs reads the occurrences this many at a time (its temporaries: ~30 MB).
+COUNT_CHUNK = 1 << 20
+
+
+def count_pairs(tok_obs: np.ndarray, u_ptr: np.ndarray, K: int) -> int:
+    """The sparse occurrences' features, or -1 if one of them has none.
+
+    numpy, not a kernel: a first run would compile it before anything else could start
+    (:mod:`crfkit.kernels.aside`), and it runs once a training."""
     n = 0
-    for j in range(tok_obs.size):
-        o = tok_obs[j]
-        if o >= K:
-            m = u_ptr[o + 1] - u_ptr[o]
-            if m == 0:
-                return -1
-            n += m
+    for lo in range(0, tok_obs.size, COUNT_CHUNK):
+        obs = tok_obs[lo:lo + COUNT_CHUNK]
+        obs = obs[obs >= K]
+        features = u_ptr[obs + 1] - u_ptr[obs]
+        if not features.all():
+            return -1
+        n += int(features.sum())
     return n
 
 
