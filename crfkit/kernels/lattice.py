@@ -174,10 +174,16 @@ def dense_rows(W, u_ptr, u_lab, K, L):
     cover most of the features that fire (91% on CoNLL-2000 for K=4096).
     """
     Wd = np.zeros((K, L))
-    for o in range(K):
+    fill_dense_rows(W, u_ptr, u_lab, Wd)
+    return Wd
+
+
+@njit(**JIT)
+def fill_dense_rows(W, u_ptr, u_lab, Wd):
+    """:func:`dense_rows` into a table of zeros (K, L) given."""
+    for o in range(Wd.shape[0]):
         for k in range(u_ptr[o], u_ptr[o + 1]):
             Wd[o, u_lab[k]] = W[k]
-    return Wd
 
 
 @njit(**JIT)
@@ -256,11 +262,19 @@ def load_transitions(W, trans_offset, has_trans, L, trans, exp_trans):
     exponential shifted by the returned maximum, written into given buffers; with a
     second slice (:func:`transition_buffer`), exp_trans[1] = exp_trans[0] transposed,
     for :func:`shared_forward`."""
+    shift = -np.inf  # the max, as max_of finds it (NaN if any entry is)
     for a in range(L):
         for b in range(L):
-            trans[a, b] = W[trans_offset + a * L + b] if has_trans else 0.0
-    # as one row: the same values, and a first run need not compile the matrix version
-    shift = exp_shifted(trans.reshape(L * L), exp_trans[0].reshape(L * L))
+            v = W[trans_offset + a * L + b] if has_trans else 0.0
+            trans[a, b] = v
+            if shift == shift and (v > shift or v != v):
+                shift = v
+    # exp_shifted's arithmetic, written out: a first run compiles neither it nor a reshape
+    if not np.isfinite(shift):
+        shift = 0.0
+    for a in range(L):
+        for b in range(L):
+            exp_trans[0, a, b] = np.exp(trans[a, b] - shift)
     if exp_trans.shape[0] > 1:
         for a in range(L):
             for b in range(L):

@@ -34,31 +34,35 @@ from crfkit.kernels.gradient import (
 from crfkit.kernels.grouped import grouped_block
 from crfkit.kernels.lattice import (
     argmax,
-    dense_rows,
     exp_bigram_weights,
+    fill_dense_rows,
     flush_dense,
     load_transitions,
     longest_sequence,
     max_of,
     occurrence_value,
-    transition_buffer,
 )
 from crfkit.kernels.runs import NO_RUNS, run_expectations, run_gradient
 
 
 # --- CRF -------------------------------------------------------------------------------------
-@njit(**JIT)
-def shared_scores(W, u_ptr, u_lab, n_u, n_b, trans_offset, has_trans, L, n_dense):
+def shared_scores(W: np.ndarray, u_ptr: np.ndarray, u_lab: np.ndarray, n_u: int, n_b: int,
+                  trans_offset: int, has_trans: bool, L: int, n_dense: int) -> tuple:
     """What every block of an evaluation at W reads: the transition block, its exponential
     (``exp_trans[0]``, shifted by the returned max), the exponentiated bigram weights and
     the dense rows of the ``n_dense`` most frequent observations
-    (:func:`crfkit.kernels.lattice.dense_rows`)."""
+    (:func:`crfkit.kernels.lattice.dense_rows`).
+
+    Allocated here, filled by kernels: an allocation inside a kernel compiles numpy's
+    ``empty``/``zeros`` for each shape, a first run's time before training starts."""
     trans = np.empty((L, L))
-    exp_trans = transition_buffer(L)
+    exp_trans = np.empty((2, L, L))  # (lattice.transition_buffer)
     trans_shift = load_transitions(W, trans_offset, has_trans, L, trans, exp_trans)
     expw = np.empty(n_b)
     exp_bigram_weights(W, n_u, n_b, expw)
-    return trans, exp_trans, trans_shift, expw, dense_rows(W, u_ptr, u_lab, n_dense, L)
+    Wd = np.zeros((n_dense, L))
+    fill_dense_rows(W, u_ptr, u_lab, Wd)
+    return trans, exp_trans, trans_shift, expw, Wd
 
 
 def _crf_loss_kernel(per_token: bool, factored: bool, runs_read: bool, grouped: bool):

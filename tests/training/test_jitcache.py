@@ -111,7 +111,7 @@ def test_second_order_training_checks_the_order2_kernels(monkeypatch):
     monkeypatch.setattr(jitcache, "is_cached", cached)
     order2 = named("order2")
     assert jitcache.compile_seconds("l-bfgs", "crf", False, order2) == 0  # order2 will do
-    assert "loss_block_lanes" in checked and "shared_scores" not in checked  # not first order
+    assert "loss_block_lanes" in checked and "load_transitions" not in checked  # not first order
     monkeypatch.setattr(jitcache, "is_cached", lambda dispatcher: False)
     lattice = next(seconds for seconds, _ in order2.kernels("l-bfgs", "crf", False))
     assert jitcache.compile_seconds("l-bfgs", "crf", True, order2) == \

@@ -141,7 +141,7 @@ def _crf() -> list[tuple[object, ...]]:
 
     # the training kernel has a version per kind of corpus (loss.crf_loss_block); a corpus
     # needs one
-    return [tuple(loss.CRF_LOSS_KERNELS.values()), (loss.shared_scores,),
+    return [tuple(loss.CRF_LOSS_KERNELS.values()), (lattice.load_transitions,),
             (lattice.max_abs,), (loss.add_blocks,)]
 
 
