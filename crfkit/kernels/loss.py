@@ -29,7 +29,6 @@ from crfkit.kernels.gradient import (
     factored_gradient,
     posterior_errors,
     unigram_expectations,
-    work_buffers,
 )
 from crfkit.kernels.grouped import grouped_block
 from crfkit.kernels.lattice import (
@@ -38,7 +37,6 @@ from crfkit.kernels.lattice import (
     fill_dense_rows,
     flush_dense,
     load_transitions,
-    longest_sequence,
     max_of,
     occurrence_value,
 )
@@ -84,7 +82,7 @@ def _crf_loss_kernel(per_token: bool, factored: bool, runs_read: bool, grouped: 
 
     @njit(**JIT)
     def kernel(W, space, data, L, s0, s1, trans, exp_trans, trans_shift, expw, Wd, expW, expWd,
-               Gd, G, out, tok_val, runs):
+               Gd, G, out, tok_val, runs, buffers):
         seq_ptr, tok_ptr, tok_obs, labels = data
         Gd[:] = 0.0
         G[:] = 0.0
@@ -92,7 +90,8 @@ def _crf_loss_kernel(per_token: bool, factored: bool, runs_read: bool, grouped: 
             grouped_block(space, data, L, s0, s1, exp_trans, trans_shift, expW, expWd, Gd, G, out)
             flush_dense(G, Gd, space.u_ptr, space.u_lab)
             return
-        work = work_buffers(longest_sequence(seq_ptr, s0, s1), L, per_token, exp_trans)
+        b = buffers
+        work = (b[0], b[1], b[2], b[3] if per_token else exp_trans, b[4], b[5], b[6], b[7], b[8])
         alpha = work[4]
         logz_sum = 0.0
         tok_err = 0
@@ -124,6 +123,18 @@ def _crf_loss_kernel(per_token: bool, factored: bool, runs_read: bool, grouped: 
         out[2] = seq_err
 
     return kernel
+
+
+def block_buffers(longest: int, L: int, per_token: bool) -> tuple:
+    """The loss kernel's work buffers for sequences of up to ``longest`` tokens
+    (:func:`crfkit.kernels.gradient.work_buffers`; without observation bigrams the kernel
+    puts the shared transitions in the fourth's place). Allocated by the caller, once a
+    thread: allocating in the kernel compiles numpy's ``empty`` for each shape, in a first
+    run's wait for the kernel."""
+    TP = longest if per_token else 1
+    return (np.empty((longest, L)), np.empty((TP, L, L)), np.empty((longest, L)),
+            np.empty((TP if per_token else 0, L, L)), np.empty((longest, L)),
+            np.empty((longest, L)), np.empty(longest), np.empty((L, L)), np.empty(L))
 
 
 # (per_token, factored, runs_read, grouped) -> kernel
@@ -174,7 +185,8 @@ def crf_loss_block(W: np.ndarray, space: tuple, data: tuple, per_token: bool, L:
                    s1: int, trans: np.ndarray, exp_trans: np.ndarray, trans_shift: float,
                    expw: np.ndarray, Wd: np.ndarray, expW: np.ndarray, expWd: np.ndarray,
                    Gd: np.ndarray, G: np.ndarray, out: np.ndarray,
-                   tok_val: np.ndarray | None = None, runs: tuple | None = None) -> None:
+                   tok_val: np.ndarray | None = None, runs: tuple | None = None,
+                   buffers: tuple = ()) -> None:
     """Sequences s0..s1-1: the sum of their log Z into out[0], expected counts into G.
 
     out[1] / out[2] count token / sequence errors of posterior decoding
@@ -188,11 +200,15 @@ def crf_loss_block(W: np.ndarray, space: tuple, data: tuple, per_token: bool, L:
     ``per_token``: the model has observation bigrams (``phi`` differs per token).
     ``tok_val``: the data's occurrence values (None: all 1). ``runs``: the data's
     :func:`crfkit.kernels.runs.sparse_runs` for ``Gd``'s dense rows (None: none).
+    ``buffers``: :func:`block_buffers` for the block's longest sequence or a longer one
+    (empty: allocated here).
     """
     factored = tok_val is None and len(expW) > 0  # (gradient.factors_given)
     kernel, runs = crf_loss_kernel(per_token, factored, runs, L)
+    if not buffers:
+        buffers = block_buffers(int(np.diff(data[0][s0:s1 + 1]).max(initial=0)), L, per_token)
     kernel(W, space, data, L, s0, s1, trans, exp_trans, trans_shift, expw, Wd, expW, expWd, Gd, G,
-           out, tok_val, runs)
+           out, tok_val, runs, buffers)
 
 
 # --- MEMM and MaxEnt: a softmax per token ---------------------------------------------------

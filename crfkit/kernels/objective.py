@@ -93,6 +93,8 @@ class Objective:
         # each thread's share of the weights to exponentiate
         self.factor_cuts = np.linspace(0, space.n_u, self.wave + 1).astype(np.int64)
         self.dense_scratch: dict[int, np.ndarray] = {}  # per thread (dense_expectations)
+        self.longest = int(np.diff(data.seq_ptr).max(initial=0))  # tokens
+        self.work_scratch: dict[int, tuple] = {}  # per thread (work_buffers)
 
     def shared(self, w: np.ndarray) -> tuple:
         """What every block reads at ``w`` (computed once per evaluation)."""
@@ -152,7 +154,8 @@ class Objective:
                            (dot, (w, self.empirical))])
         aside = compile_aside(kernel, (w, self.space_arrays, self.data_arrays, s.n_labels, 0, 0,
                                        *standin_shared(s.n_labels), self.dense_expectations(),
-                                       self.G_blocks[0], self.out[0], self.data.tok_val, read))
+                                       self.G_blocks[0], self.out[0], self.data.tok_val, read,
+                                       self.work_buffers()))
         if aside is not None:
             compile_now(loss.last_callees(self.space_arrays, self.data_arrays, s.n_labels,
                                           self.dense_expectations(), self.G_blocks[0],
@@ -196,7 +199,7 @@ class Objective:
         if self.normalisation == config.NORM_GLOBAL:
             loss.crf_loss_block(w, self.space_arrays, self.data_arrays, s.n_b > 0, s.n_labels,
                                 s0, s1, *shared, self.dense_expectations(), G, out,
-                                self.data.tok_val, self.runs)
+                                self.data.tok_val, self.runs, self.work_buffers())
         else:
             loss.local_loss_block(w, self.space_arrays, self.data_arrays,
                                   self.normalisation == config.NORM_MEMM, s.n_labels, s0, s1,
@@ -210,6 +213,15 @@ class Objective:
         if thread not in self.dense_scratch:
             self.dense_scratch[thread] = np.empty((self.n_dense, self.space.n_labels))
         return self.dense_scratch[thread]
+
+    def work_buffers(self) -> tuple:
+        """The calling thread's work buffers of the CRF loss kernel
+        (:func:`crfkit.kernels.loss.block_buffers`), sized for the longest sequence."""
+        thread = threading.get_ident()
+        if thread not in self.work_scratch:
+            self.work_scratch[thread] = loss.block_buffers(self.longest, self.space.n_labels,
+                                                           self.space.n_b > 0)
+        return self.work_scratch[thread]
 
     def fill_blocks(self, w: np.ndarray, shared: tuple, first: int, last: int,
                     G: np.ndarray) -> None:

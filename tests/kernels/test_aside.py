@@ -148,7 +148,7 @@ def test_the_last_callees_have_the_types_the_loss_kernel_calls_them_with():
     uncached = njit(**{**config.JIT, "cache": False})(kernel.py_func)
     Gd, G = objective.dense_expectations(), objective.G_blocks[0]
     uncached(w, objective.space_arrays, objective.data_arrays, corpus.space.n_labels, 0, 1,
-             *objective.shared(w), Gd, G, objective.out[0], None, runs)
+             *objective.shared(w), Gd, G, objective.out[0], None, runs, objective.work_buffers())
     callees = loss.last_callees(objective.space_arrays, objective.data_arrays,
                                 corpus.space.n_labels, Gd, G, None, runs)
     assert callees
