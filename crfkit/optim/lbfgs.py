@@ -149,7 +149,8 @@ def kernels_ahead(l1: float) -> list[tuple[Callable, tuple]]:
     v = np.empty(1)
     pairs = _History(1, 1)
     calls: list[tuple[Callable, tuple]] = [
-        (_two_loop, (v, pairs.S, pairs.Y, pairs.rows, pairs.rho, pairs.stored, pairs.newest, v)),
+        (_two_loop, (v, pairs.S, pairs.Y, pairs.rows, pairs.rho, pairs.stored, pairs.newest, v,
+                     pairs.alphas)),
         (_trial_point, (v, v, 1.0, v, l1 > 0, v)), (dot, (v, v))]
     if l1 > 0:
         calls += [(_pseudo_gradient, (v, v, l1, v)), (_project_direction, (v, v, v, True)),
@@ -297,6 +298,7 @@ class _History:
         self.S = np.empty((size + 1, n))
         self.Y = np.empty((size + 1, n))
         self.rho = np.zeros(size)
+        self.alphas = np.empty(size)  # the two-loop recursion's scratch
         self.rows = np.arange(size)  # slot -> its row of S and Y
         self.spare = size  # the row of x in S, of g in Y
         self.stored = 0
@@ -352,13 +354,14 @@ class _History:
 
     def direction(self, pg: np.ndarray, d: np.ndarray) -> None:
         """d = -H pg, H the inverse-Hessian approximation of the stored pairs."""
-        _two_loop(pg, self.S, self.Y, self.rows, self.rho, self.stored, self.newest, d)
+        _two_loop(pg, self.S, self.Y, self.rows, self.rho, self.stored, self.newest, d,
+                  self.alphas)
 
 
 @njit(**JIT)
-def _two_loop(g, S, Y, rows, rho, stored, newest, d):
+def _two_loop(g, S, Y, rows, rho, stored, newest, d, alphas):
     """d = -H g with the stored pairs (slot j in row ``rows[j]`` of S and Y), newest
-    first (Nocedal & Wright, alg. 7.4).
+    first (Nocedal & Wright, alg. 7.4); ``alphas``: scratch, one per pair.
 
     Compiled, with the vector updates done in place: in numpy each update made
     a temporary of the size of the weights (20 ms an iteration on CoNLL-2000).
@@ -369,7 +372,6 @@ def _two_loop(g, S, Y, rows, rho, stored, newest, d):
         d[k] = -g[k]
     if stored == 0:
         return
-    alphas = np.empty(stored)
     for i in range(stored):
         j = (newest - i) % history
         r = rows[j]
