@@ -258,13 +258,11 @@ def return_large_frees_to_the_os() -> None:
     heap and stay in the process's footprint. A no-op elsewhere.
     """
     import ctypes
-    import ctypes.util
 
-    name = ctypes.util.find_library("c")
-    if not name:
-        return
     try:
-        libc = ctypes.CDLL(name)
+        # the process's own symbols, libc's among them: ctypes.util.find_library would run
+        # /sbin/ldconfig in a subprocess at every training's start
+        libc = ctypes.CDLL(None)
         libc.mallopt(-3, 128 * 1024)  # M_MMAP_THRESHOLD (fixing it stops the adjustment)
-    except (OSError, AttributeError):
+    except (OSError, AttributeError, TypeError):
         pass
