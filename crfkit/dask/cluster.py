@@ -167,7 +167,9 @@ class Watch:
         while True:
             try:
                 return self.client.scatter(data, hash=False)
-            except OSError as err:  # distributed's CommClosedError is one
+            # OSError: distributed's CommClosedError, or no worker to choose; KeyError: the
+            # worker the scheduler chose left before the data was recorded on it
+            except (OSError, KeyError) as err:
                 n_workers(self.client)  # a lost scheduler ends it at once
                 if time.monotonic() > deadline:
                     if not n_workers(self.client):  # the same end as gather's, same words

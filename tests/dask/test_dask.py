@@ -332,15 +332,18 @@ def test_a_bag_trains_and_labels_as_one_process(client, address_sample, address_
     assert labels.compute() == label_sequences(address_model, test)
 
 
+@pytest.mark.parametrize("refusal", [OSError("No valid workers found"),
+                                     KeyError("inproc://192.0.2.2/13356/4")])
 @pytest.mark.parametrize("workers", [0, 1])
-def test_a_refused_scatter_says_whether_any_worker_is_left(workers):
-    """The scheduler refuses data when its last worker has just left: the stop reason then
-    reads as gather's (the retiring-worker test above met this race in CI)."""
+def test_a_refused_scatter_says_whether_any_worker_is_left(workers, refusal):
+    """The scheduler refuses data when its last worker has just left (no worker to choose,
+    or the chosen one gone before the data was recorded on it: a KeyError): the stop
+    reason then reads as gather's (the retiring-worker test above met both races in CI)."""
     from crfkit.dask.cluster import NoWorkers, Watch
 
     class Refusing:
         def scatter(self, data, hash=False):
-            raise OSError("No valid workers found")
+            raise refusal
 
         def scheduler_info(self, n_workers=-1):
             return {"workers": {f"w{i}": {} for i in range(workers)}}
