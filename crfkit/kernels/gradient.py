@@ -43,7 +43,9 @@ from crfkit.kernels.scaled import scaled_logz, shared_logz
 
 @njit(**JIT)
 def work_buffers(Tmax, L, per_token, exp_trans):
-    """The ``work`` tuple of a block whose longest sequence has Tmax tokens."""
+    """The ``work`` tuple of a block whose longest sequence has Tmax tokens (the L-BFGS
+    loss kernel takes the same shapes from the caller: :func:`crfkit.kernels.loss.block_buffers`,
+    to be changed with this)."""
     TP = Tmax if per_token else 1
     expb = np.empty((TP, L, L)) if per_token else exp_trans
     return (np.empty((Tmax, L)), np.empty((TP, L, L)), np.empty((Tmax, L)), expb,

@@ -185,8 +185,7 @@ def crf_loss_block(W: np.ndarray, space: tuple, data: tuple, per_token: bool, L:
                    s1: int, trans: np.ndarray, exp_trans: np.ndarray, trans_shift: float,
                    expw: np.ndarray, Wd: np.ndarray, expW: np.ndarray, expWd: np.ndarray,
                    Gd: np.ndarray, G: np.ndarray, out: np.ndarray,
-                   tok_val: np.ndarray | None = None, runs: tuple | None = None,
-                   buffers: tuple = ()) -> None:
+                   tok_val: np.ndarray | None, runs: tuple | None, buffers: tuple) -> None:
     """Sequences s0..s1-1: the sum of their log Z into out[0], expected counts into G.
 
     out[1] / out[2] count token / sequence errors of posterior decoding
@@ -200,13 +199,10 @@ def crf_loss_block(W: np.ndarray, space: tuple, data: tuple, per_token: bool, L:
     ``per_token``: the model has observation bigrams (``phi`` differs per token).
     ``tok_val``: the data's occurrence values (None: all 1). ``runs``: the data's
     :func:`crfkit.kernels.runs.sparse_runs` for ``Gd``'s dense rows (None: none).
-    ``buffers``: :func:`block_buffers` for the block's longest sequence or a longer one
-    (empty: allocated here).
+    ``buffers``: :func:`block_buffers` for the block's longest sequence or a longer one.
     """
     factored = tok_val is None and len(expW) > 0  # (gradient.factors_given)
     kernel, runs = crf_loss_kernel(per_token, factored, runs, L)
-    if not buffers:
-        buffers = block_buffers(int(np.diff(data[0][s0:s1 + 1]).max(initial=0)), L, per_token)
     kernel(W, space, data, L, s0, s1, trans, exp_trans, trans_shift, expw, Wd, expW, expWd, Gd, G,
            out, tok_val, runs, buffers)
 
