@@ -7,7 +7,8 @@ L-BFGS: the two-loop recursion keeps ``history`` pairs ``s = x' - x``,
 without ever forming a matrix. The first step is scaled by ``1/|g|``;
 afterwards the unit step is tried first, which L-BFGS accepts almost always;
 when it is refused, the next trial is the minimiser of the cubic that fits F
-and its slope at both ends of the step (:func:`_cubic_step`; OWL-QN, whose
+and its slope at both ends of the step (:func:`_cubic_step`), kept below the
+longest step a convex F could accept (:func:`_backtrack_step`; OWL-QN, whose
 trial points are projected, halves the step instead).
 
 With ``l1 > 0`` it becomes OWL-QN (Andrew & Gao, 2007), because ``|x|_1`` has
@@ -253,8 +254,32 @@ def _line_search(fun: Function, x: np.ndarray, f: float, d: np.ndarray, step: fl
         if stalled >= MAX_STALLED:
             return None
         previous = f_new
-        step = step * 0.5 if l1 > 0 else _cubic_step(step, f, gd, f_new, dot(g_new, d))
+        step = step * 0.5 if l1 > 0 else _backtrack_step(step, f, gd, f_new, dot(g_new, d))
     return None
+
+
+def _backtrack_step(a: float, f0: float, g0: float, fa: float, ga: float) -> float:
+    """The next trial after step ``a`` was refused: the cubic's minimiser
+    (:func:`_cubic_step`), unless it lies past ``a - (fa - f0 - ARMIJO a g0)/(ga - ARMIJO g0)``,
+    where the tangent at ``a`` meets the Armijo line. F is convex on a CRF's line, and a
+    convex F lies above that tangent: no step past the point can be accepted. The trial
+    is then where the tangents at 0 and at ``a`` meet, the minimiser of the convex lower
+    model they make.
+
+    The case is a long quasi-Newton step into the region where the log-likelihood is
+    nearly linear (Brown's second iteration, 92 labels): F's slope there barely changes,
+    so the cubic puts its minimiser too far and the next trial is refused too, where the
+    tangents' meeting point lands near the minimum. Kept above a hundredth of ``a``, for
+    a non-convex F (hidden states, skip chains) whose tangent bounds nothing.
+    """
+    t = _cubic_step(a, f0, g0, fa, ga)
+    if not (ga > 0.0 and fa > f0 and math.isfinite(fa) and math.isfinite(ga)):
+        return t
+    bound = (fa - ga * a - f0) / (ARMIJO * g0 - ga)
+    if not t > bound:
+        return t
+    meet = (fa - ga * a - f0) / (g0 - ga)
+    return max(meet, 0.01 * a) if meet > 0.0 else t
 
 
 def _cubic_step(a: float, f0: float, g0: float, fa: float, ga: float) -> float:

@@ -11,6 +11,8 @@
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pytest
 
@@ -101,6 +103,50 @@ def test_cubic_step_halves_where_its_arithmetic_overflows(a, f0, g0, fa, ga):
     """Extreme values give half the step, never NaN (a NaN step would make every later
     trial NaN) and never a warning (the suite turns warnings into errors)."""
     assert lbfgs._cubic_step(a, f0, g0, fa, ga) == 0.5 * a
+
+
+def _kinked(t):
+    """A convex F along a line whose slope saturates at +-40 away from its minimum at
+    0.05, as a log-likelihood's does along a long step: log(e^-40t + e^40(t-0.1))."""
+    down, up = math.exp(-40.0 * t), math.exp(40.0 * (t - 0.1))
+    return math.log(down + up), 40.0 * (up - down) / (down + up)
+
+
+def test_backtrack_step_goes_where_the_tangents_meet_when_the_cubic_overshoots():
+    """After a refused unit step into the linear region the cubic's trial (0.149) lies
+    where the tangent at the step is above the Armijo line: refused again, as a convex F
+    must be. The next trial is where the tangents at 0 and 1 meet, next to the minimum,
+    and F accepts it."""
+    (f0, g0), (fa, ga) = _kinked(0.0), _kinked(1.0)
+    cubic = lbfgs._cubic_step(1.0, f0, g0, fa, ga)
+    step = lbfgs._backtrack_step(1.0, f0, g0, fa, ga)
+    assert _kinked(cubic)[0] > f0 + lbfgs.ARMIJO * cubic * g0
+    assert step == pytest.approx((fa - ga - f0) / (g0 - ga))
+    assert step < cubic and abs(step - 0.05) < 0.005
+    assert _kinked(step)[0] <= f0 + lbfgs.ARMIJO * step * g0
+
+
+@pytest.mark.parametrize("fa,ga", [
+    (2.0, 3.0),            # a quadratic: its minimiser is below the bound
+    (100.0, 1000.0),       # half the step, below the bound
+    (2.0, -1.0),           # a refused step still descending: no tangent bound
+    (1.0 / 3.0, -1.0),
+    (np.inf, 1.0), (1.0, np.nan),
+])
+def test_backtrack_step_is_the_cubics_wherever_the_cubic_is_below_the_bound(fa, ga):
+    """The bound only moves trials a convex F could not accept: elsewhere the trial is
+    the cubic's, so runs that never overshoot keep their bits."""
+    assert lbfgs._backtrack_step(1.0, 1.0, -1.0, fa, ga) == lbfgs._cubic_step(1.0, 1.0, -1.0,
+                                                                              fa, ga)
+
+
+def test_backtrack_step_keeps_a_hundredth_where_the_tangents_meet_near_zero():
+    """A non-convex F can rise almost at once: the tangents then meet close to 0, and the
+    trial stays at a hundredth of the step; tangents that meet at or below 0 (no convex
+    F passes there) leave the cubic's trial."""
+    assert lbfgs._backtrack_step(1.0, 1.0, -1.0, 1000.0, 1000.4) == pytest.approx(0.01)
+    assert lbfgs._backtrack_step(1.0, 1.0, -1.0, 1000.0, 999.0) == lbfgs._cubic_step(
+        1.0, 1.0, -1.0, 1000.0, 999.0)
 
 
 def test_line_search_gives_up_early_where_the_objective_jumps():
