@@ -29,6 +29,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from crfkit.config import dense_observations
 from crfkit.kernels.bestpath import transition_block
 from crfkit.kernels.decoded import Decoded, Weighted
 from crfkit.kernels.flavour import read_only
@@ -56,16 +57,25 @@ def fused_best_paths(model: Weighted, data: Dataset, *, token_ok: np.ndarray | N
     paths = np.zeros(data.n_tokens, dtype=np.int32)
     scores = np.full(data.n_seqs, -np.inf)
     # the model's arrays read-only, whether it was loaded or just trained: one compiled version
+    u_ptr = read_only(np.asarray(s.u_ptr, dtype=np.int64))
     if not finite or not batch_paths(
-            read_only(np.asarray(model.weights, dtype=np.float64)),
-            read_only(np.asarray(s.u_ptr, dtype=np.int64)),
+            read_only(np.asarray(model.weights, dtype=np.float64)), u_ptr,
             read_only(np.asarray(s.u_lab, dtype=np.int32)),
             np.asarray(data.seq_ptr, dtype=np.int64), np.asarray(data.tok_ptr, dtype=np.int64),
             np.asarray(data.tok_obs, dtype=np.int32),
-            trans, np.ascontiguousarray(mask, dtype=np.bool_), use_mask, paths, scores):
+            trans, np.ascontiguousarray(mask, dtype=np.bool_), use_mask, paths, scores,
+            dense_rows(len(u_ptr) - 1, L, len(data.tok_obs))):
         return None
     return Decoded(paths=paths[:, None], scores=scores[:, None],
                    log_z=np.full(data.n_seqs, np.nan), marginals=None)
+
+
+def dense_rows(n_obs: int, n_labels: int, occurrences: int) -> int:
+    """How many of the most frequent observations :func:`batch_paths` reads as dense rows:
+    the training kernels' count (:func:`crfkit.config.dense_observations`), but no more
+    rows than a batch has occurrences per label, so that a small batch does not spend
+    longer filling the rows than reading its features."""
+    return min(dense_observations(n_obs, n_labels), occurrences // max(1, n_labels))
 
 
 def load_kernel(model: Weighted) -> None:
@@ -78,9 +88,11 @@ def load_kernel(model: Weighted) -> None:
 
 @njit(**EXACT_JIT)
 def batch_paths(W, u_ptr, u_lab, seq_ptr, tok_ptr, tok_obs, trans, token_ok, use_mask,
-                paths, scores):
+                paths, scores, n_dense):
     """Best path and score of every sequence into ``paths`` / ``scores``; False (the
-    outputs then incomplete) as soon as a token's unigram sum is not finite."""
+    outputs then incomplete) as soon as a token's unigram sum is not finite. The
+    weights of observations ``0 .. n_dense-1`` (the most frequent) are read as dense
+    rows (:func:`unigram_sums`)."""
     L = trans.shape[0]
     longest = 0
     most = 0  # observation occurrences of a sequence
@@ -90,12 +102,18 @@ def batch_paths(W, u_ptr, u_lab, seq_ptr, tok_ptr, tok_obs, trans, token_ok, use
     psi = np.empty((longest, L))
     delta = np.empty((longest, L))
     ranges = np.empty((2, most), dtype=np.int64)
+    dense = np.empty((n_dense, L))
+    for o in range(n_dense):
+        for y in range(L):
+            dense[o, y] = 0.0
+        for k in range(u_ptr[o], u_ptr[o + 1]):
+            dense[o, u_lab[k]] = W[k]
     for s in range(len(seq_ptr) - 1):
         t0 = seq_ptr[s]
         T = seq_ptr[s + 1] - t0
         if T == 0:
             continue
-        if not unigram_sums(W, u_ptr, u_lab, tok_ptr, tok_obs, t0, T, psi, ranges):
+        if not unigram_sums(W, u_ptr, u_lab, tok_ptr, tok_obs, t0, T, psi, ranges, dense):
             return False
         if use_mask:
             for t in range(T):
@@ -107,26 +125,36 @@ def batch_paths(W, u_ptr, u_lab, seq_ptr, tok_ptr, tok_obs, trans, token_ok, use
 
 
 @njit(**EXACT_JIT)
-def unigram_sums(W, u_ptr, u_lab, tok_ptr, tok_obs, t0, T, psi, ranges):
+def unigram_sums(W, u_ptr, u_lab, tok_ptr, tok_obs, t0, T, psi, ranges, dense):
     """psi[:T] = the unigram weights of tokens t0 .. t0+T-1 summed observation after
     observation; False if a sum is not finite.
 
     The feature ranges of all the sequence's observations are read first, in a loop
     without branches, so that their (scattered) loads overlap; then the weights are
-    added, in the same order as without that first pass.
+    added, in the same order as without that first pass. An observation with a row in
+    ``dense`` (the most frequent: most occurrences, with most of the labels) adds its
+    whole row, zeros included, which vectorises and changes no sum, as the numpy
+    labeller's dense rows do.
     """
     L = psi.shape[1]
+    K = dense.shape[0]
     j0 = tok_ptr[t0]
     for j in range(j0, tok_ptr[t0 + T]):
         o = tok_obs[j]
-        ranges[0, j - j0] = u_ptr[o]
+        ranges[0, j - j0] = u_ptr[o] if o >= K else -1 - o
         ranges[1, j - j0] = u_ptr[o + 1]
     for t in range(T):
         row = psi[t]
         for y in range(L):
             row[y] = 0.0
         for j in range(tok_ptr[t0 + t] - j0, tok_ptr[t0 + t + 1] - j0):
-            for k in range(ranges[0, j], ranges[1, j]):
+            lo = ranges[0, j]
+            if lo < 0:
+                d = dense[-1 - lo]
+                for y in range(L):
+                    row[y] += d[y]
+                continue
+            for k in range(lo, ranges[1, j]):
                 row[u_lab[k]] += W[k]
         for y in range(L):
             if not np.abs(row[y]) < np.inf:

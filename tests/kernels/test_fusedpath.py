@@ -6,6 +6,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from crfkit import config
+from crfkit.kernels import fusedpath
 from crfkit.kernels.bestpath import best_paths
 from crfkit.kernels.fusedpath import fused_best_paths
 from crfkit.space import Dataset
@@ -65,6 +67,21 @@ def test_ties_go_where_the_numpy_labeller_sends_them(masked):
                for *_, best in brute_force(model, data, token_ok, trans_ok))
     assert ties >= 10  # the case does test ties
     assert 1 in np.diff(data.seq_ptr)  # and length-1 sequences
+
+
+@pytest.mark.parametrize("cells", [0, 8, 1 << 17])
+def test_dense_rows_give_the_numpy_labellers_bits(monkeypatch, cells):
+    """The most frequent observations' weights are added as whole rows, zeros included:
+    with none, some (2 of 12 observations) or every observation dense, and observations
+    that lack labels, the paths and scores are the numpy labeller's, bit for bit."""
+    monkeypatch.setattr(config, "DENSE_ROW_CELLS", cells)
+    rng = rng_for("fused dense", cells)
+    L = 4
+    model = random_model(rng, "crf", L, bigrams=False, trans=True, n_obs=12)
+    assert (np.diff(model.space.u_ptr) < L).any()  # some observations lack labels
+    data = random_data(rng, 12, rng.integers(1, 7, size=50))
+    assert fusedpath.dense_rows(12, L, len(data.tok_obs)) == min(12, cells // L)
+    assert_same_bits(fused_best_paths(model, data), best_paths(model, data))
 
 
 def test_empty_batch_and_a_batch_of_empty_sequences():
