@@ -156,9 +156,11 @@ def unigram_sums(W, u_ptr, u_lab, tok_ptr, tok_obs, t0, T, psi, ranges, dense):
                 continue
             for k in range(lo, ranges[1, j]):
                 row[u_lab[k]] += W[k]
-        for y in range(L):
-            if not np.abs(row[y]) < np.inf:
-                return False
+        finite = True
+        for y in range(L):  # no exit inside: the loop vectorises
+            finite &= np.abs(row[y]) < np.inf
+        if not finite:
+            return False
     return True
 
 
@@ -178,10 +180,9 @@ def sequence_path(psi, trans, T, delta, path):
         for a in range(L):
             p = prev[a]
             row = trans[a]
-            for b in range(L):
+            for b in range(L):  # a select, not a branch: the loop vectorises
                 v = p + row[b]
-                if v > cur[b]:
-                    cur[b] = v
+                cur[b] = v if v > cur[b] else cur[b]
         for b in range(L):
             cur[b] += psi[t, b]
     label = first_max(delta[T - 1], L)
