@@ -30,9 +30,12 @@ HERE = Path(__file__).resolve().parent.parent
 def timed(command: list[str], env: dict[str, str]) -> tuple[float, float, float, int]:
     """(wall, user, system seconds, peak RSS in MB) of one run of ``command``."""
     with tempfile.NamedTemporaryFile("r", suffix=".time") as report:
+        # run from a neutral directory: `python -m` puts the working directory first on
+        # the path, which would make a run from a checkout import that checkout's crfkit
+        # whatever PYTHONPATH says
         subprocess.run(["/usr/bin/time", "-o", report.name, "-f", "%e %U %S %M", *command],
                        env=env, check=True, stdout=subprocess.DEVNULL,
-                       stderr=subprocess.DEVNULL)
+                       stderr=subprocess.DEVNULL, cwd=tempfile.gettempdir())
         wall, user, system, rss = report.read().split()[-4:]
     return float(wall), float(user), float(system), int(rss) // 1024
 
@@ -47,6 +50,8 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--out", default=tempfile.gettempdir())
     a = parser.parse_args()
+    for name in ("input", "model", "crfpp", "wapiti"):  # the commands run elsewhere
+        setattr(a, name, str(Path(getattr(a, name)).resolve()))
     out = Path(a.out)
     env = dict(os.environ)
 
