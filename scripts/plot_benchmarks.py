@@ -4,8 +4,8 @@
 
 The numbers below are copied from docs/benchmarks.md (CoNLL-2000,
 patterns/chunking.pat, the 2-core machine): training wall time against
-python-crfsuite (the converged ``scripts/bench.py --skip-peers`` run), seconds per
-iteration of the four tools (``scripts/bench.py --maxiter 3``) and labelling speed
+python-crfsuite (the converged ``scripts/bench.py`` runs), seconds per
+iteration of the four tools (the same run) and labelling speed
 on the 994,917-token file (``scripts/bench_label_paths.py``: crfkit, ``crf_test``,
 ``wapiti label``). Change them there and here together.
 Needs matplotlib (``pip install 'crfkit[plot]'``).
@@ -19,10 +19,10 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 TOOLS = ("crfkit", "crfsuite", "CRF++", "Wapiti")
-TRAINING_WALL = {"crfkit": [35.66, 39.58], "crfsuite": [114.64, 117.59]}
-SECONDS_PER_ITERATION = {"crfkit": 0.267, "crfsuite": 0.812, "CRF++": 3.853, "Wapiti": 1.426}
-LABELLING_TOKENS_PER_S = {"crfkit": round(994_917 / 1.36), "CRF++": round(994_917 / 12.37),
-                          "Wapiti": round(994_917 / 17.39)}
+TRAINING_WALL = {"crfkit": [14.36, 14.40, 14.89, 14.76], "crfsuite": [53.63, 58.88, 59.74, 57.69]}
+SECONDS_PER_ITERATION = {"crfkit": 0.069, "crfsuite": 0.275, "CRF++": 3.097, "Wapiti": 1.529}
+LABELLING_TOKENS_PER_S = {"crfkit": round(994_917 / 0.79), "CRF++": round(994_917 / 5.59),
+                          "Wapiti": round(994_917 / 7.86)}
 COLOURS = {"crfkit": "tab:blue", "crfsuite": "tab:orange", "CRF++": "tab:green",
            "Wapiti": "tab:red"}
 
