@@ -57,14 +57,14 @@ def fused_best_paths(model: Weighted, data: Dataset, *, token_ok: np.ndarray | N
     paths = np.zeros(data.n_tokens, dtype=np.int32)
     scores = np.full(data.n_seqs, -np.inf)
     # the model's arrays read-only, whether it was loaded or just trained: one compiled version
-    u_ptr = read_only(np.asarray(s.u_ptr, dtype=np.int64))
     if not finite or not batch_paths(
-            read_only(np.asarray(model.weights, dtype=np.float64)), u_ptr,
+            read_only(np.asarray(model.weights, dtype=np.float64)),
+            read_only(np.asarray(s.u_ptr, dtype=np.int64)),
             read_only(np.asarray(s.u_lab, dtype=np.int32)),
             np.asarray(data.seq_ptr, dtype=np.int64), np.asarray(data.tok_ptr, dtype=np.int64),
             np.asarray(data.tok_obs, dtype=np.int32),
             trans, np.ascontiguousarray(mask, dtype=np.bool_), use_mask, paths, scores,
-            dense_rows(len(u_ptr) - 1, L, len(data.tok_obs))):
+            dense_rows(s.n_obs, L, len(data.tok_obs))):
         return None
     return Decoded(paths=paths[:, None], scores=scores[:, None],
                    log_z=np.full(data.n_seqs, np.nan), marginals=None)
@@ -102,6 +102,8 @@ def batch_paths(W, u_ptr, u_lab, seq_ptr, tok_ptr, tok_obs, trans, token_ok, use
     psi = np.empty((longest, L))
     delta = np.empty((longest, L))
     ranges = np.empty((2, most), dtype=np.int64)
+    # lattice.fill_dense_rows on a zeroed table, written out: importing the training
+    # lattice would add its kernels' set-up to every large labelling's start
     dense = np.empty((n_dense, L))
     for o in range(n_dense):
         for y in range(L):

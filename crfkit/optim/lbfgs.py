@@ -275,10 +275,10 @@ def _backtrack_step(a: float, f0: float, g0: float, fa: float, ga: float) -> flo
     t = _cubic_step(a, f0, g0, fa, ga)
     if not (ga > 0.0 and fa > f0 and math.isfinite(fa) and math.isfinite(ga)):
         return t
-    bound = (fa - ga * a - f0) / (ARMIJO * g0 - ga)
-    if not t > bound:
+    gap = fa - ga * a - f0  # the tangent at a, at step 0, minus F(0): < 0 if F is convex
+    if not t > gap / (ARMIJO * g0 - ga):  # where that tangent meets the Armijo line
         return t
-    meet = (fa - ga * a - f0) / (g0 - ga)
+    meet = gap / (g0 - ga)
     return max(meet, 0.01 * a) if meet > 0.0 else t
 
 
