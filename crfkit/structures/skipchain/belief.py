@@ -25,18 +25,24 @@ Shapes and meaning (``L`` labels, ``E`` skip edges in all):
 Schedule (a tree-based one: the chains are the trees). Given the skip
 messages, every chain is a tree whose tokens carry the messages as extra unary
 scores, so one scaled forward-backward gives *all* of its chain messages at
-their fixed point at once, and its token beliefs. Then every skip message is
-recomputed from the cavity ``c_i = log b_i - msg[e, 0]`` (the belief of ``i``
-without what ``e`` sent):
+their fixed point at once, and its token beliefs. A skip message is recomputed
+from its end's cavity ``c_i = log b_i - msg[e, 0]`` (the belief of ``i`` without
+what ``e`` sent):
 
     new msg[e, 1, b] = log sum_a exp(c_i[a] + S[a, b])      (sum-product)
     new msg[e, 0, a] = log sum_b exp(S[a, b] + c_j[b])
     msg = (1 - damping) * new + damping * old                (log domain, renormalised)
 
-until no message moves by more than ``tol`` (in log space) or after
-``maxiter`` rounds; a round reruns only the chains whose incoming messages
-moved by more than ``tol`` in the round before. Max-product replaces the sums
-by maxima. Sum-product rounds run the passes over the part of each chain
+Sum-product rounds are serial sweeps: the chains run in document order (every
+other round in reverse), and each sends the messages out of its tokens as soon
+as it has run (:func:`crfkit.structures.skipchain.messages.send_from_chain`),
+so the chains after it in the sweep already see them: a message crosses a
+path of edges in one round, where a flooding round moves it one edge. Max-product
+(labelling) floods: every chain runs, then every edge is updated. Either way,
+until no message moves by more than ``tol`` (in log space) or after ``maxiter``
+rounds; a round reruns only the chains whose incoming messages moved by more than
+``tol`` since they last ran. Max-product replaces the sums by maxima. Sum-product
+rounds run the passes over the part of each chain
 between its first and last token with edges (:mod:`crfkit.structures.skipchain.window`)
 and compute the messages through exponentiated edge factors
 (:mod:`crfkit.structures.skipchain.messages`): the same formulas, in fewer
@@ -87,7 +93,7 @@ from crfkit.structures.skipchain.chain_pass import (
     max_marginals,
     store_beliefs,
 )
-from crfkit.structures.skipchain.messages import cavities, update_edges
+from crfkit.structures.skipchain.messages import cavities, row_max, send_from_chain, update_edges
 from crfkit.structures.skipchain.window import chain_ends, edge_span, window_beliefs
 
 
@@ -159,8 +165,9 @@ def _propagate(W, space, data, graph, d, L, per_token, trans, exp_trans, trans_s
     when ``maxiter`` rounds ended without convergence; 0 for a document without edges.
 
     A round runs only the chains whose incoming messages moved by more than ``tol``
-    in the round before (``marks``: per document token its chain, per chain a flag);
-    ``ends``: the rows of :func:`_window_round`, by the chain's first token.
+    since they last ran (``marks``: per document token its chain, per chain a flag, and
+    a row per skip-edge end of a chain for the messages it sends); ``ends``: the rows of
+    :func:`_window_round`, by the chain's first token.
     """
     seq_ptr, tok_ptr, tok_obs, labels = data
     doc_ptr, edge_ptr, e_i, e_j, e_pat, inc_ptr, inc_edge, inc_side = graph
@@ -174,43 +181,94 @@ def _propagate(W, space, data, graph, d, L, per_token, trans, exp_trans, trans_s
     g0 = seq_ptr[s0]
     psi, phi, expu, expb, alpha, beta, scale, pair, tmp = work
     ci, cj, new, row = scratch
-    sent_of, dirty = marks
+    sent_of, dirty, sent = marks
     for s in range(s0, s1):
         for g in range(seq_ptr[s], seq_ptr[s + 1]):
             sent_of[g - g0] = s - s0
         dirty[s - s0] = True
-    if not max_product:
-        fixed_exps(psi_doc, seq_ptr[s1] - g0, L, g0, inc_ptr, expu_doc)
     MT = np.ascontiguousarray(exp_trans[0].T)
+    n = s1 - s0
     for it in range(int(maxiter)):
-        for s in range(s0, s1):
-            t0 = seq_ptr[s]
-            T = seq_ptr[s + 1] - t0
-            if T == 0 or not dirty[s - s0] or not has_edges(inc_ptr, t0, T):
-                continue
-            dirty[s - s0] = False
-            if max_product:
+        if max_product:  # flooding: every chain, then every edge
+            for s in range(s0, s1):
+                t0 = seq_ptr[s]
+                T = seq_ptr[s + 1] - t0
+                if T == 0 or not dirty[s - s0] or not has_edges(inc_ptr, t0, T):
+                    continue
+                dirty[s - s0] = False
                 augmented(psi_doc, g0, t0, T, L, inc_ptr, inc_edge, inc_side, msg, psi)
                 chain_phi(W, space, tok_ptr, tok_obs, t0, T, per_token, trans, phi)
                 max_marginals(psi, phi, per_token, T, L, alpha, beta, logb, t0, inc_ptr, g0)
-            elif per_token or not _window_round(psi_doc, expu_doc, g0, t0, T, L, graph, msg,
-                                                exp_trans[0], MT, it == 0, ends, work, logb,
-                                                new, row):
-                chain_beliefs(W, space, tok_ptr, tok_obs, t0, T, L, per_token, trans,
-                               exp_trans, trans_shift, expw, psi_doc, expu_doc, g0, graph, msg,
-                               work, logb)
-        change = update_edges(skip, L, e0, e1, e_i, e_j, g0, logb, msg,
-                              damping, max_product, ci, cj, new, row, tol, sent_of, dirty)
+            change = update_edges(skip, L, e0, e1, e_i, e_j, g0, logb, msg, damping,
+                                  max_product, ci, cj, new, row, tol, sent_of, dirty)
+        else:  # serial: each chain sends as soon as it has run, sweeps alternating
+            change = 0.0
+            for k in range(n):
+                s = s0 + k if it % 2 == 0 else s1 - 1 - k
+                t0 = seq_ptr[s]
+                T = seq_ptr[s + 1] - t0
+                if T == 0 or not dirty[s - s0] or not has_edges(inc_ptr, t0, T):
+                    continue
+                dirty[s - s0] = False
+                if per_token or not _window_round(psi_doc, expu_doc, g0, t0, T, L, graph, msg,
+                                                  exp_trans[0], MT, it == 0, ends, work, logb,
+                                                  new, row):
+                    chain_beliefs(W, space, tok_ptr, tok_obs, t0, T, L, per_token, trans,
+                                  exp_trans, trans_shift, expw, psi_doc, expu_doc, g0, graph,
+                                  msg, work, logb)
+                moved = send_from_chain(skip, L, inc_ptr[t0], inc_ptr[t0 + T], inc_edge,
+                                        inc_side, e_i, e_j, g0, logb, msg, damping, ci, row,
+                                        sent, tol, sent_of, dirty)
+                if moved > change or moved != moved:
+                    change = moved
         if change <= tol:
             return it + 1
     return -int(maxiter)
 
 
+@njit(inline="always", **JIT)
+def _edge_belief_factors(S, ES, e, L, ci, cj, Bel):
+    """Bel[e] = edge e's belief through its factors ``ES`` and the cavities' exponentials
+    (18 exponentials instead of L * L); returns its log Z_e, or NaN (``Bel[e]`` then
+    garbage) if the normaliser underflows or overflows."""
+    mi = row_max(ci, L)
+    mj = row_max(cj, L)
+    ms = -np.inf
+    for a in range(L):
+        for b in range(L):
+            ms = max(ms, S[e, a, b])
+    if not (np.isfinite(mi) and np.isfinite(mj) and np.isfinite(ms)):
+        return np.nan
+    for y in range(L):
+        ci[y] = np.exp(ci[y] - mi)
+        cj[y] = np.exp(cj[y] - mj)
+    z = 0.0
+    for a in range(L):
+        for b in range(L):
+            v = ci[a] * ES[e, a, b] * cj[b]
+            Bel[e, a, b] = v
+            z += v
+    if not (z > 0.0 and z < np.inf):
+        return np.nan
+    inv = 1.0 / z
+    for a in range(L):
+        for b in range(L):
+            Bel[e, a, b] *= inv
+    return mi + mj + ms + np.log(z)
+
+
 @njit(**JIT)
-def _skip_expectations(S, L, e0, e1, e_i, e_j, g0, logb, msg, Bel, ci, cj, pair):
-    """Bel[e] = the beliefs of the skip edges e0..e1-1; returns the sum of their log Z_e."""
+def _skip_expectations(skip, L, e0, e1, e_i, e_j, g0, logb, msg, Bel, ci, cj, pair):
+    """Bel[e] = the beliefs of the skip edges e0..e1-1; returns the sum of their log Z_e.
+    Through the edges' factors, or the log-sum-exp form where they underflow."""
+    S, ES = skip
     total = 0.0
     for e in range(e0, e1):
+        cavities(e, e_i, e_j, g0, L, logb, msg, ci, cj)
+        lz = _edge_belief_factors(S, ES, e, L, ci, cj, Bel)
+        if lz == lz:
+            total += lz
+            continue
         cavities(e, e_i, e_j, g0, L, logb, msg, ci, cj)
         m = -np.inf
         for a in range(L):
@@ -232,14 +290,19 @@ def _skip_expectations(S, L, e0, e1, e_i, e_j, g0, logb, msg, Bel, ci, cj, pair)
 
 
 @njit(**JIT)
-def _buffers(seq_ptr, doc_ptr, d0, d1, L, per_token, exp_trans):
+def _buffers(seq_ptr, doc_ptr, inc_ptr, d0, d1, L, per_token, exp_trans):
     """Work buffers of a block of documents d0..d1-1: the chain ``work`` tuple, the
-    document's scores and beliefs, four label rows and the span ends of its chains."""
+    document's scores and beliefs, four label rows, the marks of its chains with a row
+    per skip-edge end of the chain that has most, and the span ends of its chains."""
     Tmax = longest_sequence(seq_ptr, doc_ptr[d0], doc_ptr[d1])
     Dmax = longest_document(seq_ptr, doc_ptr, d0, d1)
     work = work_buffers(Tmax, L, per_token, exp_trans)
     scratch = (np.empty(L), np.empty(L), np.empty(L), np.empty(L))
-    marks = (np.empty(Dmax, dtype=np.int64), np.empty(Dmax, dtype=np.bool_))
+    ends_max = 0
+    for s in range(doc_ptr[d0], doc_ptr[d1]):
+        ends_max = max(ends_max, inc_ptr[seq_ptr[s + 1]] - inc_ptr[seq_ptr[s]])
+    marks = (np.empty(Dmax, dtype=np.int64), np.empty(Dmax, dtype=np.bool_),
+             np.empty((ends_max, L)))
     ends = (np.empty((Dmax, L)), np.empty((Dmax, L)))
     return (work, np.empty((Dmax, L)), np.empty((Dmax, L)), np.empty((Dmax, L)), scratch, marks,
             Tmax, ends)
@@ -262,6 +325,8 @@ def _settled_chains(W, space, data, graph, d, L, per_token, skip, trans, exp_tra
     if D == 0:
         return chains
     unigram_scores(W, tok_ptr, tok_obs, None, u_ptr, u_lab, g0, D, psi_doc, Wd)
+    if not max_product:
+        fixed_exps(psi_doc, D, L, g0, graph.inc_ptr, expu_doc)
     r = _propagate(W, space, data, graph, d, L, per_token, trans, exp_trans, trans_shift, expw,
                    skip, psi_doc, expu_doc, logb, msg, work, bp, max_product, scratch, marks,
                    ends)
@@ -309,7 +374,7 @@ def skip_loss_block(W, space, data, graph, L, per_token, skip, d0, d1, trans, ex
     seq_ptr, tok_ptr, tok_obs, labels = data
     doc_ptr, edge_ptr, e_i, e_j, e_pat, inc_ptr, inc_edge, inc_side = graph
     u_ptr, u_lab = space[0], space[1]
-    buffers = _buffers(seq_ptr, doc_ptr, d0, d1, L, per_token, exp_trans)
+    buffers = _buffers(seq_ptr, doc_ptr, inc_ptr, d0, d1, L, per_token, exp_trans)
     work, logb, scratch = buffers[0], buffers[3], buffers[4]
     alpha, pair = work[4], work[7]
     Gd = np.zeros(Wd.shape)  # dense rows, as crfkit.kernels.loss does
@@ -330,8 +395,8 @@ def skip_loss_block(W, space, data, graph, L, per_token, skip, d0, d1, trans, ex
             t0 = seq_ptr[s]
             T = seq_ptr[s + 1] - t0
             shift, logz = chain_pass(W, space, tok_ptr, tok_obs, t0, T, L, per_token, trans,
-                                      exp_trans, trans_shift, expw, buffers[1], g0, graph, msg,
-                                      work)
+                                     exp_trans, trans_shift, expw, buffers[1], buffers[2], g0,
+                                     graph, msg, work)
             logz_sum += shift
             logz_sum += logz
             _chain_expectations(G, Gd, space, tok_ptr, tok_obs, t0, T, L, per_token, work, g0,
@@ -341,7 +406,7 @@ def skip_loss_block(W, space, data, graph, L, per_token, skip, d0, d1, trans, ex
             if wrong:
                 seq_err += 1
         if edge_ptr[d + 1] > edge_ptr[d]:
-            logz_sum += _skip_expectations(skip[0], L, edge_ptr[d], edge_ptr[d + 1], e_i, e_j, g0,
+            logz_sum += _skip_expectations(skip, L, edge_ptr[d], edge_ptr[d + 1], e_i, e_j, g0,
                                            logb, msg, Bel, scratch[0], scratch[1], pair)
     flush_dense(G, Gd, u_ptr, u_lab)
     out[0] = logz_sum
@@ -379,7 +444,8 @@ def _best_chain_beliefs(W, space, data, graph, d, s, L, per_token, trans, exp_tr
     t0 = seq_ptr[s]
     T = seq_ptr[s + 1] - t0
     shift, logz = chain_pass(W, space, tok_ptr, tok_obs, t0, T, L, per_token, trans,
-                             exp_trans, trans_shift, expw, buffers[1], g0, graph, msg, work)
+                             exp_trans, trans_shift, expw, buffers[1], buffers[2], g0, graph,
+                             msg, work)
     for t in range(T):
         best = 0
         for y in range(L):
@@ -406,7 +472,7 @@ def skip_decode_block(W, space, data, graph, L, per_token, skip, d0, d1, trans,
     documents not converged.
     """
     seq_ptr = data[0]
-    buffers = _buffers(seq_ptr, graph.doc_ptr, d0, d1, L, per_token, exp_trans)
+    buffers = _buffers(seq_ptr, graph.doc_ptr, graph.inc_ptr, d0, d1, L, per_token, exp_trans)
     Tmax = buffers[6]
     Wd = np.zeros((0, L))
     back = np.empty((Tmax, L), dtype=np.int32)

@@ -17,10 +17,10 @@ from crfkit.kernels.lattice import (
     bigram_scores,
     exp_shifted,
     exp_transitions_factors,
-    forward_backward,
     max_forward,
+    max_of,
 )
-from crfkit.kernels.scaled import scaled_backward, scaled_forward
+from crfkit.kernels.scaled import scaled_backward, scaled_forward, scaled_logz
 
 LOG_FLOOR = -700.0  # log of a belief that underflowed to 0 (keeps cavities finite)
 
@@ -52,23 +52,36 @@ def token_scores(psi_doc, g0, g, L, inc_ptr, inc_edge, inc_side, msg, row):
 
 @njit(**JIT)
 def chain_pass(W, space, tok_ptr, tok_obs, t0, T, L, per_token, trans, exp_trans, trans_shift,
-                expw, psi_doc, g0, graph, msg, work):
+               expw, psi_doc, expu_doc, g0, graph, msg, work):
     """Forward-backward of one chain with the skip messages as unary scores.
 
     Returns (shift, logz) as :func:`crfkit.kernels.gradient.sequence_gradient`
-    does (log Z' = their sum); the marginals are alpha * beta of ``work``.
+    does (log Z' = their sum); the marginals are alpha * beta of ``work``. The
+    tokens without skip edges take their factors from ``expu_doc``
+    (:func:`fixed_exps`) and their shift from ``psi_doc``: the same bits as
+    exponentiating their scores again.
     """
     u_ptr, u_lab, b_ptr, b_prev, b_cur, n_u, trans_offset, has_trans = space
     inc_ptr, inc_edge, inc_side = graph.inc_ptr, graph.inc_edge, graph.inc_side
     psi, phi, expu, expb, alpha, beta, scale, pair, tmp = work
-    augmented(psi_doc, g0, t0, T, L, inc_ptr, inc_edge, inc_side, msg, psi)
+    logz = 0.0
+    for t in range(T):
+        g = t0 + t
+        if inc_ptr[g + 1] > inc_ptr[g]:
+            token_scores(psi_doc, g0, g, L, inc_ptr, inc_edge, inc_side, msg, psi[t])
+            logz += exp_shifted(psi[t], expu[t])
+        else:
+            m = max_of(psi_doc[g - g0])
+            logz += m if np.isfinite(m) else 0.0  # exp_shifted's shift
+            for y in range(L):
+                expu[t, y] = expu_doc[g - g0, y]
     shift = 0.0
     if per_token:
         shift = exp_transitions_factors(W, b_ptr, b_prev, b_cur, n_u, tok_ptr, tok_obs, t0, T,
                                         trans, exp_trans[0], trans_shift, expw, phi, expb)
     else:
         shift = trans_shift * (T - 1)
-    logz = forward_backward(psi, expb, per_token, T, L, expu, alpha, beta, scale, tmp)
+    logz = scaled_logz(expu, expb, per_token, T, L, alpha, beta, scale, tmp, logz)
     return shift, logz
 
 

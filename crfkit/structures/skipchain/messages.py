@@ -114,6 +114,25 @@ def _linear_message(ES, e, side, L, c, ec, new):
     return True
 
 
+@njit(inline="always", **JIT)
+def _store(msg, e, side, new, L, damping, max_product):
+    """msg[e, side] = ``new`` mixed with ``damping`` of the old message (renormalised);
+    returns how far the message moved (NaN propagates)."""
+    if damping > 0.0:
+        for y in range(L):
+            new[y] = (1.0 - damping) * new[y] + damping * msg[e, side, y]
+        norm = row_max(new, L) if max_product else lse(new, L)
+        for y in range(L):
+            new[y] -= norm
+    moved = 0.0
+    for y in range(L):
+        d = abs(new[y] - msg[e, side, y])
+        if d > moved or d != d:
+            moved = d
+        msg[e, side, y] = new[y]
+    return moved
+
+
 @njit(**JIT)
 def update_edges(skip, L, e0, e1, e_i, e_j, g0, logb, msg, damping,
                  max_product, ci, cj, new, row, tol, sent_of, dirty):
@@ -131,20 +150,42 @@ def update_edges(skip, L, e0, e1, e_i, e_j, g0, logb, msg, damping,
             c = ci if side == 1 else cj
             if max_product or not _linear_message(ES, e, side, L, c, row, new):
                 _log_message(S, e, side, L, c, max_product, row, new)
-            if damping > 0.0:
-                for y in range(L):
-                    new[y] = (1.0 - damping) * new[y] + damping * msg[e, side, y]
-                norm = row_max(new, L) if max_product else lse(new, L)
-                for y in range(L):
-                    new[y] -= norm
-            moved = 0.0
-            for y in range(L):
-                d = abs(new[y] - msg[e, side, y])
-                if d > moved or d != d:
-                    moved = d
-                msg[e, side, y] = new[y]
+            moved = _store(msg, e, side, new, L, damping, max_product)
             if moved > tol or moved != moved:
                 dirty[sent_of[(j if side == 1 else i)]] = True
             if moved > change or moved != moved:
                 change = moved
+    return change
+
+
+@njit(**JIT)
+def send_from_chain(skip, L, k0, k1, inc_edge, inc_side, e_i, e_j, g0, logb, msg, damping,
+                    c, row, sent, tol, sent_of, dirty):
+    """The sum-product messages a chain sends along its skip edges, right after its
+    tokens' beliefs ``logb`` were computed: incidences ``k0..k1`` (its tokens'), each
+    from its token's cavity into the edge's other end. Returns the largest move.
+
+    All are computed (into ``sent``, a row per incidence) before any is stored: an edge
+    with both ends in the chain needs both cavities from the messages the beliefs saw.
+    A chain that receives a message moving more than ``tol`` is marked ``dirty``.
+    """
+    S, ES = skip
+    for k in range(k0, k1):
+        e = inc_edge[k]
+        side = inc_side[k]
+        g = e_i[e] if side == 0 else e_j[e]
+        for y in range(L):
+            c[y] = logb[g - g0, y] - msg[e, side, y]
+        out = sent[k - k0]
+        if not _linear_message(ES, e, 1 - side, L, c, row, out):
+            _log_message(S, e, 1 - side, L, c, False, row, out)
+    change = 0.0
+    for k in range(k0, k1):
+        e = inc_edge[k]
+        side = inc_side[k]
+        moved = _store(msg, e, 1 - side, sent[k - k0], L, damping, False)
+        if moved > tol or moved != moved:
+            dirty[sent_of[(e_j[e] if side == 0 else e_i[e]) - g0]] = True
+        if moved > change or moved != moved:
+            change = moved
     return change

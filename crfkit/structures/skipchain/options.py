@@ -23,7 +23,8 @@ class SkipOptions:
     cap: int = 1000
     bp_maxiter: int = 50
     bp_tol: float = 1e-6
-    bp_damping: float = 0.5  # damped sum-product in training (chosen on ned.testa; README)
+    # undamped: the serial sweeps settle without it, in fewer rounds (docs/benchmarks.md)
+    bp_damping: float = 0.0
     doc_sep: str | None = None  # regex of document separator lines, besides -DOCSTART-
     label_damping: float = 0.5  # max-product BP when labelling (undamped, it can oscillate)
 

@@ -1,7 +1,8 @@
 """A BP round's pass over a chain (``chain_beliefs``, and the span pass of ``window``)
-against the full forward-backward it stands for (``chain_pass`` then ``store_beliefs``):
-the beliefs of the tokens with skip edges must be the same bits (``chain_beliefs``) or
-agree to rounding (``window``).
+and the evaluation's last pass (``chain_pass``) against the full forward-backward they
+stand for (the augmented scores through :func:`crfkit.kernels.lattice.forward_backward`,
+then ``store_beliefs``): the beliefs of the tokens with skip edges must be the same bits
+(``chain_beliefs``, ``chain_pass``, whose log Z too) or agree to rounding (``window``).
 
 The round pass skips log Z, takes the exponentials of tokens without edges from a
 per-document table and stops the backward pass at the chain's first token with an edge;
@@ -16,7 +17,7 @@ import pytest
 from crfkit.kernels import loss
 from crfkit.kernels.flavour import read_only, read_only_space
 from crfkit.kernels.gradient import work_buffers
-from crfkit.kernels.lattice import unigram_scores
+from crfkit.kernels.lattice import forward_backward, unigram_scores
 from crfkit.structures.skipchain import chain_pass, window
 from tests.helpers import make_problem
 
@@ -51,13 +52,40 @@ def _round_setup(lengths, docs, edges, seed):
 
 
 def _full_pass(W, space, data, s, L, scores, psi_doc, g, msg, work, want):
-    """chain_pass then store_beliefs of chain s (the reference); returns (t0, T)."""
+    """Forward-backward of chain s over its augmented scores, then store_beliefs (the
+    reference); returns (t0, T, its log Z without the transitions' shift)."""
     t0 = int(data.seq_ptr[s])
     T = int(data.seq_ptr[s + 1]) - t0
-    chain_pass.chain_pass(W, read_only_space(space.arrays()), data.tok_ptr, data.tok_obs, t0,
-                          T, L, False, *scores, psi_doc, 0, g, msg, work)
-    chain_pass.store_beliefs(t0, T, L, 0, g[5], work[4], work[5], want)
-    return t0, T
+    psi, expu, expb, alpha, beta, scale, tmp = (work[i] for i in (0, 2, 3, 4, 5, 6, 8))
+    chain_pass.augmented(psi_doc, 0, t0, T, L, g[5], g[6], g[7], msg, psi)
+    logz = forward_backward(psi, expb, False, T, L, expu, alpha, beta, scale, tmp)
+    chain_pass.store_beliefs(t0, T, L, 0, g[5], alpha, beta, want)
+    return t0, T, logz
+
+
+@pytest.mark.parametrize("lengths, docs, edges", CASES)
+def test_last_pass_is_forward_backward_bit_for_bit(lengths, docs, edges):
+    """``chain_pass`` takes the factors of tokens without edges from the document's table
+    instead of exponentiating their scores again: log Z and the lattice are the same bits."""
+    L, space, data, g, W, scores, psi_doc, expu_doc, work = _round_setup(lengths, docs, edges,
+                                                                         4)
+    msg = np.random.default_rng(11).normal(0.0, 2.0, (len(g[2]), 2, L))
+    want = np.full((data.n_tokens, L), np.nan)
+    got = np.full((data.n_tokens, L), np.nan)
+    sp = read_only_space(space.arrays())
+    for s in range(data.n_seqs):
+        t0, T, logz = _full_pass(W, space, data, s, L, scores, psi_doc, g, msg, work, want)
+        lattice = work[4][:T].copy(), work[5][:T].copy()
+        work[4][:] = np.nan
+        work[5][:] = np.nan
+        shift, got_logz = chain_pass.chain_pass(W, sp, data.tok_ptr, data.tok_obs, t0, T, L,
+                                                False, *scores, psi_doc, expu_doc, 0, g, msg,
+                                                work)
+        assert shift + got_logz == scores[2] * (T - 1) + logz
+        np.testing.assert_array_equal(work[4][:T], lattice[0])
+        np.testing.assert_array_equal(work[5][:T], lattice[1])
+        chain_pass.store_beliefs(t0, T, L, 0, g[5], work[4], work[5], got)
+    np.testing.assert_array_equal(got, want)
 
 
 @pytest.mark.parametrize("lengths, docs, edges", CASES)
@@ -73,7 +101,7 @@ def test_round_pass_gives_the_same_beliefs_as_forward_backward(lengths, docs, ed
     got = np.full((N, L), np.nan)
     sp, dt = read_only_space(space.arrays()), data.arrays()
     for s in range(data.n_seqs):
-        t0, T = _full_pass(W, space, data, s, L, scores, psi_doc, g, msg, work, want)
+        t0, T, _ = _full_pass(W, space, data, s, L, scores, psi_doc, g, msg, work, want)
         work[5][:] = np.nan  # nothing of the full pass may leak into the round pass
         chain_pass.chain_beliefs(W, sp, dt[1], dt[2], t0, T, L, False, *scores, psi_doc,
                                  expu_doc, 0, g, msg, work, got)
@@ -101,7 +129,7 @@ def test_window_round_gives_the_beliefs_of_forward_backward(lengths, docs, edges
         want = np.full((N, L), np.nan)
         got = np.full((N, L), np.nan)
         for s in range(data.n_seqs):
-            t0, T = _full_pass(W, space, data, s, L, scores, psi_doc, g, msg, work, want)
+            t0, T, _ = _full_pass(W, space, data, s, L, scores, psi_doc, g, msg, work, want)
             first, last = window.edge_span(inc_ptr, t0, T)
             if first < 0:
                 continue

@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from crfkit.structures.skipchain.bethe import SkipObjective, skip_decode
+from crfkit.structures.skipchain.bethe import BeliefPropagation, SkipObjective, skip_decode
 from tests.helpers import TIGHT, make_problem
 from tests.naive import central_differences
 from tests.naive import skip_enumeration as brute_force
@@ -112,3 +112,19 @@ def test_warm_started_messages_give_the_same_objective():
     np.testing.assert_allclose(g, cold[1], atol=1e-10)
     assert warm(W, g) == pytest.approx(cold[0], abs=1e-10)
     assert warm.rounds < first_rounds  # started at the fixed point: nothing left to do
+
+
+def test_serial_sweeps_settle_a_path_of_sentences_in_three_rounds():
+    """Sentences joined one to the next by skip edges make a tree whose messages a
+    flooding schedule needs a round per sentence to carry across; the serial sweeps
+    carry them forward in the first round and back in the second, and the third finds
+    nothing left to move. The fixed point is still the exact one."""
+    n = 6
+    edges = [(2 * k, 2 * k + 2, 0) for k in range(n - 1)]
+    space, data, graph, W = make_problem([2] * n, [0], edges, 2, n_skip=1, scale=1.0,
+                                         skip_scale=2.0, seed=2)
+    log_z = brute_force(space, data, graph, W)[0]
+    undamped = BeliefPropagation(maxiter=50, tol=1e-12, damping=0.0)
+    f, _, emp, obj = objective(space, data, graph, W, bp=undamped)
+    assert obj.rounds == 3 and obj.unconverged == 0
+    assert f + W @ emp == pytest.approx(log_z, abs=1e-10)
