@@ -323,6 +323,13 @@ def argmax(row):
     return arg
 
 
+@njit(inline="always", **JIT)
+def shift_of(src):
+    """The shift :func:`exp_shifted` takes off ``src``: its max, 0 if that is not finite."""
+    m = max_of(src)
+    return m if np.isfinite(m) else 0.0
+
+
 @njit(**JIT)
 def exp_shifted(src, dst):
     """dst = exp(src - max(src)) for a row or a matrix; returns the max (0 if it is not finite).
@@ -331,9 +338,7 @@ def exp_shifted(src, dst):
     the rank it compiles for: as fast as a function per rank (a flat
     ``reshape`` view costs ~20% at small label counts).
     """
-    m = max_of(src)
-    if not np.isfinite(m):
-        m = 0.0
+    m = shift_of(src)
     if src.ndim == 1:
         for i in range(src.shape[0]):
             dst[i] = np.exp(src[i] - m)

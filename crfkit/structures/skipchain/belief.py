@@ -38,15 +38,14 @@ other round in reverse), and each sends the messages out of its tokens as soon
 as it has run (:func:`crfkit.structures.skipchain.messages.send_from_chain`),
 so the chains after it in the sweep already see them: a message crosses a
 path of edges in one round, where a flooding round moves it one edge. Max-product
-(labelling) floods: every chain runs, then every edge is updated. Either way,
-until no message moves by more than ``tol`` (in log space) or after ``maxiter``
-rounds; a round reruns only the chains whose incoming messages moved by more than
-``tol`` since they last ran. Max-product replaces the sums by maxima. Sum-product
-rounds run the passes over the part of each chain
-between its first and last token with edges (:mod:`crfkit.structures.skipchain.window`)
-and compute the messages through exponentiated edge factors
-(:mod:`crfkit.structures.skipchain.messages`): the same formulas, in fewer
-operations.
+(labelling, with maxima for the sums) floods: every chain runs, then every edge
+is updated. Either way, until no message moves by more than ``tol`` (in log space)
+or after ``maxiter`` rounds; a round reruns only the chains whose incoming
+messages moved by more than ``tol`` since they last ran. Sum-product rounds run
+the passes over the part of each chain between its first and last token with
+edges (:mod:`crfkit.structures.skipchain.window`) and compute the messages
+through exponentiated edge factors (:mod:`crfkit.structures.skipchain.messages`):
+the same formulas, in fewer operations.
 
 At a fixed point the Bethe approximation of log Z is
 
@@ -187,40 +186,35 @@ def _propagate(W, space, data, graph, d, L, per_token, trans, exp_trans, trans_s
             sent_of[g - g0] = s - s0
         dirty[s - s0] = True
     MT = np.ascontiguousarray(exp_trans[0].T)
-    n = s1 - s0
     for it in range(int(maxiter)):
-        if max_product:  # flooding: every chain, then every edge
-            for s in range(s0, s1):
-                t0 = seq_ptr[s]
-                T = seq_ptr[s + 1] - t0
-                if T == 0 or not dirty[s - s0] or not has_edges(inc_ptr, t0, T):
-                    continue
-                dirty[s - s0] = False
+        change = 0.0
+        backwards = not max_product and it % 2 == 1  # serial sweeps alternate
+        for k in range(s1 - s0):
+            s = s1 - 1 - k if backwards else s0 + k
+            t0 = seq_ptr[s]
+            T = seq_ptr[s + 1] - t0
+            if T == 0 or not dirty[s - s0] or not has_edges(inc_ptr, t0, T):
+                continue
+            dirty[s - s0] = False
+            if max_product:
                 augmented(psi_doc, g0, t0, T, L, inc_ptr, inc_edge, inc_side, msg, psi)
                 chain_phi(W, space, tok_ptr, tok_obs, t0, T, per_token, trans, phi)
                 max_marginals(psi, phi, per_token, T, L, alpha, beta, logb, t0, inc_ptr, g0)
+                continue
+            if per_token or not _window_round(psi_doc, expu_doc, g0, t0, T, L, graph, msg,
+                                              exp_trans[0], MT, it == 0, ends, work, logb,
+                                              new, row):
+                chain_beliefs(W, space, tok_ptr, tok_obs, t0, T, L, per_token, trans,
+                              exp_trans, trans_shift, expw, psi_doc, expu_doc, g0, graph, msg,
+                              work, logb)
+            moved = send_from_chain(skip, L, inc_ptr[t0], inc_ptr[t0 + T], inc_edge, inc_side,
+                                    e_i, e_j, g0, logb, msg, damping, ci, row, sent, tol,
+                                    sent_of, dirty)
+            if moved > change or moved != moved:
+                change = moved
+        if max_product:  # flooding: every edge, once every chain has run
             change = update_edges(skip, L, e0, e1, e_i, e_j, g0, logb, msg, damping,
                                   max_product, ci, cj, new, row, tol, sent_of, dirty)
-        else:  # serial: each chain sends as soon as it has run, sweeps alternating
-            change = 0.0
-            for k in range(n):
-                s = s0 + k if it % 2 == 0 else s1 - 1 - k
-                t0 = seq_ptr[s]
-                T = seq_ptr[s + 1] - t0
-                if T == 0 or not dirty[s - s0] or not has_edges(inc_ptr, t0, T):
-                    continue
-                dirty[s - s0] = False
-                if per_token or not _window_round(psi_doc, expu_doc, g0, t0, T, L, graph, msg,
-                                                  exp_trans[0], MT, it == 0, ends, work, logb,
-                                                  new, row):
-                    chain_beliefs(W, space, tok_ptr, tok_obs, t0, T, L, per_token, trans,
-                                  exp_trans, trans_shift, expw, psi_doc, expu_doc, g0, graph,
-                                  msg, work, logb)
-                moved = send_from_chain(skip, L, inc_ptr[t0], inc_ptr[t0 + T], inc_edge,
-                                        inc_side, e_i, e_j, g0, logb, msg, damping, ci, row,
-                                        sent, tol, sent_of, dirty)
-                if moved > change or moved != moved:
-                    change = moved
         if change <= tol:
             return it + 1
     return -int(maxiter)
@@ -298,11 +292,11 @@ def _buffers(seq_ptr, doc_ptr, inc_ptr, d0, d1, L, per_token, exp_trans):
     Dmax = longest_document(seq_ptr, doc_ptr, d0, d1)
     work = work_buffers(Tmax, L, per_token, exp_trans)
     scratch = (np.empty(L), np.empty(L), np.empty(L), np.empty(L))
-    ends_max = 0
+    most_incidences = 0
     for s in range(doc_ptr[d0], doc_ptr[d1]):
-        ends_max = max(ends_max, inc_ptr[seq_ptr[s + 1]] - inc_ptr[seq_ptr[s]])
+        most_incidences = max(most_incidences, inc_ptr[seq_ptr[s + 1]] - inc_ptr[seq_ptr[s]])
     marks = (np.empty(Dmax, dtype=np.int64), np.empty(Dmax, dtype=np.bool_),
-             np.empty((ends_max, L)))
+             np.empty((most_incidences, L)))
     ends = (np.empty((Dmax, L)), np.empty((Dmax, L)))
     return (work, np.empty((Dmax, L)), np.empty((Dmax, L)), np.empty((Dmax, L)), scratch, marks,
             Tmax, ends)

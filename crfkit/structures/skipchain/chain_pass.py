@@ -18,7 +18,7 @@ from crfkit.kernels.lattice import (
     exp_shifted,
     exp_transitions_factors,
     max_forward,
-    max_of,
+    shift_of,
 )
 from crfkit.kernels.scaled import scaled_backward, scaled_forward, scaled_logz
 
@@ -50,31 +50,46 @@ def token_scores(psi_doc, g0, g, L, inc_ptr, inc_edge, inc_side, msg, row):
             row[y] += msg[e, side, y]
 
 
+@njit(inline="always", **JIT)
+def chain_factors(psi_doc, expu_doc, g0, t0, T, L, inc_ptr, inc_edge, inc_side, msg, psi, expu,
+                  with_shift):
+    """expu[:T] = the exponentiated scores of the chain's tokens: those with skip edges
+    from their scores plus the messages they receive (into ``psi``), the others taken
+    from the document's table ``expu_doc`` (:func:`fixed_exps`), the same bits.
+
+    Returns (the sum of the shifts, as :func:`crfkit.kernels.lattice.exp_unigrams`
+    does, if ``with_shift``; the chain's first token with an edge, -1 if none)."""
+    shift = 0.0
+    first = np.int64(-1)  # not the literal -1: scaled_backward's other callers pass an int64
+    for t in range(T):
+        g = t0 + t
+        if inc_ptr[g + 1] > inc_ptr[g]:
+            if first < 0:
+                first = t
+            token_scores(psi_doc, g0, g, L, inc_ptr, inc_edge, inc_side, msg, psi[t])
+            shift += exp_shifted(psi[t], expu[t])
+        else:
+            if with_shift:
+                shift += shift_of(psi_doc[g - g0])
+            for y in range(L):
+                expu[t, y] = expu_doc[g - g0, y]
+    return shift, first
+
+
 @njit(**JIT)
 def chain_pass(W, space, tok_ptr, tok_obs, t0, T, L, per_token, trans, exp_trans, trans_shift,
                expw, psi_doc, expu_doc, g0, graph, msg, work):
     """Forward-backward of one chain with the skip messages as unary scores.
 
     Returns (shift, logz) as :func:`crfkit.kernels.gradient.sequence_gradient`
-    does (log Z' = their sum); the marginals are alpha * beta of ``work``. The
-    tokens without skip edges take their factors from ``expu_doc``
-    (:func:`fixed_exps`) and their shift from ``psi_doc``: the same bits as
-    exponentiating their scores again.
+    does (log Z' = their sum); the marginals are alpha * beta of ``work``. The factors
+    of tokens without skip edges come from ``expu_doc`` (:func:`chain_factors`).
     """
     u_ptr, u_lab, b_ptr, b_prev, b_cur, n_u, trans_offset, has_trans = space
     inc_ptr, inc_edge, inc_side = graph.inc_ptr, graph.inc_edge, graph.inc_side
     psi, phi, expu, expb, alpha, beta, scale, pair, tmp = work
-    logz = 0.0
-    for t in range(T):
-        g = t0 + t
-        if inc_ptr[g + 1] > inc_ptr[g]:
-            token_scores(psi_doc, g0, g, L, inc_ptr, inc_edge, inc_side, msg, psi[t])
-            logz += exp_shifted(psi[t], expu[t])
-        else:
-            m = max_of(psi_doc[g - g0])
-            logz += m if np.isfinite(m) else 0.0  # exp_shifted's shift
-            for y in range(L):
-                expu[t, y] = expu_doc[g - g0, y]
+    logz, _ = chain_factors(psi_doc, expu_doc, g0, t0, T, L, inc_ptr, inc_edge, inc_side, msg,
+                            psi, expu, True)
     shift = 0.0
     if per_token:
         shift = exp_transitions_factors(W, b_ptr, b_prev, b_cur, n_u, tok_ptr, tok_obs, t0, T,
@@ -119,17 +134,8 @@ def chain_beliefs(W, space, tok_ptr, tok_obs, t0, T, L, per_token, trans, exp_tr
     u_ptr, u_lab, b_ptr, b_prev, b_cur, n_u, trans_offset, has_trans = space
     inc_ptr, inc_edge, inc_side = graph.inc_ptr, graph.inc_edge, graph.inc_side
     psi, phi, expu, expb, alpha, beta, scale, pair, tmp = work
-    first = np.int64(-1)  # not the literal -1: scaled_backward's other callers pass an int64
-    for t in range(T):
-        g = t0 + t
-        if inc_ptr[g + 1] > inc_ptr[g]:
-            if first < 0:
-                first = t
-            token_scores(psi_doc, g0, g, L, inc_ptr, inc_edge, inc_side, msg, psi[t])
-            exp_shifted(psi[t], expu[t])
-        else:
-            for y in range(L):
-                expu[t, y] = expu_doc[g - g0, y]
+    _, first = chain_factors(psi_doc, expu_doc, g0, t0, T, L, inc_ptr, inc_edge, inc_side,
+                             msg, psi, expu, False)
     if per_token:
         exp_transitions_factors(W, b_ptr, b_prev, b_cur, n_u, tok_ptr, tok_obs, t0, T,
                                 trans, exp_trans[0], trans_shift, expw, phi, expb)

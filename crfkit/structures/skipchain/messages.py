@@ -170,6 +170,7 @@ def send_from_chain(skip, L, k0, k1, inc_edge, inc_side, e_i, e_j, g0, logb, msg
     A chain that receives a message moving more than ``tol`` is marked ``dirty``.
     """
     S, ES = skip
+    max_product = np.bool_(False)  # not the literal: update_edges' callees take a bool
     for k in range(k0, k1):
         e = inc_edge[k]
         side = inc_side[k]
@@ -178,12 +179,12 @@ def send_from_chain(skip, L, k0, k1, inc_edge, inc_side, e_i, e_j, g0, logb, msg
             c[y] = logb[g - g0, y] - msg[e, side, y]
         out = sent[k - k0]
         if not _linear_message(ES, e, 1 - side, L, c, row, out):
-            _log_message(S, e, 1 - side, L, c, False, row, out)
+            _log_message(S, e, 1 - side, L, c, max_product, row, out)
     change = 0.0
     for k in range(k0, k1):
         e = inc_edge[k]
         side = inc_side[k]
-        moved = _store(msg, e, 1 - side, sent[k - k0], L, damping, False)
+        moved = _store(msg, e, 1 - side, sent[k - k0], L, damping, max_product)
         if moved > tol or moved != moved:
             dirty[sent_of[(e_j[e] if side == 0 else e_i[e]) - g0]] = True
         if moved > change or moved != moved:
