@@ -75,19 +75,6 @@ def string_table(blob, ptr, owner, hash_mask):
 
 
 @njit(**INLINE)
-def find_string(data, a, b, table, blob, ptr, owner, ids, slots, hashes, hash_mask):
-    """Id of ``data[a:b]`` in string table ``table`` (-1: not there)."""
-    h = bytes_hash(data, a, b, table, hash_mask)
-    pos = _candidate(slots, hashes, h, _home(slots, h))
-    while pos >= 0:
-        e = slots[pos]
-        if owner[e] == table and same_bytes(data, a, b, blob, ptr[e], ptr[e + 1]):
-            return ids[e]
-        pos = _candidate(slots, hashes, h, (pos + 1) & (len(slots) - 1))
-    return -1
-
-
-@njit(**INLINE)
 def _home(slots, h):
     return np.int64(h & np.uint64(len(slots) - 1))
 
@@ -150,18 +137,36 @@ def find_code(code, owner, rows, hash_mask):
 @njit(**JIT)
 def window_cells(data, starts, ends, columns, table_column, strings, hash_mask):
     """(tables, tokens) ids of every token's cell in each string table's column (-1 all
-    along for a table whose column is -1)."""
+    along for a table whose column is -1).
+
+    A column's cells are hashed first, then looked up, the lookup written out here:
+    the processor then overlaps the table reads of successive cells (the table is
+    larger than the fastest caches), which a loop over bytes of varying length or the
+    reference counting of an inlined helper's array arguments held back."""
     blob, ptr, owner, ids, slots, hashes = strings
     n = len(starts) // columns
     cells = np.full((len(table_column), n), -1, dtype=np.int32)
+    hashed = np.empty(n, dtype=np.uint64)
     for k in range(len(table_column)):
         c = table_column[k]
         if c < 0:
             continue
         for t in range(n):
             f = t * columns + c
-            cells[k, t] = find_string(data, starts[f], ends[f], k, blob, ptr, owner, ids, slots,
-                                      hashes, hash_mask)
+            hashed[t] = bytes_hash(data, starts[f], ends[f], k, hash_mask)
+        for t in range(n):
+            f = t * columns + c
+            h = hashed[t]
+            found = -1
+            pos = _candidate(slots, hashes, h, _home(slots, h))
+            while pos >= 0:  # a hash hit counts once the bytes compare equal
+                e = slots[pos]
+                if owner[e] == k and same_bytes(data, starts[f], ends[f], blob, ptr[e],
+                                                ptr[e + 1]):
+                    found = ids[e]
+                    break
+                pos = _candidate(slots, hashes, h, (pos + 1) & (len(slots) - 1))
+            cells[k, t] = found
     return cells
 
 

@@ -170,19 +170,36 @@ def unigram_sums(W, u_ptr, u_lab, tok_ptr, tok_obs, t0, T, psi, ranges, dense):
 def sequence_path(psi, trans, T, delta, path):
     """Viterbi over psi[:T] with one transition block: the path into ``path``, its score
     returned. The forward pass keeps maxima only; the backward pass finds, for each
-    token's label, the first previous label that reaches its maximum."""
+    token's label, the first previous label that reaches its maximum.
+
+    The forward pass takes four previous labels at a time: a maximum is the same
+    whatever the order of its candidates (the scores are finite or -inf, never NaN),
+    and the row of maxima is read and written a quarter as often."""
     L = trans.shape[0]
     for y in range(L):
         delta[0, y] = psi[0, y]
+    by_four = L - L % 4
     for t in range(1, T):
         cur = delta[t]
         prev = delta[t - 1]
         for b in range(L):
             cur[b] = -np.inf
-        for a in range(L):
+        for a in range(0, by_four, 4):
+            p0, p1, p2, p3 = prev[a], prev[a + 1], prev[a + 2], prev[a + 3]
+            r0, r1, r2, r3 = trans[a], trans[a + 1], trans[a + 2], trans[a + 3]
+            for b in range(L):  # selects, not branches: the loop vectorises
+                v0 = p0 + r0[b]
+                v1 = p1 + r1[b]
+                v2 = p2 + r2[b]
+                v3 = p3 + r3[b]
+                v01 = v0 if v0 > v1 else v1
+                v23 = v2 if v2 > v3 else v3
+                v = v01 if v01 > v23 else v23
+                cur[b] = v if v > cur[b] else cur[b]
+        for a in range(by_four, L):
             p = prev[a]
             row = trans[a]
-            for b in range(L):  # a select, not a branch: the loop vectorises
+            for b in range(L):
                 v = p + row[b]
                 cur[b] = v if v > cur[b] else cur[b]
         for b in range(L):
