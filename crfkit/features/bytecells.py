@@ -174,19 +174,39 @@ def window_cells(data, starts, ends, columns, table_column, strings, hash_mask):
 def window_observations(cells, lengths, commands, codes, hash_mask):
     """(tok_ptr, tok_obs) of a window from its cells; ``commands`` is (listed, cmd_ptr,
     table, offset, absolute, pad_ptr, pad, radix, direct_ptr, direct), ``codes`` the
-    :func:`code_table` of the patterns without a direct table."""
+    :func:`code_table` of the patterns without a direct table.
+
+    A pattern's observation is the mixed-radix code of its commands' values (digit:
+    value + 1; none if a value is unseen). A token at least ``reach`` tokens from both
+    ends of its sequence reads every relative command inside the sequence (and there
+    are no absolute ones): it skips the padding's tests."""
     listed, cmd_ptr, table, offset, absolute, pad_ptr, pad, radix, direct_ptr, direct = commands
     n = cells.shape[1]
     tok_ptr = np.zeros(n + 1, dtype=np.int64)
     tok_obs = np.empty(n * len(listed), dtype=np.int32)
+    reach = 0
+    for c in range(len(offset)):
+        reach = max(reach, abs(offset[c]))
+        if absolute[c]:
+            reach = n  # no token is that far from both ends
     m = 0
     t0 = 0
     for s in range(len(lengths)):
         T = lengths[s]
         for i in range(T):
+            inside = reach <= i < T - reach
             for j in range(len(listed)):
-                code = _tuple_code(cells, t0, i, T, cmd_ptr[j], cmd_ptr[j + 1], table, offset,
-                                   absolute, pad_ptr, pad, radix)
+                code = 0
+                for c in range(cmd_ptr[j], cmd_ptr[j + 1]):
+                    if inside:
+                        v = cells[table[c], t0 + i + offset[c]]
+                    else:
+                        p, outside = command_position(offset[c], absolute[c], i, T)
+                        v = pad[pad_ptr[c] + outside] if outside else cells[table[c], t0 + p]
+                    if v < 0:
+                        code = -1
+                        break
+                    code = code * radix[c] + v + 1
                 if code < 0:
                     continue
                 if direct_ptr[j] >= 0:
@@ -199,17 +219,3 @@ def window_observations(cells, lengths, commands, codes, hash_mask):
             tok_ptr[t0 + i + 1] = m
         t0 += T
     return tok_ptr, tok_obs[:m].copy()
-
-
-@njit(**INLINE)
-def _tuple_code(cells, t0, i, T, first, stop, table, offset, absolute, pad_ptr, pad, radix):
-    """The mixed-radix code of the values of commands first..stop-1 (digit: value + 1) at
-    token i of the sequence at t0 (length T); -1 if a value is unseen."""
-    code = 0
-    for c in range(first, stop):
-        p, outside = command_position(offset[c], absolute[c], i, T)
-        v = pad[pad_ptr[c] + outside] if outside else cells[table[c], t0 + p]
-        if v < 0:
-            return -1
-        code = code * radix[c] + v + 1
-    return code

@@ -43,7 +43,7 @@ if TYPE_CHECKING:
 # measurement); a smaller one keeps the column labeller, which never loads Numba.
 BYTE_PATH_BYTES = 8 << 20
 COMPILE_SECONDS = 5  # its kernels' compile seconds on a first run (2-core machine)
-WINDOW_BYTES = 1 << 20  # a window ends at the first blank line after this many bytes
+WINDOW_BYTES = 1 << 20  # a window ends at the first blank line after about this many bytes
 _CHECK_BYTES = 1 << 24  # UTF-8 is checked this many bytes at a time
 _BOM = b"\xef\xbb\xbf"
 _MARKER = b"-DOCSTART-"
@@ -97,7 +97,8 @@ def label_file_bytes(model: Model, path: str, out: TextIO, options: LabelOptions
     if columns < max(needed, 1):
         return None
     labeller = _WindowLabeller(model, options, tables, data, columns, mode, path)
-    return labeller.run(_windows(data, start), out, threads, progress)
+    return labeller.run(_windows(data, start, _window_bytes(len(data) - start, threads)), out,
+                        threads, progress)
 
 
 def _regular_start(path: str) -> int | None:
@@ -128,22 +129,31 @@ def _utf8(mm: mmap.mmap, start: int) -> bool:
     return True
 
 
-def _windows(data: np.ndarray, start: int) -> Iterator[tuple[int, int]]:
+def _window_bytes(size: int, threads: int) -> int:
+    """The window size for ``size`` bytes on ``threads`` threads: about
+    :data:`WINDOW_BYTES`, cut so that every thread gets as many windows (a last window
+    left to one thread would leave the others idle while it runs)."""
+    windows = -(-size // WINDOW_BYTES)
+    windows = -(-windows // threads) * threads
+    return max(1, -(-size // windows))
+
+
+def _windows(data: np.ndarray, start: int, window: int) -> Iterator[tuple[int, int]]:
     """Byte ranges of whole sequences: each ends after the first empty line found
-    :data:`WINDOW_BYTES` after its start (or at the end of the file)."""
+    ``window`` bytes after its start (or at the end of the file)."""
     size = len(data)
     blank = np.frombuffer(b"\n\n", dtype=np.uint8)
     a = start
     while a < size:
         b = size
-        at = a + WINDOW_BYTES
+        at = a + window
         while at < size:  # search on, a window's worth of bytes at a time
-            chunk = data[at:at + WINDOW_BYTES + 1]
+            chunk = data[at:at + window + 1]
             hits = np.flatnonzero((chunk[:-1] == blank[0]) & (chunk[1:] == blank[1]))
             if len(hits):
                 b = at + int(hits[0]) + 2
                 break
-            at += WINDOW_BYTES
+            at += window
         yield a, b
         a = b
 

@@ -41,6 +41,16 @@ def cells_model(address_sample, tmp_path_factory):
                  TrainOptions(maxiter=3))
 
 
+@pytest.fixture(scope="module")
+def relative_model(address_sample, tmp_path_factory):
+    """The same patterns without absolute positions: tokens three or more from both ends
+    of their sequence read no padding."""
+    path = tmp_path_factory.mktemp("bytepath") / "relative.pat"
+    path.write_text("".join(line + "\n" for line in PATTERNS.splitlines() if "@" not in line))
+    return train(read_patterns(path), read_sequences(address_sample["train"]),
+                 TrainOptions(maxiter=3))
+
+
 def varied(sample: bytes) -> bytes:
     """The sample with unknown and UTF-8 words, 1- to 4-token sequences, runs of spaces
     and tabs, edge spaces, blank lines of white space, a UTF-8 signature and no final
@@ -87,6 +97,22 @@ def test_same_bytes_and_stats(cells_model, address_sample, tmp_path, monkeypatch
     assert byte_path_applies(cells_model, options, encoding="utf-8", sep="auto")
     assert by_bytes(cells_model, data, options, tmp_path, threads=2) == \
         reference(cells_model, data, options)
+
+
+def test_without_absolute_positions(relative_model, address_sample, tmp_path, monkeypatch):
+    monkeypatch.setattr(bytepath, "WINDOW_BYTES", 500)
+    data = varied(address_sample["test"].read_bytes())
+    assert by_bytes(relative_model, data, LabelOptions(), tmp_path, threads=2) == \
+        reference(relative_model, data, LabelOptions())
+
+
+def test_every_thread_gets_as_many_windows():
+    for size in (1, 999, 1 << 20, (1 << 20) + 1, 13_427_316):
+        for threads in (1, 2, 3, 8):
+            window = bytepath._window_bytes(size, threads)
+            windows = -(-size // window)
+            assert window <= bytepath.WINDOW_BYTES
+            assert windows % threads == 0 or window == 1
 
 
 def test_tab_separated(cells_model, address_sample, tmp_path):
