@@ -116,7 +116,10 @@ def _regular_start(path: str) -> int | None:
 
 
 def _utf8(mm: mmap.mmap, start: int) -> bool:
-    """Whether ``mm[start:]`` is valid UTF-8 (decoded a block at a time and dropped)."""
+    """Whether ``mm[start:]`` is valid UTF-8 (decoded a block at a time and dropped,
+    unless it is all ASCII, which is tested many times faster)."""
+    if all(mm[at:at + _CHECK_BYTES].isascii() for at in range(start, len(mm), _CHECK_BYTES)):
+        return True
     decoder = codecs.getincrementaldecoder("utf-8")()
     at = start
     try:
