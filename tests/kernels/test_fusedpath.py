@@ -6,7 +6,6 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from crfkit import config
 from crfkit.kernels import fusedpath
 from crfkit.kernels.bestpath import best_paths
 from crfkit.kernels.fusedpath import fused_best_paths
@@ -74,7 +73,7 @@ def test_dense_rows_give_the_numpy_labellers_bits(monkeypatch, cells):
     """The most frequent observations' weights are added as whole rows, zeros included:
     with none, some (2 of 12 observations) or every observation dense, and observations
     that lack labels, the paths and scores are the numpy labeller's, bit for bit."""
-    monkeypatch.setattr(config, "DENSE_ROW_CELLS", cells)
+    monkeypatch.setattr(fusedpath, "LABEL_DENSE_CELLS", cells)
     rng = rng_for("fused dense", cells)
     L = 4
     model = random_model(rng, "crf", L, bigrams=False, trans=True, n_obs=12)
