@@ -72,8 +72,7 @@ def fused_best_paths(model: Weighted, data: Dataset, *, token_ok: np.ndarray | N
 # The dense rows :func:`batch_paths` fills, in floats (2 MB). A batch fills one table,
 # where training keeps one per block in flight (crfkit.config.DENSE_ROW_CELLS, half as
 # many): a row costs one contiguous read where a sparse observation's features are
-# scattered ones, so more rows pay. The unigram sums of a million CoNLL-2000 tokens
-# (22 labels) took 0.33 s CPU with 1 MB of rows, 0.29 s with 2 to 5 MB.
+# scattered ones, so more rows pay, up to a few MB (the benchmarks page, "The byte path").
 LABEL_DENSE_CELLS = 1 << 18
 
 
