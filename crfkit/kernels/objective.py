@@ -36,8 +36,8 @@ from crfkit.kernels.lattice import (
     factor_bound,
     max_abs,
 )
-from crfkit.kernels.runs import fill_sparse_runs, runs_size, standin_runs
-from crfkit.space import Dataset, FeatureSpace
+from crfkit.kernels.runs import dense_first, fill_sparse_runs, runs_size, standin_runs
+from crfkit.space import DataArrays, Dataset, FeatureSpace
 from crfkit.vectors import dot
 
 
@@ -52,6 +52,11 @@ class Objective:
     per thread is held (16 rows were 58 MB on CoNLL-2000). ``normalisation``
     (``config.NORM_*``) picks the loss kernel.
     """
+
+    # Where it reads runs, the kernel reads a copy of the occurrences with each token's
+    # dense rows first (crfkit.kernels.runs.dense_first); a subclass with kernels of its
+    # own keeps the corpus's order.
+    DENSE_FIRST = True
 
     def __init__(self, space: FeatureSpace, data: Dataset, empirical: np.ndarray,
                  rho2: float, normalisation: int = config.NORM_GLOBAL,
@@ -84,7 +89,6 @@ class Objective:
         self.sequence_errors = 0
         self.evaluations = 0
         self.space_arrays = space.arrays()
-        self.data_arrays = data.arrays()
         # The most features a token has per label (bounds unigram_factors' products);
         # valued scores are always summed and exponentiated whole.
         self.max_obs = (np.inf if data.tok_val is not None
@@ -110,6 +114,27 @@ class Objective:
         return (*scores, *factors)
 
     @cached_property
+    def data_arrays(self) -> DataArrays:
+        """The corpus as the kernels read it: where :meth:`reads_dense_first`, with a copy
+        of the occurrences that has each token's dense rows first
+        (:func:`crfkit.kernels.runs.dense_first`); the corpus keeps its order."""
+        d = self.data
+        if not (self.DENSE_FIRST and self.reads_dense_first()):
+            return d.arrays()
+        ordered = np.empty_like(d.tok_obs)
+        dense_first(d.tok_ptr, d.tok_obs, self.n_dense, ordered)
+        return d.arrays()._replace(tok_obs=ordered)
+
+    def reads_dense_first(self) -> bool:
+        """Whether the loss kernel can read runs (:mod:`crfkit.kernels.runs`: a binary
+        corpus, one transition matrix, fewer labels than the grouped kernel's), and so
+        reads each token's dense rows first; decided before the runs are counted, so
+        that the kernel reading none gives the same bits."""
+        s, d = self.space, self.data
+        return (self.normalisation == config.NORM_GLOBAL and d.tok_val is None
+                and s.n_b == 0 and 0 < self.n_dense and s.n_labels < loss.GROUPED_LABELS)
+
+    @cached_property
     def runs(self) -> tuple | None:
         """The CRF kernel's sparse features in reading order (:mod:`crfkit.kernels.runs`),
         built when first asked (a subclass with its own kernel never asks); None for a
@@ -117,7 +142,7 @@ class Objective:
         d, s = self.data, self.space
         if self._runs_size is None:
             return None
-        return fill_sparse_runs(d.seq_ptr, d.tok_ptr, d.tok_obs, s.u_ptr, s.u_lab,
+        return fill_sparse_runs(d.seq_ptr, d.tok_ptr, self.data_arrays[2], s.u_ptr, s.u_lab,
                                 self.n_dense, self._runs_size)
 
     @cached_property

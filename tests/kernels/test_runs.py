@@ -83,3 +83,28 @@ def test_the_kernel_reading_runs_gives_the_bits_of_the_one_that_does_not(monkeyp
     (f1, g1, e1), (f2, g2, e2) = results
     assert f1 == f2 and e1 == e2
     assert np.array_equal(g1, g2)
+
+
+def test_dense_first_puts_each_tokens_dense_rows_first_in_their_order():
+    rng = np.random.default_rng(3)
+    tok_ptr = np.concatenate([[0], np.cumsum(rng.integers(0, 7, size=50))]).astype(np.int64)
+    tok_obs = rng.integers(0, 20, size=tok_ptr[-1]).astype(np.int32)
+    out = np.empty_like(tok_obs)
+    runs.dense_first(tok_ptr, tok_obs, 8, out)
+    for t in range(50):
+        mine = tok_obs[tok_ptr[t]:tok_ptr[t + 1]].tolist()
+        want = [o for o in mine if o < 8] + [o for o in mine if o >= 8]
+        assert out[tok_ptr[t]:tok_ptr[t + 1]].tolist() == want
+
+
+def test_the_objective_reads_a_copy_with_dense_rows_first(monkeypatch):
+    """The corpus keeps its order; the kernels read the copy, runs or none."""
+    corpus = encode_training(CHAIN, random_corpus(5, n_seqs=40, max_len=7))
+    monkeypatch.setattr(config, "DENSE_ROW_CELLS", 3 * corpus.space.n_labels)
+    before = corpus.data.tok_obs.copy()
+    objective = Objective(corpus.space, corpus.data, corpus.empirical, 0.5)
+    read = objective.data_arrays[2]
+    assert np.array_equal(corpus.data.tok_obs, before) and read is not corpus.data.tok_obs
+    want = np.empty_like(before)
+    runs.dense_first(corpus.data.tok_ptr, before, objective.n_dense, want)
+    assert np.array_equal(read, want) and not np.array_equal(read, before)

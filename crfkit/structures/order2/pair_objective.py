@@ -20,6 +20,8 @@ from crfkit.structures.order2 import pair_lattice as order2
 class Objective2(Objective):
     """``f = objective(w, g)`` of a second-order CRF over one dataset."""
 
+    DENSE_FIRST = False  # its kernels read the corpus's order
+
     def __init__(self, space: FeatureSpace, data: Dataset, empirical: np.ndarray,
                  rho2: float, normalisation: int = config.NORM_GLOBAL) -> None:
         if normalisation != config.NORM_GLOBAL:

@@ -7,7 +7,8 @@ with ``log Z_B`` the Bethe approximation of each document's log partition
 function, computed by loopy belief propagation (:mod:`crfkit.structures.skipchain.belief`);
 at a BP fixed point its gradient is the beliefs. A document without skip
 edges is exact: the objective of a corpus without any is the linear chain's
-(:class:`crfkit.kernels.objective.Objective`), the same bits.
+(:class:`crfkit.kernels.objective.Objective`), to rounding (the chain's kernel takes a
+token's factors dense rows first, :func:`crfkit.kernels.runs.dense_first`).
 
 As there, documents are cut into fixed blocks (by token count), blocks run in
 waves of one per thread and their gradient rows are added in block order, so
