@@ -19,9 +19,9 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 TOOLS = ("crfkit", "crfsuite", "CRF++", "Wapiti")
-TRAINING_WALL = {"crfkit": [14.26, 14.60, 14.36, 14.40, 14.89, 14.76],
-                 "crfsuite": [57.55, 58.74, 53.63, 58.88, 59.74, 57.69]}
-SECONDS_PER_ITERATION = {"crfkit": 0.0685, "crfsuite": 0.2949, "CRF++": 2.851, "Wapiti": 1.303}
+TRAINING_WALL = {"crfkit": [15.96, 14.40, 13.35, 14.05],
+                 "crfsuite": [63.25, 56.58, 54.80, 60.23]}
+SECONDS_PER_ITERATION = {"crfkit": 0.0697, "crfsuite": 0.2902, "CRF++": 2.807, "Wapiti": 1.322}
 LABELLING_TOKENS_PER_S = {"crfkit": round(994_917 / 0.64), "CRF++": round(994_917 / 5.80),
                           "Wapiti": round(994_917 / 7.08)}
 COLOURS = {"crfkit": "tab:blue", "crfsuite": "tab:orange", "CRF++": "tab:green",
