@@ -53,11 +53,6 @@ class Objective:
     (``config.NORM_*``) picks the loss kernel.
     """
 
-    # Where it reads runs, the kernel reads a copy of the occurrences with each token's
-    # dense rows first (crfkit.kernels.runs.dense_first); a subclass with kernels of its
-    # own keeps the corpus's order.
-    DENSE_FIRST = True
-
     def __init__(self, space: FeatureSpace, data: Dataset, empirical: np.ndarray,
                  rho2: float, normalisation: int = config.NORM_GLOBAL,
                  frozen: np.ndarray | None = None, *,
@@ -119,7 +114,7 @@ class Objective:
         of the occurrences that has each token's dense rows first
         (:func:`crfkit.kernels.runs.dense_first`); the corpus keeps its order."""
         d = self.data
-        if not (self.DENSE_FIRST and self.reads_dense_first()):
+        if not self.reads_dense_first():
             return d.arrays()
         ordered = np.empty_like(d.tok_obs)
         dense_first(d.tok_ptr, d.tok_obs, self.n_dense, ordered)
@@ -129,7 +124,8 @@ class Objective:
         """Whether the loss kernel can read runs (:mod:`crfkit.kernels.runs`: a binary
         corpus, one transition matrix, fewer labels than the grouped kernel's), and so
         reads each token's dense rows first; decided before the runs are counted, so
-        that the kernel reading none gives the same bits."""
+        that the kernel reading none gives the same bits. A subclass with kernels of its
+        own that read the corpus's order says no."""
         s, d = self.space, self.data
         return (self.normalisation == config.NORM_GLOBAL and d.tok_val is None
                 and s.n_b == 0 and 0 < self.n_dense and s.n_labels < loss.GROUPED_LABELS)
@@ -142,8 +138,8 @@ class Objective:
         d, s = self.data, self.space
         if self._runs_size is None:
             return None
-        return fill_sparse_runs(d.seq_ptr, d.tok_ptr, self.data_arrays[2], s.u_ptr, s.u_lab,
-                                self.n_dense, self._runs_size)
+        return fill_sparse_runs(d.seq_ptr, d.tok_ptr, self.data_arrays.tok_obs, s.u_ptr,
+                                s.u_lab, self.n_dense, self._runs_size)
 
     @cached_property
     def _runs_size(self) -> int | None:
