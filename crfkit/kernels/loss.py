@@ -175,7 +175,7 @@ def last_callees(space: tuple, data: tuple, L: int, Gd: np.ndarray, G: np.ndarra
         expectations = (unigram_expectations, (G, tok_ptr, tok_obs, tok_val, u_ptr, u_lab, t,
                                                t, L, marginals, marginals, Gd))
     else:
-        expectations = (run_expectations, (G, tok_ptr, tok_obs, runs[1], runs[2], t, t, t, L,
+        expectations = (run_expectations, (G, tok_ptr, tok_obs, *runs[1:], t, t, t, L,
                                            marginals, marginals, Gd))
     return [expectations, (posterior_errors, (marginals, data[3], t, t)),
             (flush_dense, (G, Gd, u_ptr, u_lab))]

@@ -134,7 +134,8 @@ class Objective:
     def runs(self) -> tuple | None:
         """The CRF kernel's sparse features in reading order (:mod:`crfkit.kernels.runs`),
         built when first asked (a subclass with its own kernel never asks); None for a
-        valued corpus, or one whose tokens' transitions vary (the kernels that read no runs)."""
+        valued corpus, one whose tokens' transitions vary, or one whose kernel does not
+        read dense rows first (:meth:`reads_dense_first`: the kernels that read no runs)."""
         d, s = self.data, self.space
         if self._runs_size is None:
             return None
@@ -143,9 +144,12 @@ class Objective:
 
     @cached_property
     def _runs_size(self) -> int | None:
-        """How many pairs the runs hold, None without runs (:func:`runs_size`)."""
+        """How many pairs the runs hold, None without runs (:func:`runs_size`); none either
+        over occurrences whose dense rows do not come first, which the runs kernel needs."""
         d, s = self.data, self.space
         if d.tok_val is not None or s.n_b > 0:
+            return None
+        if self.n_dense > 0 and not self.reads_dense_first():
             return None
         return runs_size(d.tok_obs, s.u_ptr, s.u_lab, self.n_dense)
 

@@ -8,20 +8,24 @@ next. That was most of the time spent building the tokens' unigram factors and
 scattering their expectations, though three quarters of the occurrences are dense.
 
 :func:`sparse_runs` copies each sparse occurrence's (feature, label) pairs once, in
-corpus order, the last label of each occurrence complemented (``~y < 0``) to end it.
-The kernel then reads them as a stream with a cursor that only moves forward, keeping
-only the weight or gradient entry as a scattered access.
+corpus order, the last label of each occurrence complemented (``~y < 0``), so that the
+runs can be split back into occurrences. The kernel reads them as a stream with a cursor
+that only moves forward, keeping only the weight or gradient entry as a scattered access.
 
 The kernel reads each token's observations dense ones first (:func:`dense_first`, each
-part in its order; :class:`crfkit.kernels.objective.Objective` keeps such a copy): its
-dense rows are then one loop without the branch on the kind of each occurrence, which
-the processor mispredicted about once in four. For the same occurrences the factors are
-the same products taken in the same order, the expectations the same additions in the
-same order, so the results are the same bits as
-:func:`crfkit.kernels.lattice.unigram_factors` and
-:func:`crfkit.kernels.gradient.unigram_expectations`.
+part in its order; :class:`crfkit.kernels.objective.Objective` keeps such a copy, and
+builds runs only over it). The runs say where each token's leading dense rows end
+(``dense_end``) and where its pairs end (``pair_end``), so a token is two loops of known
+length: no test of each occurrence's kind, and no end mark tested pair by pair. Those
+branches depend on loaded data and went each way often enough for the processor to
+mispredict them several times a token. For the same occurrences the factors are the same
+products taken in the same order, the expectations the same additions in the same order,
+so the results are the same bits as :func:`crfkit.kernels.lattice.unigram_factors` and
+:func:`crfkit.kernels.gradient.unigram_expectations` on the same copy.
 
-``runs = (start, feature, label)``: ``start[s]`` is where sequence s's pairs begin.
+``runs = (start, feature, label, dense_end, pair_end)``: ``start[s]`` is where sequence
+s's pairs begin; ``dense_end[t]`` the occurrence after token t's leading dense rows,
+``pair_end[t]`` the pair after its last (t counts the corpus's tokens).
 """
 
 from __future__ import annotations
@@ -65,11 +69,15 @@ def fill_sparse_runs(seq_ptr: np.ndarray, tok_ptr: np.ndarray, tok_obs: np.ndarr
     feature_type, label_dtype = runs_types(u_lab)
     feature = np.empty(n_pairs, dtype=feature_type)
     label = np.empty(n_pairs, dtype=label_dtype)
+    start = np.zeros(len(seq_ptr), dtype=np.int64)
+    dense_end = np.empty(len(tok_ptr) - 1, dtype=np.int64)
+    pair_end = np.zeros(len(tok_ptr) - 1, dtype=np.int64)
     if n_pairs == 0:  # every observation dense (a small corpus): nothing to compile
-        return np.zeros(len(seq_ptr), dtype=np.int64), feature, label
-    start = np.empty(len(seq_ptr), dtype=np.int64)
-    fill_runs(seq_ptr, tok_ptr, tok_obs, u_ptr, u_lab, n_dense, start, feature, label)
-    return start, feature, label
+        dense_end[:] = tok_ptr[1:]
+        return start, feature, label, dense_end, pair_end
+    fill_runs(seq_ptr, tok_ptr, tok_obs, u_ptr, u_lab, n_dense, start, feature, label,
+              dense_end, pair_end)
+    return start, feature, label, dense_end, pair_end
 
 
 # Runs pay where the unigram work dominates: few labels, so few features an occurrence
@@ -80,7 +88,8 @@ def fill_sparse_runs(seq_ptr: np.ndarray, tok_ptr: np.ndarray, tok_obs: np.ndarr
 MAX_RUNS_SHARE = 1.0
 
 # Empty runs, for the kernels that read none (always these types: one compiled version each)
-NO_RUNS = (np.zeros(1, dtype=np.int64), np.empty(0, dtype=np.int32), np.empty(0, dtype=np.int8))
+NO_RUNS = (np.zeros(1, dtype=np.int64), np.empty(0, dtype=np.int32), np.empty(0, dtype=np.int8),
+           np.empty(0, dtype=np.int64), np.empty(0, dtype=np.int64))
 
 
 def runs_types(u_lab: np.ndarray) -> tuple[type, type]:
@@ -92,7 +101,8 @@ def standin_runs(u_lab: np.ndarray) -> tuple:
     """Empty runs of the types :func:`sparse_runs` builds for ``u_lab``: to compile the
     kernel that reads them while they are built (on a first run, :mod:`crfkit.kernels.aside`)."""
     feature, label = runs_types(u_lab)
-    return np.zeros(1, dtype=np.int64), np.empty(0, dtype=feature), np.empty(0, dtype=label)
+    return (np.zeros(1, dtype=np.int64), np.empty(0, dtype=feature), np.empty(0, dtype=label),
+            np.empty(0, dtype=np.int64), np.empty(0, dtype=np.int64))
 
 
 def label_type(u_lab: np.ndarray) -> type:
@@ -123,20 +133,27 @@ def count_pairs(tok_obs: np.ndarray, u_ptr: np.ndarray, K: int) -> int:
 
 
 @njit(**JIT)
-def fill_runs(seq_ptr, tok_ptr, tok_obs, u_ptr, u_lab, K, start, feature, label):
+def fill_runs(seq_ptr, tok_ptr, tok_obs, u_ptr, u_lab, K, start, feature, label, dense_end,
+              pair_end):
     """Fill :func:`sparse_runs`' arrays (sized by :func:`count_pairs`)."""
     m = 0
     for s in range(seq_ptr.size - 1):
         start[s] = m
-        for j in range(tok_ptr[seq_ptr[s]], tok_ptr[seq_ptr[s + 1]]):
-            o = tok_obs[j]
-            if o < K:
-                continue
-            last = u_ptr[o + 1] - 1
-            for k in range(u_ptr[o], last + 1):
-                feature[m] = k
-                label[m] = u_lab[k] if k < last else ~u_lab[k]
-                m += 1
+        for t in range(seq_ptr[s], seq_ptr[s + 1]):
+            for j in range(tok_ptr[t], tok_ptr[t + 1]):
+                o = tok_obs[j]
+                if o < K:
+                    continue
+                last = u_ptr[o + 1] - 1
+                for k in range(u_ptr[o], last + 1):
+                    feature[m] = k
+                    label[m] = u_lab[k] if k < last else ~u_lab[k]
+                    m += 1
+            pair_end[t] = m
+            j = tok_ptr[t]
+            while j < tok_ptr[t + 1] and tok_obs[j] < K:
+                j += 1
+            dense_end[t] = j
     start[seq_ptr.size - 1] = m
 
 
@@ -157,56 +174,42 @@ def dense_first(tok_ptr, tok_obs, K, out):
 
 
 @njit(**JIT)
-def run_factors(expW, tok_ptr, tok_obs, feature, label, c, t0, T, expu, expWd):
+def run_factors(expW, tok_ptr, tok_obs, feature, label, dense_end, pair_end, c, t0, T, expu,
+                expWd):
     """expu[:T] = :func:`crfkit.kernels.lattice.unigram_factors` of tokens t0 .. t0+T-1,
-    the sparse features read from the runs at ``c`` (their sequence's start). Any order
-    of a token's observations is read right; :func:`dense_first`'s is the fast one."""
+    the sparse features read from the runs at ``c`` (their sequence's start)."""
     expu[:T] = 1.0
-    K = expWd.shape[0]
     for t in range(T):
-        rest, end = tok_ptr[t0 + t], tok_ptr[t0 + t + 1]
-        while rest < end and tok_obs[rest] < K:  # the leading dense rows, without a branch
-            multiply_row(expu, t, expWd, tok_obs[rest])
-            rest += 1
-        for j in range(rest, end):  # the others: sparse ones only, if dense_first
-            if tok_obs[j] < K:
-                multiply_row(expu, t, expWd, tok_obs[j])
-                continue
-            last = False
-            while not last:
-                k, y, last = pair_at(feature, label, c)
-                c += 1
-                expu[t, y] *= expW[k]
+        for j in range(tok_ptr[t0 + t], dense_end[t0 + t]):
+            multiply_row(expu, t, expWd, tok_obs[j])
+        stop = pair_end[t0 + t]
+        for p in range(c, stop):
+            expu[t, label_at(label, p)] *= expW[feature[p]]
+        c = stop
 
 
 @njit(**JIT)
-def run_expectations(G, tok_ptr, tok_obs, feature, label, c, t0, T, L, alpha, beta, Gd):
+def run_expectations(G, tok_ptr, tok_obs, feature, label, dense_end, pair_end, c, t0, T, L,
+                     alpha, beta, Gd):
     """:func:`crfkit.kernels.gradient.unigram_expectations` (binary corpus), the sparse
     features read from the runs at ``c``: G += the token marginals, alpha turned into
-    them, the dense rows' into ``Gd`` (any order; :func:`dense_first`'s is the fast one)."""
-    K = Gd.shape[0]
+    them, the dense rows' into ``Gd``."""
     for t in range(T):
         marginals_row(alpha, beta, t, L)
-        rest, end = tok_ptr[t0 + t], tok_ptr[t0 + t + 1]
-        while rest < end and tok_obs[rest] < K:
-            add_row(Gd, tok_obs[rest], alpha, t, L, 1.0)
-            rest += 1
-        for j in range(rest, end):
-            if tok_obs[j] < K:
-                add_row(Gd, tok_obs[j], alpha, t, L, 1.0)
-                continue
-            last = False
-            while not last:
-                k, y, last = pair_at(feature, label, c)
-                c += 1
-                G[k] += alpha[t, y]
+        for j in range(tok_ptr[t0 + t], dense_end[t0 + t]):
+            add_row(Gd, tok_obs[j], alpha, t, L, 1.0)
+        stop = pair_end[t0 + t]
+        for p in range(c, stop):
+            G[feature[p]] += alpha[t, label_at(label, p)]
+        c = stop
 
 
 @njit(inline="always", **JIT)
-def pair_at(feature, label, c):
-    """(feature, label, whether it is its occurrence's last) of the runs' pair c."""
-    y = label[c]
-    return feature[c], (~y if y < 0 else y), y < 0
+def label_at(label, c):
+    """The label of the runs' pair c, its end mark taken off (``~y`` if ``y < 0``) without
+    a branch."""
+    y = np.int64(label[c])
+    return y ^ (y >> 63)
 
 
 @njit(inline="always", **JIT)
@@ -217,12 +220,14 @@ def run_gradient(space, tok_ptr, tok_obs, t0, T, L, exp_trans, work, G, expW, ex
     features read from ``runs``; returns (shift, logz) as it does."""
     trans_offset, has_trans = space[6], space[7]
     expu, alpha, beta, scale, pair, tmp = work[2], work[4], work[5], work[6], work[7], work[8]
-    start, feature, label = runs
-    run_factors(expW, tok_ptr, tok_obs, feature, label, start[s], t0, T, expu, expWd)
+    start, feature, label, dense_end, pair_end = runs
+    run_factors(expW, tok_ptr, tok_obs, feature, label, dense_end, pair_end, start[s], t0, T,
+                expu, expWd)
     pairs = has_trans and T > 1
     logz = shared_logz(expu, exp_trans[0], exp_trans[1], T, L, alpha, beta, scale, tmp, pair,
                        pairs, 0.0)
     if pairs and logz == logz:
         add_transition_expectations(G, trans_offset, L, pair, exp_trans[0])
-    run_expectations(G, tok_ptr, tok_obs, feature, label, start[s], t0, T, L, alpha, beta, Gd)
+    run_expectations(G, tok_ptr, tok_obs, feature, label, dense_end, pair_end, start[s], t0, T,
+                     L, alpha, beta, Gd)
     return 0.0, logz

@@ -24,7 +24,8 @@ def test_runs_list_the_sparse_occurrences_features_in_corpus_order(monkeypatch):
     seq_ptr = np.array([0, 2, 3], dtype=np.int64)
     tok_ptr = np.array([0, 3, 5, 7], dtype=np.int64)
     tok_obs = np.array([2, 0, 3, 1, 2, 3, 0], dtype=np.int32)
-    start, feature, label = sparse_runs(seq_ptr, tok_ptr, tok_obs, u_ptr, u_lab, 1)
+    start, feature, label, dense_end, pair_end = sparse_runs(seq_ptr, tok_ptr, tok_obs, u_ptr,
+                                                             u_lab, 1)
     want = []  # (feature, label, last of its occurrence) of every occurrence past row 0
     for o in tok_obs:
         if o >= 1:
@@ -35,6 +36,10 @@ def test_runs_list_the_sparse_occurrences_features_in_corpus_order(monkeypatch):
     assert got == want
     # sequence 1 (token 2) starts after sequence 0's 3 + 1 + 1 + 3 pairs
     assert start.tolist() == [0, 8, 9]
+    # each token's pairs end after its occurrences' (3 + 1, 1 + 3, 1); its leading dense
+    # rows end at its first sparse occurrence (token 0 starts with one: none lead)
+    assert pair_end.tolist() == [4, 8, 9]
+    assert dense_end.tolist() == [0, 3, 5]
 
 
 def test_a_sparse_occurrence_without_features_gives_no_runs():
@@ -83,6 +88,22 @@ def test_the_kernel_reading_runs_gives_the_bits_of_the_one_that_does_not(monkeyp
     (f1, g1, e1), (f2, g2, e2) = results
     assert f1 == f2 and e1 == e2
     assert np.array_equal(g1, g2)
+
+
+def test_runs_are_built_only_over_occurrences_with_dense_rows_first(monkeypatch):
+    """The runs kernel reads a token's dense rows up to where they end, then its pairs: an
+    objective whose kernel reads the corpus's own order gets no runs."""
+    corpus = encode_training(CHAIN, random_corpus(5, n_seqs=40, max_len=7))
+    monkeypatch.setattr(config, "DENSE_ROW_CELLS", 3 * corpus.space.n_labels)
+    monkeypatch.setattr(runs, "MAX_RUNS_SHARE", np.inf)
+    objective = Objective(corpus.space, corpus.data, corpus.empirical, 0.5)
+    assert objective.reads_dense_first() and objective.runs is not None
+    d, dense_end = objective.data_arrays, objective.runs[3]
+    for t in range(len(dense_end)):
+        mine = d.tok_obs[d.tok_ptr[t]:d.tok_ptr[t + 1]]
+        assert dense_end[t] - d.tok_ptr[t] == (mine < objective.n_dense).sum()
+    monkeypatch.setattr(Objective, "reads_dense_first", lambda self: False)
+    assert Objective(corpus.space, corpus.data, corpus.empirical, 0.5).runs is None
 
 
 def test_dense_first_puts_each_tokens_dense_rows_first_in_their_order():
