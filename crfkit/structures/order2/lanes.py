@@ -37,6 +37,7 @@ from crfkit.config import JIT
 from crfkit.kernels.gradient import posterior_errors
 from crfkit.kernels.grouped import shortest_first
 from crfkit.kernels.lattice import exp_shifted, longest_sequence, unigram_factors
+from crfkit.space import DataArrays
 from crfkit.structures.order2 import pair_lattice as order2
 
 LANES = 32  # a lane vector's loops have this runtime length: vectorised, see the module docstring
@@ -53,6 +54,30 @@ def edge_lists(lat2: tuple) -> tuple:
     real = np.flatnonzero(e_tri >= 0)
     by_src = real[np.lexsort((dst[real], src[real]))]
     return (src[by_src], dst[by_src], by_src, src[real], dst[real], real)
+
+
+def shortest_first_copy(data: DataArrays, block_ptr: np.ndarray) -> DataArrays:
+    """The corpus with each block's sequences shortest first (stable), the order in which
+    :func:`loss_block_lanes` takes them: it then reads the corpus front to back. Read in
+    the corpus's order, each group of lanes started its sequences at scattered places,
+    and loading their factors took a fifth longer. The kernel's own ordering finds this
+    copy sorted and keeps it as it is, so the lanes and their results are the same."""
+    seq_ptr, tok_ptr, tok_obs, labels = data
+    order = np.concatenate([shortest_first(seq_ptr, s0, s1) for s0, s1
+                            in zip(block_ptr[:-1], block_ptr[1:], strict=True)])
+    tokens = _spans(seq_ptr, order)
+    occurrences = _spans(tok_ptr, tokens)
+    new_seq_ptr = np.concatenate([[0], np.cumsum(np.diff(seq_ptr)[order])]).astype(seq_ptr.dtype)
+    new_tok_ptr = np.concatenate([[0], np.cumsum(np.diff(tok_ptr)[tokens])]).astype(tok_ptr.dtype)
+    return DataArrays(new_seq_ptr, new_tok_ptr, tok_obs[occurrences],
+                      labels[tokens] if len(labels) else labels)
+
+
+def _spans(ptr: np.ndarray, items: np.ndarray) -> np.ndarray:
+    """The indices ``ptr[i] .. ptr[i+1]-1`` of every i in ``items``, in that order."""
+    sizes = np.diff(ptr)[items]
+    starts = np.repeat(ptr[items] - np.concatenate([[0], np.cumsum(sizes)[:-1]]), sizes)
+    return starts + np.arange(int(sizes.sum()))
 
 
 @njit(**JIT)
@@ -205,13 +230,15 @@ def lane_states(xu, xN, first, factored, lat2, lens, t, cur_a, cur_b, inv, tmp, 
 
 
 @njit(**JIT)
-def load_lane(W, space, lat2, tok_ptr, tok_obs, t0, T, L, edges, Wd, factors, work, s, Tg, xu,
-              xN):
-    """Scores and exponentials of one sequence into lane ``s`` (exp scores of 1 past its
+def load_lane(W, space, lat2, tok_ptr, tok_obs, t0, T, L, edges, Wd, factors, work, expu, s,
+              Tg, xN):
+    """Scores and exponentials of one sequence, lane ``s``: its unigram factors into
+    ``expu`` (the lane's rows of :func:`lane_buffers`' ``rows``, which :func:`to_lanes` then
+    moves into the lane vectors), its node factors into ``xN`` (exp scores of 1 past its
     length, up to the group's ``Tg`` tokens); returns the sum of the shifts. ``edges`` as
     :func:`lane_edges`; ``factors`` the exponentiated unigram weights of
     :meth:`crfkit.kernels.objective.Objective.factors` (empty: exponentiate the scores)."""
-    psi, node, edge, expu = work[:4]
+    psi, node, edge = work[:3]
     shared, factored = edges[0], edges[4]
     shift = 0.0
     if T > 0 and factored and factors[0].shape[0] > 0:
@@ -229,9 +256,6 @@ def load_lane(W, space, lat2, tok_ptr, tok_obs, t0, T, L, edges, Wd, factors, wo
                               psi, node, edge, False)
         shift = order2.exp_lattice(W, space, lat2, tok_ptr, tok_obs, t0, T, L, shared, per_edge,
                                    psi, node, edge, expu, work[4], work[5])
-    for t in range(Tg if factored else 1):
-        for y in range(L):
-            xu[t, y, s] = expu[t, y] if t < T else 1.0
     for t in range(1, Tg if not factored else 0):
         for p in range(xN.shape[1]):
             xN[t, p, s] = work[4][t, p] if t < T else 1.0
@@ -239,15 +263,36 @@ def load_lane(W, space, lat2, tok_ptr, tok_obs, t0, T, L, edges, Wd, factors, wo
 
 
 @njit(**JIT)
-def lane_gradient(G, space, lat2, tok_ptr, tok_obs, t0, T, L, alpha, lmarg, s, marg, Gd):
+def to_lanes(rows, lens, n, L, xu):
+    """xu[t, :, s] = rows[s, t] for the group's first ``n`` tokens (1 past a lane's length).
+
+    The lanes' rows are written whole by the kernels that fill them, then moved here
+    token by token: the 32 lanes' rows of one token stay in L1 while each xu row is
+    written in order. Written lane by lane instead, every value went to another cache
+    line of xu, and moving the factors took longer than computing them."""
+    for t in range(n):
+        for y in range(L):
+            for s in range(rows.shape[0]):
+                xu[t, y, s] = rows[s, t, y] if t < lens[s] else 1.0
+
+
+@njit(**JIT)
+def from_lanes(lmarg, n, L, rows):
+    """rows[s, t] = lmarg[t, :, s] for the group's first ``n`` tokens: each lane's token
+    marginals as rows (:func:`to_lanes` the other way)."""
+    for t in range(n):
+        for y in range(L):
+            for s in range(rows.shape[0]):
+                rows[s, t, y] = lmarg[t, y, s]
+
+
+@njit(**JIT)
+def lane_gradient(G, space, lat2, tok_ptr, tok_obs, t0, T, L, alpha, s, marg, Gd):
     """The per-sequence expectations of lane ``s`` (state marginals in ``alpha``, token
-    marginals in ``lmarg``): token marginals into ``marg``, observation bigrams into G,
-    unigrams into G / ``Gd``."""
+    marginals in ``marg``, from :func:`from_lanes`): observation bigrams into G, unigrams
+    into G / ``Gd``."""
     b_ptr, b_prev, b_cur, n_u = space[2], space[3], space[4], space[5]
     pair_of = lat2.pair_of
-    for t in range(T):
-        for y in range(L):
-            marg[t, y] = lmarg[t, y, s]
     for t in range(1, T if order2.has_bigrams(b_ptr) else 0):
         for i in range(tok_ptr[t0 + t], tok_ptr[t0 + t + 1]):
             o = tok_obs[i]
@@ -261,12 +306,14 @@ def lane_gradient(G, space, lat2, tok_ptr, tok_obs, t0, T, L, alpha, lmarg, s, m
 @njit(**JIT)
 def lane_buffers(Tmax, L, P, K, factored):
     """xu, xN (a dummy when ``factored``), alpha, beta, scale, inv, tmp, logz, lane marg,
-    pacc, eacc of a block."""
+    pacc, eacc of a block, and each lane's rows of L values a token (its unigram factors,
+    then its token marginals: :func:`to_lanes`, :func:`from_lanes`)."""
     S, R = LANES, max(L, P)
     TN = 1 if factored else Tmax
     return (np.empty((Tmax, L, S)), np.empty((TN, P, S)), np.empty((Tmax, R, S)),
             np.empty((Tmax, R, S)), np.empty((Tmax, S)), np.empty(S), np.empty((P, S)),
-            np.empty(S), np.empty((Tmax, L, S)), np.zeros(P), np.zeros(K))
+            np.empty(S), np.empty((Tmax, L, S)), np.zeros(P), np.zeros(K),
+            np.empty((S, Tmax, L)))
 
 
 @njit(**JIT)
@@ -286,12 +333,11 @@ def loss_block_lanes(W, space, lat2, lists, data, L, s0, s1, Wd, G, out, factors
     work = order2.work2(Tmax, L, P, K, per_edge)
     edges = lane_edges(W, space, lat2, L)
     E, first, factored = edges[1], edges[2], edges[4]
-    xu, xN, alpha, beta, scale, inv, tmp, logz, lmarg, pacc, eacc = lane_buffers(
+    xu, xN, alpha, beta, scale, inv, tmp, logz, lmarg, pacc, eacc, rows = lane_buffers(
         Tmax, L, P, K, factored)
     lens, seqs = np.zeros(S, dtype=np.int64), np.zeros(S, dtype=np.int64)
     Gd = np.zeros(Wd.shape) if dense_G is None else dense_G
     Gd[:] = 0.0
-    marg = work[10]
     exp_weights = (np.empty(0), np.empty((0, L))) if factors is None else factors
     G[:] = 0.0
     logz_sum, tok_err, seq_err = 0.0, 0, 0
@@ -306,7 +352,8 @@ def loss_block_lanes(W, space, lat2, lists, data, L, s0, s1, Wd, G, out, factors
             t0 = seq_ptr[seqs[s]] if seqs[s] >= 0 else 0
             logz[s] = 0.0
             logz_sum += load_lane(W, space, lat2, tok_ptr, tok_obs, t0, lens[s], L, edges,
-                                  Wd, exp_weights, work, s, Tg, xu, xN)
+                                  Wd, exp_weights, work, rows[s], s, Tg, xN)
+        to_lanes(rows, lens, Tg if factored else 1, L, xu)
         forward_lanes(xu, xN, E, first, factored, lat2, lens, Tg, L, alpha, scale, inv, logz)
         for s in range(S):
             for t in range(lens[s]):
@@ -314,13 +361,14 @@ def loss_block_lanes(W, space, lat2, lists, data, L, s0, s1, Wd, G, out, factors
             logz_sum += logz[s]
         backward_lanes(xu, xN, E, first, factored, lat2, lists, lens, Tg, L, alpha, beta, scale,
                        tmp, inv, lmarg, pacc, eacc)
+        from_lanes(lmarg, Tg, L, rows)
         for s in range(S):
             T = lens[s]
             if T == 0:
                 continue
             t0 = seq_ptr[seqs[s]]
-            lane_gradient(G, space, lat2, tok_ptr, tok_obs, t0, T, L, alpha, lmarg, s, marg, Gd)
-            wrong = posterior_errors(marg, labels, t0, T)
+            lane_gradient(G, space, lat2, tok_ptr, tok_obs, t0, T, L, alpha, s, rows[s], Gd)
+            wrong = posterior_errors(rows[s], labels, t0, T)
             tok_err += wrong
             seq_err += 1 if wrong else 0
     order2.flush_blocks(G, space, lat2, L, pacc, eacc, E, per_edge, Gd)

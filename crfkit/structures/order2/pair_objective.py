@@ -7,12 +7,14 @@ the result does not depend on the thread count either.
 
 from __future__ import annotations
 
+from functools import cached_property
+
 import numpy as np
 
 from crfkit import config
 from crfkit.kernels.lattice import dense_rows
 from crfkit.kernels.objective import Objective
-from crfkit.space import Dataset, FeatureSpace
+from crfkit.space import DataArrays, Dataset, FeatureSpace
 from crfkit.structures.order2 import lanes as lanes2
 from crfkit.structures.order2 import pair_lattice as order2
 
@@ -37,6 +39,15 @@ class Objective2(Objective):
         # the lanes multiply exponentiated weights when no observation bigram reshapes a
         # token's pair scores (as the linear chain does)
         self.uses_factors = self.edge_lists is not None and space.n_b == 0
+
+    @cached_property
+    def data_arrays(self) -> DataArrays:
+        """The corpus as the lanes read it, each block's sequences shortest first
+        (:func:`crfkit.structures.order2.lanes.shortest_first_copy`); as it is for the
+        kernel of observation trigrams."""
+        if self.edge_lists is None:
+            return self.data.arrays()
+        return lanes2.shortest_first_copy(self.data.arrays(), self.block_ptr)
 
     def shared(self, w: np.ndarray) -> tuple:
         s = self.space
