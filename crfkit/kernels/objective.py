@@ -110,6 +110,10 @@ class Objective:
 
     @cached_property
     def data_arrays(self) -> DataArrays:
+        """The corpus as the kernels read it (:meth:`kernel_arrays`), made when first asked."""
+        return self.kernel_arrays()
+
+    def kernel_arrays(self) -> DataArrays:
         """The corpus as the kernels read it: where :meth:`reads_dense_first`, with a copy
         of the occurrences that has each token's dense rows first
         (:func:`crfkit.kernels.runs.dense_first`); the corpus keeps its order."""
@@ -136,11 +140,11 @@ class Objective:
         built when first asked (a subclass with its own kernel never asks); None for a
         valued corpus, one whose tokens' transitions vary, or one whose kernel does not
         read dense rows first (:meth:`reads_dense_first`: the kernels that read no runs)."""
-        d, s = self.data, self.space
+        d, s = self.data_arrays, self.space
         if self._runs_size is None:
             return None
-        return fill_sparse_runs(d.seq_ptr, d.tok_ptr, self.data_arrays.tok_obs, s.u_ptr,
-                                s.u_lab, self.n_dense, self._runs_size)
+        return fill_sparse_runs(d.seq_ptr, d.tok_ptr, d.tok_obs, s.u_ptr, s.u_lab, self.n_dense,
+                                self._runs_size)
 
     @cached_property
     def _runs_size(self) -> int | None:

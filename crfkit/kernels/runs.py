@@ -196,12 +196,30 @@ def run_expectations(G, tok_ptr, tok_obs, feature, label, dense_end, pair_end, c
     them, the dense rows' into ``Gd``."""
     for t in range(T):
         marginals_row(alpha, beta, t, L)
-        for j in range(tok_ptr[t0 + t], dense_end[t0 + t]):
-            add_row(Gd, tok_obs[j], alpha, t, L, 1.0)
-        stop = pair_end[t0 + t]
-        for p in range(c, stop):
-            G[feature[p]] += alpha[t, label_at(label, p)]
-        c = stop
+        c = token_expectations(G, tok_ptr, tok_obs, feature, label, dense_end, pair_end, c,
+                               t0, t, L, alpha, Gd)
+
+
+@njit(**JIT)
+def run_marginal_expectations(G, tok_ptr, tok_obs, feature, label, dense_end, pair_end, c, t0,
+                              T, L, marg, Gd):
+    """:func:`run_expectations` given the token marginals ``marg`` (the second order's)."""
+    for t in range(T):
+        c = token_expectations(G, tok_ptr, tok_obs, feature, label, dense_end, pair_end, c,
+                               t0, t, L, marg, Gd)
+
+
+@njit(inline="always", **JIT)
+def token_expectations(G, tok_ptr, tok_obs, feature, label, dense_end, pair_end, c, t0, t, L,
+                       marg, Gd):
+    """G and Gd += token t's marginals ``marg[t]`` for its features, its pairs read from
+    ``c``; returns where the next token's pairs begin."""
+    for j in range(tok_ptr[t0 + t], dense_end[t0 + t]):
+        add_row(Gd, tok_obs[j], marg, t, L, 1.0)
+    stop = pair_end[t0 + t]
+    for p in range(c, stop):
+        G[feature[p]] += marg[t, label_at(label, p)]
+    return stop
 
 
 @njit(inline="always", **JIT)

@@ -37,6 +37,7 @@ from crfkit.config import JIT
 from crfkit.kernels.gradient import posterior_errors
 from crfkit.kernels.grouped import shortest_first
 from crfkit.kernels.lattice import exp_shifted, longest_sequence, unigram_factors
+from crfkit.kernels.runs import run_factors, run_marginal_expectations
 from crfkit.space import DataArrays
 from crfkit.structures.order2 import pair_lattice as order2
 
@@ -56,28 +57,49 @@ def edge_lists(lat2: tuple) -> tuple:
     return (src[by_src], dst[by_src], by_src, src[real], dst[real], real)
 
 
-def shortest_first_copy(data: DataArrays, block_ptr: np.ndarray) -> DataArrays:
+def lane_order_copy(data: DataArrays, block_ptr: np.ndarray, n_dense: int) -> DataArrays:
     """The corpus with each block's sequences shortest first (stable), the order in which
-    :func:`loss_block_lanes` takes them: it then reads the corpus front to back. Read in
-    the corpus's order, each group of lanes started its sequences at scattered places,
-    and loading their factors took a fifth longer. The kernel's own ordering finds this
-    copy sorted and keeps it as it is, so the lanes and their results are the same."""
+    :func:`loss_block_lanes` takes them, and each token's observations below ``n_dense``
+    (its dense rows, :func:`crfkit.kernels.runs.dense_first`) first; 0: in their order.
+
+    The lanes then read the corpus front to back. Read in the corpus's order, each group
+    of lanes started its sequences at scattered places, and loading their factors took a
+    fifth longer. The kernel's own ordering finds this copy sorted and keeps it as it is,
+    so the lanes are the same."""
     seq_ptr, tok_ptr, tok_obs, labels = data
     order = np.concatenate([shortest_first(seq_ptr, s0, s1) for s0, s1
                             in zip(block_ptr[:-1], block_ptr[1:], strict=True)])
-    tokens = _spans(seq_ptr, order)
-    occurrences = _spans(tok_ptr, tokens)
-    new_seq_ptr = np.concatenate([[0], np.cumsum(np.diff(seq_ptr)[order])]).astype(seq_ptr.dtype)
-    new_tok_ptr = np.concatenate([[0], np.cumsum(np.diff(tok_ptr)[tokens])]).astype(tok_ptr.dtype)
-    return DataArrays(new_seq_ptr, new_tok_ptr, tok_obs[occurrences],
-                      labels[tokens] if len(labels) else labels)
+    copy = DataArrays(np.empty_like(seq_ptr), np.empty_like(tok_ptr), np.empty_like(tok_obs),
+                      np.empty_like(labels))
+    copy_in_order(seq_ptr, tok_ptr, tok_obs, labels, order, n_dense, *copy)
+    return copy
 
 
-def _spans(ptr: np.ndarray, items: np.ndarray) -> np.ndarray:
-    """The indices ``ptr[i] .. ptr[i+1]-1`` of every i in ``items``, in that order."""
-    sizes = np.diff(ptr)[items]
-    starts = np.repeat(ptr[items] - np.concatenate([[0], np.cumsum(sizes)[:-1]]), sizes)
-    return starts + np.arange(int(sizes.sum()))
+@njit(**JIT)
+def copy_in_order(seq_ptr, tok_ptr, tok_obs, labels, order, K, out_seq, out_tok, out_obs,
+                  out_labels):
+    """Fill :func:`lane_order_copy`'s arrays: sequences ``order``, each token's
+    observations below K first."""
+    t_new = 0
+    j_new = 0
+    out_seq[0] = 0
+    out_tok[0] = 0
+    for i in range(order.size):
+        s = order[i]
+        for t in range(seq_ptr[s], seq_ptr[s + 1]):
+            if labels.size > 0:
+                out_labels[t_new] = labels[t]
+            for j in range(tok_ptr[t], tok_ptr[t + 1]):
+                if tok_obs[j] < K:
+                    out_obs[j_new] = tok_obs[j]
+                    j_new += 1
+            for j in range(tok_ptr[t], tok_ptr[t + 1]):
+                if tok_obs[j] >= K:
+                    out_obs[j_new] = tok_obs[j]
+                    j_new += 1
+            t_new += 1
+            out_tok[t_new] = j_new
+        out_seq[i + 1] = t_new
 
 
 @njit(**JIT)
@@ -231,17 +253,21 @@ def lane_states(xu, xN, first, factored, lat2, lens, t, cur_a, cur_b, inv, tmp, 
 
 @njit(**JIT)
 def load_lane(W, space, lat2, tok_ptr, tok_obs, t0, T, L, edges, Wd, factors, work, expu, s,
-              Tg, xN):
+              Tg, xN, runs, c):
     """Scores and exponentials of one sequence, lane ``s``: its unigram factors into
     ``expu`` (the lane's rows of :func:`lane_buffers`' ``rows``, which :func:`to_lanes` then
     moves into the lane vectors), its node factors into ``xN`` (exp scores of 1 past its
     length, up to the group's ``Tg`` tokens); returns the sum of the shifts. ``edges`` as
     :func:`lane_edges`; ``factors`` the exponentiated unigram weights of
-    :meth:`crfkit.kernels.objective.Objective.factors` (empty: exponentiate the scores)."""
+    :meth:`crfkit.kernels.objective.Objective.factors` (empty: exponentiate the scores);
+    ``runs`` those of :mod:`crfkit.kernels.runs` (empty: none), the sequence's from ``c``."""
     psi, node, edge = work[:3]
     shared, factored = edges[0], edges[4]
     shift = 0.0
-    if T > 0 and factored and factors[0].shape[0] > 0:
+    if T > 0 and factored and factors[0].shape[0] > 0 and runs[3].size > 0:
+        run_factors(factors[0], tok_ptr, tok_obs, runs[1], runs[2], runs[3], runs[4], c, t0, T,
+                    expu, factors[1])
+    elif T > 0 and factored and factors[0].shape[0] > 0:
         unigram_factors(factors[0], tok_ptr, tok_obs, space[0], space[1], t0, T, expu,
                         factors[1])
     elif T > 0:
@@ -287,10 +313,10 @@ def from_lanes(lmarg, n, L, rows):
 
 
 @njit(**JIT)
-def lane_gradient(G, space, lat2, tok_ptr, tok_obs, t0, T, L, alpha, s, marg, Gd):
+def lane_gradient(G, space, lat2, tok_ptr, tok_obs, t0, T, L, alpha, s, marg, Gd, runs, c):
     """The per-sequence expectations of lane ``s`` (state marginals in ``alpha``, token
     marginals in ``marg``, from :func:`from_lanes`): observation bigrams into G, unigrams
-    into G / ``Gd``."""
+    into G / ``Gd`` (read from ``runs`` at ``c`` if there are any)."""
     b_ptr, b_prev, b_cur, n_u = space[2], space[3], space[4], space[5]
     pair_of = lat2.pair_of
     for t in range(1, T if order2.has_bigrams(b_ptr) else 0):
@@ -300,7 +326,11 @@ def lane_gradient(G, space, lat2, tok_ptr, tok_obs, t0, T, L, alpha, s, marg, Gd
                 p = pair_of[b_prev[k] * L + b_cur[k]]
                 if p >= 0:
                     G[n_u + k] += alpha[t, p, s]
-    order2.unigram_expectations2(G, space, tok_ptr, tok_obs, t0, T, L, marg, Gd)
+    if runs[3].size > 0:
+        run_marginal_expectations(G, tok_ptr, tok_obs, runs[1], runs[2], runs[3], runs[4], c,
+                                  t0, T, L, marg, Gd)
+    else:
+        order2.unigram_expectations2(G, space, tok_ptr, tok_obs, t0, T, L, marg, Gd)
 
 
 @njit(**JIT)
@@ -317,12 +347,14 @@ def lane_buffers(Tmax, L, P, K, factored):
 
 
 @njit(**JIT)
-def loss_block_lanes(W, space, lat2, lists, data, L, s0, s1, Wd, G, out, factors=None,
-                     dense_G=None):
+def loss_block_lanes(W, space, lat2, lists, data, L, s0, s1, Wd, G, out, factors, dense_G,
+                     runs):
     """:func:`crfkit.structures.order2.pair_lattice.loss_block2` without observation
     trigrams, ``LANES`` sequences at a time (sorted by length, so a group's lanes end
     close together). ``lists`` as :func:`edge_lists`; ``factors`` as :func:`load_lane`
-    (None: exponentiate the scores); ``dense_G`` the dense rows' scratch (None: new)."""
+    (None: exponentiate the scores); ``dense_G`` the dense rows' scratch (None: new);
+    ``runs`` the sparse features in reading order (:mod:`crfkit.kernels.runs`, over
+    occurrences with each token's dense rows first), or :data:`crfkit.kernels.runs.NO_RUNS`."""
     seq_ptr, tok_ptr, tok_obs, labels = data
     P, K, S = lat2.pair_a.shape[0], lat2.e_tri.shape[0], LANES
     order = shortest_first(seq_ptr, s0, s1)
@@ -351,8 +383,9 @@ def loss_block_lanes(W, space, lat2, lists, data, L, s0, s1, Wd, G, out, factors
         for s in range(S):
             t0 = seq_ptr[seqs[s]] if seqs[s] >= 0 else 0
             logz[s] = 0.0
+            c = runs[0][seqs[s]] if seqs[s] >= 0 and runs[3].size > 0 else 0
             logz_sum += load_lane(W, space, lat2, tok_ptr, tok_obs, t0, lens[s], L, edges,
-                                  Wd, exp_weights, work, rows[s], s, Tg, xN)
+                                  Wd, exp_weights, work, rows[s], s, Tg, xN, runs, c)
         to_lanes(rows, lens, Tg if factored else 1, L, xu)
         forward_lanes(xu, xN, E, first, factored, lat2, lens, Tg, L, alpha, scale, inv, logz)
         for s in range(S):
@@ -367,7 +400,9 @@ def loss_block_lanes(W, space, lat2, lists, data, L, s0, s1, Wd, G, out, factors
             if T == 0:
                 continue
             t0 = seq_ptr[seqs[s]]
-            lane_gradient(G, space, lat2, tok_ptr, tok_obs, t0, T, L, alpha, s, rows[s], Gd)
+            c = runs[0][seqs[s]] if runs[3].size > 0 else 0
+            lane_gradient(G, space, lat2, tok_ptr, tok_obs, t0, T, L, alpha, s, rows[s], Gd, runs,
+                          c)
             wrong = posterior_errors(rows[s], labels, t0, T)
             tok_err += wrong
             seq_err += 1 if wrong else 0

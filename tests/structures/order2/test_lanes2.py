@@ -9,9 +9,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from crfkit import config
 from crfkit.errors import CrfkitError
 from crfkit.kernels.grouped import shortest_first
 from crfkit.kernels.lattice import dense_factors, dense_rows
+from crfkit.kernels.runs import NO_RUNS
 from crfkit.structures.order2 import lanes as lanes2
 from crfkit.structures.order2 import pair_lattice as order2
 from crfkit.structures.order2.pair_objective import Objective2
@@ -29,7 +31,7 @@ def both_kernels(space, data, W, n_dense, factors=False):
     # the scratch passed as Objective2 passes it, so the kernel is compiled for Objective2's
     # argument types only (omitted arguments would make another version)
     no_factors = (np.empty(0), np.empty((0, space.n_labels)))
-    extra = ((expW, expWd) if factors else no_factors, np.full(Wd.shape, np.nan))
+    extra = ((expW, expWd) if factors else no_factors, np.full(Wd.shape, np.nan), NO_RUNS)
     lat2 = space.lattice
     got = []
     for lanes in (True, False):
@@ -134,3 +136,54 @@ def test_one_compiled_version_of_each_lane_kernel_serves_both_objectives():
     # per_edge false given as a bool: the versions loss_block2 uses, not literal ones
     for kernel in (order2.work2, order2.exp_lattice, order2.flush_blocks):
         assert no_literal_versions(kernel), kernel
+
+
+@pytest.mark.parametrize("dense_rows", [0, 2, 6])
+def test_lanes_reading_runs_give_the_bits_of_the_lanes_that_do_not(monkeypatch, dense_rows):
+    """The second order's lanes read the unigram features from the runs
+    (crfkit.kernels.runs) or through the feature space: the same products and sums in the
+    same order, with no, some or all observations in dense rows."""
+    rng = np.random.default_rng(21)
+    L = 4
+    space = random_space(rng, L, 6, obs_tri=False, obs_bigrams=False)
+    lengths = [int(x) for x in rng.integers(1, 9, size=lanes2.LANES + 7)]
+    data = random_data(rng, lengths, 6, L)
+    monkeypatch.setattr(config, "DENSE_ROW_CELLS", dense_rows * L)
+    monkeypatch.setattr("crfkit.kernels.runs.MAX_RUNS_SHARE", np.inf)
+    W = rng.normal(scale=0.5, size=space.n_weights)
+    results = []
+    for read_runs in (True, False):
+        objective = Objective2(space, data, np.zeros(space.n_weights), rho2=1.0)
+        if not read_runs:
+            objective.runs = None
+        g = np.empty_like(W)
+        results.append((objective(W, g), g, objective.token_errors))
+        assert (objective.runs is not None) == read_runs
+    (f1, g1, e1), (f2, g2, e2) = results
+    assert f1 == f2 and e1 == e2
+    assert np.array_equal(g1, g2)
+    assert np.abs(g1).max() > 0.1
+
+
+def test_the_lanes_read_each_blocks_sequences_shortest_first_from_a_copy(monkeypatch):
+    """Objective2 reads a copy of the corpus with each block's sequences in the lanes'
+    order (stable by length), each token's dense rows first; the corpus keeps its own."""
+    monkeypatch.setattr(config, "DENSE_ROW_CELLS", 3 * 4)
+    rng = np.random.default_rng(22)
+    space = random_space(rng, 4, 6, obs_tri=False, obs_bigrams=False)
+    data = random_data(rng, [int(x) for x in rng.integers(0, 9, size=90)], 6, 4)
+    before = data.tok_obs.copy()
+    objective = Objective2(space, data, np.zeros(space.n_weights), rho2=1.0)
+    read, blocks = objective.data_arrays, objective.block_ptr
+    assert np.array_equal(data.tok_obs, before) and len(blocks) > 2
+    assert objective.reads_dense_first() and objective.n_dense == 3
+    order = np.concatenate([np.argsort(np.diff(data.seq_ptr)[a:b], kind="stable") + a
+                            for a, b in zip(blocks[:-1], blocks[1:], strict=True)])
+    for new, s in enumerate(order):
+        for t_old, t_new in zip(range(data.seq_ptr[s], data.seq_ptr[s + 1]),
+                                range(read.seq_ptr[new], read.seq_ptr[new + 1]), strict=True):
+            mine = data.tok_obs[data.tok_ptr[t_old]:data.tok_ptr[t_old + 1]].tolist()
+            got = read.tok_obs[read.tok_ptr[t_new]:read.tok_ptr[t_new + 1]].tolist()
+            assert got == [o for o in mine if o < 3] + [o for o in mine if o >= 3]
+        assert read.labels[read.seq_ptr[new]:read.seq_ptr[new + 1]].tolist() == \
+            data.labels[data.seq_ptr[s]:data.seq_ptr[s + 1]].tolist()
