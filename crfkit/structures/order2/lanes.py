@@ -183,7 +183,9 @@ def normalise_lanes(cur, n, lens, t, scale_t, inv, logz):
 @njit(**JIT)
 def backward_lanes(xu, xN, E, first, factored, lat2, lists, lens, T, L, alpha, beta, scale,
                    tmp, inv, marg, pacc, eacc):
-    """The backward pass matching :func:`forward_lanes`, fused with the shared expectations:
+    """The backward pass matching :func:`forward_lanes`, fused with the shared expectations
+    (``beta`` holds two tokens' rows, t's and t-1's: the pass needs no more, and the
+    group's whole table pushed the corpus's factors out of the cache):
     leaves each live lane's state marginals in ``alpha`` and token marginals in ``marg``
     (zeros past its length), adds the pair marginals to ``pacc`` and alpha[t-1, src] *
     (backward term) to ``eacc`` (still to be multiplied by E, as
@@ -193,16 +195,16 @@ def backward_lanes(xu, xN, E, first, factored, lat2, lists, lens, T, L, alpha, b
     P, S = pair_a.shape[0], alpha.shape[2]
     for p in range(P if T > 1 else 0):
         for s in range(S):
-            beta[T - 1, p, s] = 1.0 if lens[s] == T else 0.0  # zeros keep lanes past their end at 0
+            beta[(T - 1) % 2, p, s] = 1.0 if lens[s] == T else 0.0  # lanes past their end: 0
     for t in range(T - 1, 0, -1):
         for s in range(S):
             if lens[s] - 1 == t:
                 for p in range(P):
-                    beta[t, p, s] = 1.0
+                    beta[t % 2, p, s] = 1.0
             inv[s] = 1.0 / scale[t, s]
-        lane_states(xu, xN, first, factored, lat2, lens, t, alpha[t], beta[t], inv, tmp,
+        lane_states(xu, xN, first, factored, lat2, lens, t, alpha[t], beta[t % 2], inv, tmp,
                     marg[t], pacc)
-        prev_a, prev_b = alpha[t - 1], beta[t - 1]
+        prev_a, prev_b = alpha[t - 1], beta[(t - 1) % 2]
         for q in range(L if t == 1 else P):
             for s in range(S):
                 prev_b[q, s] = 0.0
@@ -335,13 +337,14 @@ def lane_gradient(G, space, lat2, tok_ptr, tok_obs, t0, T, L, alpha, s, marg, Gd
 
 @njit(**JIT)
 def lane_buffers(Tmax, L, P, K, factored):
-    """xu, xN (a dummy when ``factored``), alpha, beta, scale, inv, tmp, logz, lane marg,
+    """xu, xN (a dummy when ``factored``), alpha, beta (two tokens'), scale, inv, tmp, logz,
+    lane marg,
     pacc, eacc of a block, and each lane's rows of L values a token (its unigram factors,
     then its token marginals: :func:`to_lanes`, :func:`from_lanes`)."""
     S, R = LANES, max(L, P)
     TN = 1 if factored else Tmax
     return (np.empty((Tmax, L, S)), np.empty((TN, P, S)), np.empty((Tmax, R, S)),
-            np.empty((Tmax, R, S)), np.empty((Tmax, S)), np.empty(S), np.empty((P, S)),
+            np.empty((2, R, S)), np.empty((Tmax, S)), np.empty(S), np.empty((P, S)),
             np.empty(S), np.empty((Tmax, L, S)), np.zeros(P), np.zeros(K),
             np.empty((S, Tmax, L)))
 
