@@ -162,15 +162,22 @@ def dense_first(tok_ptr, tok_obs, K, out):
     """out = tok_obs with each token's observations below ``K`` (its dense rows) first,
     each part in its order."""
     for t in range(len(tok_ptr) - 1):
-        m = tok_ptr[t]
-        for j in range(tok_ptr[t], tok_ptr[t + 1]):
-            if tok_obs[j] < K:
-                out[m] = tok_obs[j]
-                m += 1
-        for j in range(tok_ptr[t], tok_ptr[t + 1]):
-            if tok_obs[j] >= K:
-                out[m] = tok_obs[j]
-                m += 1
+        token_dense_first(tok_obs, tok_ptr[t], tok_ptr[t + 1], K, out, tok_ptr[t])
+
+
+@njit(inline="always", **JIT)
+def token_dense_first(tok_obs, j0, j1, K, out, m):
+    """out[m:] = tok_obs[j0:j1] with those below ``K`` first, each part in its order;
+    returns where the copy ends."""
+    for j in range(j0, j1):
+        if tok_obs[j] < K:
+            out[m] = tok_obs[j]
+            m += 1
+    for j in range(j0, j1):
+        if tok_obs[j] >= K:
+            out[m] = tok_obs[j]
+            m += 1
+    return m
 
 
 @njit(**JIT)

@@ -37,7 +37,7 @@ from crfkit.config import JIT
 from crfkit.kernels.gradient import posterior_errors
 from crfkit.kernels.grouped import shortest_first
 from crfkit.kernels.lattice import exp_shifted, longest_sequence, unigram_factors
-from crfkit.kernels.runs import run_factors, run_marginal_expectations
+from crfkit.kernels.runs import run_factors, run_marginal_expectations, token_dense_first
 from crfkit.space import DataArrays
 from crfkit.structures.order2 import pair_lattice as order2
 
@@ -89,14 +89,7 @@ def copy_in_order(seq_ptr, tok_ptr, tok_obs, labels, order, K, out_seq, out_tok,
         for t in range(seq_ptr[s], seq_ptr[s + 1]):
             if labels.size > 0:
                 out_labels[t_new] = labels[t]
-            for j in range(tok_ptr[t], tok_ptr[t + 1]):
-                if tok_obs[j] < K:
-                    out_obs[j_new] = tok_obs[j]
-                    j_new += 1
-            for j in range(tok_ptr[t], tok_ptr[t + 1]):
-                if tok_obs[j] >= K:
-                    out_obs[j_new] = tok_obs[j]
-                    j_new += 1
+            j_new = token_dense_first(tok_obs, tok_ptr[t], tok_ptr[t + 1], K, out_obs, j_new)
             t_new += 1
             out_tok[t_new] = j_new
         out_seq[i + 1] = t_new
