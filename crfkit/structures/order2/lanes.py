@@ -46,15 +46,17 @@ LANES = 32  # a lane vector's loops have this runtime length: vectorised, see th
 
 def edge_lists(lat2: tuple) -> tuple:
     """The real trigram edges of ``Order2Space.lattice`` (slots whose trigram has a state)
-    as flat lists: (src, dst, slot) by source for the forward pass, by destination for
-    the backward pass (int64 arrays)."""
+    as flat lists: (src, dst, slot) by source, then by destination (int64 arrays), and
+    where each source's edges begin in the first (for the backward pass: a source's
+    edges come in the same order of destinations in both)."""
     e_ptr, e_src0, e_tri = lat2.e_ptr, lat2.e_src0, lat2.e_tri
     sizes = np.diff(e_ptr)
     dst = np.repeat(np.arange(len(sizes)), sizes)
     src = np.asarray(e_src0, dtype=np.int64)[dst] + (np.arange(len(e_tri)) - e_ptr[dst])
     real = np.flatnonzero(e_tri >= 0)
     by_src = real[np.lexsort((dst[real], src[real]))]
-    return (src[by_src], dst[by_src], by_src, src[real], dst[real], real)
+    starts = np.searchsorted(src[by_src], np.arange(len(sizes) + 1)).astype(np.int64)
+    return (src[by_src], dst[by_src], by_src, src[real], dst[real], real, starts)
 
 
 def lane_order_copy(data: DataArrays, block_ptr: np.ndarray, n_dense: int) -> DataArrays:
@@ -179,11 +181,12 @@ def backward_lanes(xu, xN, E, first, factored, lat2, lists, lens, T, L, alpha, b
     """The backward pass matching :func:`forward_lanes`, fused with the shared expectations
     (``beta`` holds two tokens' rows, t's and t-1's: the pass reads no others, and a
     group's whole table, 2.9 MB for the longest, only added to the cache's traffic):
-    leaves each live lane's state marginals in ``alpha`` and token marginals in ``marg``
-    (zeros past its length), adds the pair marginals to ``pacc`` and alpha[t-1, src] *
-    (backward term) to ``eacc`` (still to be multiplied by E, as
-    :func:`crfkit.structures.order2.pair_lattice.flush_blocks` does)."""
-    b_src, b_dst, b_slot = lists[3], lists[4], lists[5]
+    leaves each live lane's token marginals in ``marg`` (zeros past its length) and, for
+    observation bigrams (not ``factored``), its state marginals in ``alpha``; adds the
+    pair marginals to ``pacc`` and alpha[t-1, src] * (backward term) to ``eacc`` (still
+    to be multiplied by E, as :func:`crfkit.structures.order2.pair_lattice.flush_blocks`
+    does)."""
+    b_dst, b_slot, b_ptr = lists[1], lists[2], lists[6]
     pair_a = lat2.pair_a
     P, S = pair_a.shape[0], alpha.shape[2]
     for p in range(P if T > 1 else 0):
@@ -198,22 +201,25 @@ def backward_lanes(xu, xN, E, first, factored, lat2, lists, lens, T, L, alpha, b
         lane_states(xu, xN, first, factored, lat2, lens, t, alpha[t], beta[t % 2], inv, tmp,
                     marg[t], pacc)
         prev_a, prev_b = alpha[t - 1], beta[(t - 1) % 2]
-        for q in range(L if t == 1 else P):
-            for s in range(S):
-                prev_b[q, s] = 0.0
         if t == 1:
+            for q in range(L):
+                for s in range(S):
+                    prev_b[q, s] = 0.0
             for p in range(P):
                 for s in range(S):
                     prev_b[pair_a[p], s] += tmp[p, s]
             continue
-        for k in range(b_src.shape[0]):
-            e, q, p = E[b_slot[k]], b_src[k], b_dst[k]
-            acc = 0.0
+        for q in range(P):  # a source's edges in order of destination, its row zeroed first
             for s in range(S):
-                w = tmp[p, s]
-                prev_b[q, s] += e * w
-                acc += prev_a[q, s] * w
-            eacc[b_slot[k]] += acc
+                prev_b[q, s] = 0.0
+            for k in range(b_ptr[q], b_ptr[q + 1]):
+                e, p = E[b_slot[k]], b_dst[k]
+                acc = 0.0
+                for s in range(S):
+                    w = tmp[p, s]
+                    prev_b[q, s] += e * w
+                    acc += prev_a[q, s] * w
+                eacc[b_slot[k]] += acc
     for s in range(S):
         for y in range(L):
             if lens[s] == 1:
@@ -225,8 +231,9 @@ def backward_lanes(xu, xN, E, first, factored, lat2, lists, lens, T, L, alpha, b
 
 @njit(**JIT)
 def lane_states(xu, xN, first, factored, lat2, lens, t, cur_a, cur_b, inv, tmp, marg_t, pacc):
-    """Token t of the backward pass: the state marginals (into ``cur_a``, ``marg_t`` and
-    ``pacc``) and tmp[p] = node factor x beta[t, p] / scale, zero in lanes past their end."""
+    """Token t of the backward pass: the state marginals (into ``marg_t``, ``pacc`` and, not
+    ``factored``, ``cur_a``) and tmp[p] = node factor x beta[t, p] / scale, zero in lanes
+    past their end."""
     pair_b = lat2.pair_b
     P, S = pair_b.shape[0], cur_a.shape[1]
     for y in range(marg_t.shape[0]):
@@ -240,7 +247,8 @@ def lane_states(xu, xN, first, factored, lat2, lens, t, cur_a, cur_b, inv, tmp, 
         for s in range(S):  # beta is 0 in lanes past their end (alpha is finite there)
             m = ap[s] * bp[s]
             tp[s] = node[s] * bp[s] * inv[s] * f
-            ap[s] = m
+            if not factored:  # the state marginals are read for observation bigrams only
+                ap[s] = m
             mt[s] += m
             acc += m
         pacc[p] += acc
