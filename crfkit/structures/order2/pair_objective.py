@@ -10,6 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from crfkit import config
+from crfkit.kernels.aside import Aside, drop_queued
 from crfkit.kernels.lattice import dense_rows
 from crfkit.kernels.objective import Objective
 from crfkit.kernels.runs import NO_RUNS
@@ -48,6 +49,12 @@ class Objective2(Objective):
             return self.data.arrays()
         return lanes2.lane_order_copy(self.data.arrays(), self.block_ptr,
                                       self.n_dense if self.reads_dense_first() else 0)
+
+    def compile_loss_aside(self, w: np.ndarray, g: np.ndarray) -> Aside | None:
+        """None: the child process of a first run compiles the first order's loss kernel,
+        which the second order never calls (the lane kernels compile on their first call)."""
+        drop_queued()
+        return None
 
     def shared(self, w: np.ndarray) -> tuple:
         s = self.space

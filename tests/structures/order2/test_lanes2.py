@@ -187,3 +187,21 @@ def test_the_lanes_read_each_blocks_sequences_shortest_first_from_a_copy(monkeyp
             assert got == [o for o in mine if o < 3] + [o for o in mine if o >= 3]
         assert read.labels[read.seq_ptr[new]:read.seq_ptr[new + 1]].tolist() == \
             data.labels[data.seq_ptr[s]:data.seq_ptr[s + 1]].tolist()
+
+
+def test_a_first_evaluation_sets_no_first_order_kernel_aside(monkeypatch):
+    """A first run's child process would compile the first order's loss kernel, which the
+    second order never calls."""
+    from crfkit.kernels import objective as first_order
+
+    asked = []
+    monkeypatch.setattr(first_order, "compile_aside", lambda *args: asked.append(args))
+    rng = np.random.default_rng(23)
+    space = random_space(rng, 3, 5, obs_tri=False, obs_bigrams=False)
+    data = random_data(rng, [3, 5, 1, 4], 5, 3)
+    W = rng.normal(scale=0.5, size=space.n_weights)
+    assert np.isfinite(Objective2(space, data, np.zeros(space.n_weights), 1.0)(W, np.empty_like(W)))
+    assert asked == []
+    chain = first_order.Objective(space, data, np.zeros(space.n_weights), 1.0)
+    chain(W, np.empty_like(W))
+    assert len(asked) == 1  # the chain's own first evaluation does ask
