@@ -137,7 +137,7 @@ class Objective:
     @cached_property
     def runs(self) -> tuple | None:
         """The CRF kernel's sparse features in reading order (:mod:`crfkit.kernels.runs`),
-        built when first asked (a subclass with its own kernel never asks); None for a
+        built when first asked (a subclass whose kernels read none never asks); None for a
         valued corpus, one whose tokens' transitions vary, or one whose kernel does not
         read dense rows first (:meth:`reads_dense_first`: the kernels that read no runs)."""
         d, s = self.data_arrays, self.space

@@ -336,12 +336,18 @@ def lane_gradient(G, space, lat2, tok_ptr, tok_obs, t0, T, L, alpha, s, marg, Gd
         order2.unigram_expectations2(G, space, tok_ptr, tok_obs, t0, T, L, marg, Gd)
 
 
+@njit(inline="always", **JIT)
+def run_start(runs, seq):
+    """Where sequence ``seq``'s pairs begin in ``runs`` (0 without runs, or for an empty
+    lane, ``seq`` -1)."""
+    return runs[0][seq] if seq >= 0 and runs[3].size > 0 else 0
+
+
 @njit(**JIT)
 def lane_buffers(Tmax, L, P, K, factored):
-    """xu, xN (a dummy when ``factored``), alpha, beta (two tokens'), scale, inv, tmp, logz,
-    lane marg,
-    pacc, eacc of a block, and each lane's rows of L values a token (its unigram factors,
-    then its token marginals: :func:`to_lanes`, :func:`from_lanes`)."""
+    """xu, xN (a dummy when ``factored``), alpha, beta (two tokens' rows), scale, inv, tmp,
+    logz, lane marg, pacc, eacc of a block, and each lane's rows of L values a token (its
+    unigram factors, then its token marginals: :func:`to_lanes`, :func:`from_lanes`)."""
     S, R = LANES, max(L, P)
     TN = 1 if factored else Tmax
     return (np.empty((Tmax, L, S)), np.empty((TN, P, S)), np.empty((Tmax, R, S)),
@@ -389,7 +395,7 @@ def loss_block_lanes(W, space, lat2, lists, data, L, s0, s1, Wd, G, out, factors
         for s in range(S):
             t0 = seq_ptr[seqs[s]] if seqs[s] >= 0 else 0
             logz[s] = 0.0
-            c = runs[0][seqs[s]] if seqs[s] >= 0 and runs[3].size > 0 else 0
+            c = run_start(runs, seqs[s])
             logz_sum += load_lane(W, space, lat2, tok_ptr, tok_obs, t0, lens[s], L, edges,
                                   Wd, exp_weights, work, rows[s], s, Tg, xN, runs, c)
         to_lanes(rows, lens, Tg if factored else 1, L, xu)
@@ -406,9 +412,8 @@ def loss_block_lanes(W, space, lat2, lists, data, L, s0, s1, Wd, G, out, factors
             if T == 0:
                 continue
             t0 = seq_ptr[seqs[s]]
-            c = runs[0][seqs[s]] if runs[3].size > 0 else 0
             lane_gradient(G, space, lat2, tok_ptr, tok_obs, t0, T, L, alpha, s, rows[s], Gd, runs,
-                          c)
+                          run_start(runs, seqs[s]))
             wrong = posterior_errors(rows[s], labels, t0, T)
             tok_err += wrong
             seq_err += 1 if wrong else 0
