@@ -362,8 +362,8 @@ def loss_block_lanes(W, space, lat2, lists, data, L, s0, s1, Wd, G, out, factors
     """:func:`crfkit.structures.order2.pair_lattice.loss_block2` without observation
     trigrams, ``LANES`` sequences at a time (sorted by length, so a group's lanes end
     close together). ``lists`` as :func:`edge_lists`; ``factors`` as :func:`load_lane`
-    (None: exponentiate the scores); ``dense_G`` the dense rows' scratch (None: new);
-    ``runs`` the sparse features in reading order (:mod:`crfkit.kernels.runs`, over
+    (empty tables: exponentiate the scores); ``dense_G`` the dense rows' scratch (zeroed
+    here); ``runs`` the sparse features in reading order (:mod:`crfkit.kernels.runs`, over
     occurrences with each token's dense rows first), or :data:`crfkit.kernels.runs.NO_RUNS`."""
     seq_ptr, tok_ptr, tok_obs, labels = data
     P, K, S = lat2.pair_a.shape[0], lat2.e_tri.shape[0], LANES
@@ -378,9 +378,8 @@ def loss_block_lanes(W, space, lat2, lists, data, L, s0, s1, Wd, G, out, factors
     xu, xN, alpha, beta, scale, inv, tmp, logz, lmarg, pacc, eacc, rows = lane_buffers(
         Tmax, L, P, K, factored)
     lens, seqs = np.zeros(S, dtype=np.int64), np.zeros(S, dtype=np.int64)
-    Gd = np.zeros(Wd.shape) if dense_G is None else dense_G
+    Gd = dense_G
     Gd[:] = 0.0
-    exp_weights = (np.empty(0), np.empty((0, L))) if factors is None else factors
     G[:] = 0.0
     logz_sum, tok_err, seq_err = 0.0, 0, 0
     # a block's last group is not full: the shortest sequences take its place, so that its
@@ -397,7 +396,7 @@ def loss_block_lanes(W, space, lat2, lists, data, L, s0, s1, Wd, G, out, factors
             logz[s] = 0.0
             c = run_start(runs, seqs[s])
             logz_sum += load_lane(W, space, lat2, tok_ptr, tok_obs, t0, lens[s], L, edges,
-                                  Wd, exp_weights, work, rows[s], s, Tg, xN, runs, c)
+                                  Wd, factors, work, rows[s], s, Tg, xN, runs, c)
         to_lanes(rows, lens, Tg if factored else 1, L, xu)
         forward_lanes(xu, xN, E, first, factored, lat2, lens, Tg, L, alpha, scale, inv, logz)
         for s in range(S):
